@@ -1,0 +1,87 @@
+"""The parsed proposal: frozen dataclasses with value equality.
+
+Argument values are compared together with their type, so ``q=1``, ``q=1.0`` and ``q=true`` are three
+different tasks even though ``1 == 1.0 == True`` in Python.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+Value = Union[str, int, float, bool, None]
+
+
+def _typed(value: Value) -> tuple[str, Value]:
+    return (type(value).__name__, value)
+
+
+class Args(Mapping[str, Value]):
+    """Immutable, hashable argument mapping; equality ignores key order but not value types."""
+
+    __slots__ = ("_items", "_key")
+
+    def __init__(self, items: Mapping[str, Value] | None = None) -> None:
+        data = dict(items or {})
+        self._items: dict[str, Value] = data
+        self._key = frozenset((k, _typed(v)) for k, v in data.items())
+
+    def __getitem__(self, key: str) -> Value:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Args):
+            return self._key == other._key
+        if isinstance(other, Mapping):
+            return self._key == Args(other)._key
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __repr__(self) -> str:
+        return f"Args({self._items!r})"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One ``skill(key=value,...)`` step of a path. ``args`` uses the canonical compact keys."""
+
+    skill: str
+    args: Args = field(default_factory=Args)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.args, Args):
+            object.__setattr__(self, "args", Args(self.args))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.args.get(key, default)
+
+
+@dataclass(frozen=True)
+class PeerRequest:
+    """The ``REQ <target> <path>`` line: the path the sender asks ``target`` to run."""
+
+    target: str
+    requested_plan: tuple[Task, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "requested_plan", tuple(self.requested_plan))
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A parsed two-line Short DSL record. ``REQ -`` gives ``peer_requests == ()``."""
+
+    self_plan: tuple[Task, ...] = ()
+    peer_requests: tuple[PeerRequest, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "self_plan", tuple(self.self_plan))
+        object.__setattr__(self, "peer_requests", tuple(self.peer_requests))

@@ -1,0 +1,137 @@
+"""The world interface shared by the pure-Python world (``sim``) and the Minecraft backend.
+
+Everything here is a plain frozen value so that both backends execute the same compiled skill calls and
+report the same events and ground truth. Positions are integer block coordinates ``(x, y, z)`` relative
+to the arena floor: ``y == 0`` is the first air layer above the ground. The Minecraft backend adds the
+server's ground height; the sim uses them as they are.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Pos = tuple[int, int, int]
+Counts = Mapping[str, int]  # item name (minecraft-data) -> count, zero counts omitted
+
+#: Station kinds a layout may declare; each maps to one Minecraft block.
+STATION_BLOCKS: Mapping[str, str] = {
+    "chest": "chest",
+    "crafting_table": "crafting_table",
+    "furnace": "furnace",
+    "site": "",  # a build site is an area of air cells, not a block
+}
+
+#: The backend-neutral skill-call ops the compiler emits and every world executes.
+#: op -> required argument names. Counts are positive ints, items minecraft-data names.
+SKILL_OPS: Mapping[str, tuple[str, ...]] = {
+    "goto": ("station",),                         # walk next to a station
+    "withdraw": ("station", "item", "count"),     # chest -> own inventory
+    "deposit": ("station", "item", "count"),      # own inventory -> chest
+    "give": ("to", "item", "count"),              # walk to the peer, toss; emits a handoff event
+    "await_handoff": ("from", "item", "count"),   # wait until the tossed items are in own inventory
+    "craft": ("item", "count", "station"),        # station "" = 2x2 inventory grid, else a crafting table
+    "place": ("site", "item", "count"),           # place blocks into the site's next free cells
+    "furnace_input": ("station", "item", "count"),
+    "furnace_fuel": ("station", "item", "count"),
+    "furnace_output": ("station", "item", "count"),  # wait for and take smelted output
+    "wait": ("ticks",),
+}
+
+
+@dataclass(frozen=True)
+class Station:
+    """A named place of the layout. ``cells`` lists the build cells of a ``site`` in fill order."""
+
+    name: str
+    kind: str
+    pos: Pos
+    cells: tuple[Pos, ...] = ()
+
+
+@dataclass(frozen=True)
+class WorldSpec:
+    """Everything a backend needs to reset the arena for one episode."""
+
+    agents: tuple[str, ...]
+    stations: tuple[Station, ...]
+    positions: Mapping[str, Pos]
+    inventories: Mapping[str, Counts]
+    containers: Mapping[str, Counts]  # chest station -> contents
+    cook_ticks: int = 0  # furnace smelt time; 0 means "as fast as the backend can"
+
+    def station(self, name: str) -> Station:
+        for s in self.stations:
+            if s.name == name:
+                return s
+        raise KeyError(f"unknown station {name!r}; the layout has {[s.name for s in self.stations]}")
+
+
+@dataclass(frozen=True)
+class SkillCall:
+    """One compiled, backend-neutral action. ``after`` lists ids of calls that must finish first."""
+
+    id: str
+    actor: str
+    op: str
+    args: Mapping[str, Any]
+    after: tuple[str, ...] = ()
+    task_id: str = ""  # the dispatch-plan task this call realizes
+
+
+@dataclass(frozen=True)
+class WorldEvent:
+    """What executing one call did. ``kind`` is ``"skill"`` or ``"handoff"``.
+
+    A failed call has ``ok=False`` and a human-readable ``reason``; it is never silently skipped.
+    """
+
+    call_id: str
+    actor: str
+    op: str
+    ok: bool
+    kind: str = "skill"
+    reason: str = ""
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """World truth read back after execution (after a barrier on Minecraft).
+
+    ``sites`` maps a site station to the sorted cells that hold a block, as ``(x, y, z, block)``.
+    ``furnaces`` maps a furnace station to ``{"input": Counts, "fuel": Counts, "output": Counts}``.
+    """
+
+    inventories: Mapping[str, Counts]
+    containers: Mapping[str, Counts]
+    sites: Mapping[str, tuple[tuple[int, int, int, str], ...]]
+    furnaces: Mapping[str, Mapping[str, Counts]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "inventories": {a: dict(sorted(c.items())) for a, c in sorted(self.inventories.items())},
+            "containers": {s: dict(sorted(c.items())) for s, c in sorted(self.containers.items())},
+            "sites": {s: [list(cell) for cell in cells] for s, cells in sorted(self.sites.items())},
+            "furnaces": {
+                s: {slot: dict(sorted(c.items())) for slot, c in sorted(f.items())}
+                for s, f in sorted(self.furnaces.items())
+            },
+        }
+
+
+class World(Protocol):
+    """A backend.
+
+    ``run`` executes compiled calls honouring each call's ``after`` list (calls of different actors whose
+    dependencies are met may run concurrently), stops starting new calls after the first failed one, and
+    returns every event in completion order. A ``give`` whose items reach the peer adds a ``handoff`` event.
+    """
+
+    def reset(self, spec: WorldSpec) -> None: ...
+
+    def run(self, calls: list[SkillCall]) -> list[WorldEvent]: ...
+
+    def observe(self) -> GroundTruth: ...
+
+    def close(self) -> None: ...
