@@ -1,0 +1,293 @@
+"""Short DSL parser: text -> ``Proposal``, exactly the supplement's BNF.
+
+Hand-written in the style of tomli: each grammar rule is a pure function ``parse_x(src, pos) -> (pos,
+value)`` that reads from ``pos`` and returns where it stopped, so an error can always say where it
+happened and what was expected there. Regular expressions scan whole tokens at a time because the codec
+sits on the hot path of every episode and every training row.
+
+Tolerated beyond the canonical form: spaces around ``>``, after commas, and one or more spaces after
+``SELF``, ``REQ`` and the agent id; one trailing LF. Not tolerated: CR, tabs, any other whitespace.
+"""
+from __future__ import annotations
+
+import math
+from json import JSONDecodeError
+from json.decoder import scanstring
+
+from gencoord_env.dsl.errors import DSLSyntaxError
+from gencoord_env.dsl.model import Args, PeerRequest, Proposal, Task, Value
+from gencoord_env.dsl.syntax import (
+    ATOM_CHARS,
+    ATOM_RE,
+    KEY_ALIASES,
+    KEY_RE,
+    LITERALS,
+    MAX_PATH_TASKS,
+    NUMBER_RE,
+    NUMBER_START,
+    SEPARATOR_RE,
+    SKILLS,
+    SPACES_RE,
+    TOKEN_RE,
+    shorten,
+    unknown_skill_message,
+)
+
+Pos = int
+
+
+def parse(text: str) -> Proposal:
+    """Parse one two-line Short DSL record.
+
+    >>> parse("SELF -\\nREQ agent_b craft.item(q=1,item=crafting_table)").peer_requests[0].target
+    'agent_b'
+
+    Raises ``DSLSyntaxError`` (a ``ValueError``) for anything outside the grammar.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"Expected the Short DSL text as str but got {type(text).__name__}")
+    src = text
+    for forbidden, what in (("\r", "a carriage return (lines end with LF only)"), ("\t", "a tab (use spaces)")):
+        at = src.find(forbidden)
+        if at >= 0:
+            raise DSLSyntaxError(f"unexpected {what}", src, at)
+    pos, self_plan = parse_self_line(src, 0)
+    if pos >= len(src):
+        raise DSLSyntaxError("expected a line break and then the REQ line, found end of input", src, pos)
+    pos, peer_requests = parse_req_line(src, pos + 1)
+    parse_end(src, pos)
+    return Proposal(self_plan=self_plan, peer_requests=peer_requests)
+
+
+def describe(src: str, pos: Pos) -> str:
+    """What stands at ``pos``, for the 'found ...' part of a message."""
+    if pos >= len(src):
+        return "end of input"
+    char = src[pos]
+    if char == "\n":
+        return "a line break"
+    return repr(char)
+
+
+def at_line_end(src: str, pos: Pos) -> bool:
+    return pos >= len(src) or src[pos] == "\n"
+
+
+def parse_end(src: str, pos: Pos) -> None:
+    """After the REQ line only one trailing LF may follow: a record has exactly two lines."""
+    if pos >= len(src) or (pos + 1 == len(src) and src[pos] == "\n"):
+        return
+    raise DSLSyntaxError(
+        f"expected the end of input after the REQ line (a record has exactly two lines), "
+        f"found {describe(src, pos + 1)} on line 3",
+        src,
+        pos + 1,
+    )
+
+
+def skip_required_spaces(src: str, pos: Pos, after: str) -> Pos:
+    if not src.startswith(" ", pos):
+        raise DSLSyntaxError(f"expected a space after {after}, found {describe(src, pos)}", src, pos)
+    return SPACES_RE.match(src, pos).end()  # type: ignore[union-attr]  # " *" always matches
+
+
+def parse_self_line(src: str, pos: Pos) -> tuple[Pos, tuple[Task, ...]]:
+    """``self_line ::= "SELF -" | "SELF " path``; returns the position of the line's end."""
+    if not src.startswith("SELF", pos):
+        if src.startswith("REQ", pos):
+            raise DSLSyntaxError("lines out of order: the SELF line comes first, then the REQ line", src, pos)
+        raise DSLSyntaxError(f"expected 'SELF' at the start of line 1, found {describe(src, pos)}", src, pos)
+    pos = skip_required_spaces(src, pos + 4, "'SELF'")
+    if src.startswith("-", pos) and (ATOM_RE.match(src, pos).group() == "-"):  # type: ignore[union-attr]
+        pos += 1
+        if not at_line_end(src, pos):
+            raise DSLSyntaxError(
+                f"expected the end of the line after 'SELF -', found {describe(src, pos)}", src, pos
+            )
+        return pos, ()
+    pos, plan = parse_path(src, pos)
+    if not at_line_end(src, pos):
+        raise DSLSyntaxError(unexpected_after_task(src, pos), src, pos)
+    return pos, plan
+
+
+def parse_req_line(src: str, pos: Pos) -> tuple[Pos, tuple[PeerRequest, ...]]:
+    """``req_line ::= "REQ -" | "REQ " agent " " path``; returns the position of the line's end."""
+    if not src.startswith("REQ", pos):
+        if src.startswith("SELF", pos):
+            raise DSLSyntaxError("expected the REQ line on line 2, found a second SELF line", src, pos)
+        raise DSLSyntaxError(f"expected 'REQ' at the start of line 2, found {describe(src, pos)}", src, pos)
+    pos = skip_required_spaces(src, pos + 3, "'REQ'")
+    match = ATOM_RE.match(src, pos)
+    if match is None:
+        raise DSLSyntaxError(
+            f"expected an agent id [A-Za-z0-9_.:/+-]+ or '-' after 'REQ', found {describe(src, pos)}", src, pos
+        )
+    agent = match.group()
+    agent_pos, pos = pos, match.end()
+    if agent == "-":
+        if not at_line_end(src, pos):
+            raise DSLSyntaxError(f"expected the end of the line after 'REQ -', found {describe(src, pos)}", src, pos)
+        return pos, ()
+    if src.startswith("(", pos):
+        raise DSLSyntaxError(
+            f"missing agent id: expected 'REQ <agent> <path>', found the task {agent!r} first", src, agent_pos
+        )
+    after_spaces = SPACES_RE.match(src, pos).end()  # type: ignore[union-attr]
+    if at_line_end(src, after_spaces):
+        raise DSLSyntaxError(
+            f"empty requested plan: expected a path after the agent id {agent!r}, "
+            f"found {describe(src, after_spaces)}",
+            src,
+            after_spaces,
+        )
+    if src[pos] != " ":
+        raise DSLSyntaxError(
+            f"invalid agent id: expected a space after {agent!r}, found {describe(src, pos)}", src, pos
+        )
+    pos, plan = parse_path(src, after_spaces)
+    if not at_line_end(src, pos):
+        raise DSLSyntaxError(unexpected_after_task(src, pos), src, pos)
+    return pos, (PeerRequest(target=agent, requested_plan=plan),)
+
+
+def unexpected_after_task(src: str, pos: Pos) -> str:
+    return f"unexpected {describe(src, pos)} after a task; expected ' > ' and another task, or the end of the line"
+
+
+def parse_path(src: str, pos: Pos) -> tuple[Pos, tuple[Task, ...]]:
+    """``path ::= task (" > " task){0,4}``; stops before anything that is not a separator."""
+    tasks: list[Task] = []
+    while True:
+        pos, task = parse_task(src, pos)
+        tasks.append(task)
+        separator = SEPARATOR_RE.match(src, pos)
+        if separator is None:
+            return pos, tuple(tasks)
+        pos = separator.end()
+        if at_line_end(src, pos):
+            raise DSLSyntaxError(
+                f"dangling '>': expected a task after '>', found {describe(src, pos)}", src, pos
+            )
+        if len(tasks) == MAX_PATH_TASKS:
+            raise DSLSyntaxError(
+                f"a path has at most {MAX_PATH_TASKS} tasks; found a task number {MAX_PATH_TASKS + 1}", src, pos
+            )
+
+
+def parse_task(src: str, pos: Pos) -> tuple[Pos, Task]:
+    """``task ::= skill "(" [args] ")"`` with ``args ::= arg ("," arg)*``."""
+    match = ATOM_RE.match(src, pos)
+    if match is None:
+        raise DSLSyntaxError(
+            f"expected a task 'skill(key=value,...)', found {describe(src, pos)}", src, pos
+        )
+    skill = match.group()
+    if skill not in SKILLS:
+        raise DSLSyntaxError(unknown_skill_message(skill), src, pos)
+    pos = match.end()
+    if not src.startswith("(", pos):
+        raise DSLSyntaxError(f"expected '(' after the skill {skill!r}, found {describe(src, pos)}", src, pos)
+    pos += 1
+    args: dict[str, Value] = {}
+    if src.startswith(")", pos):
+        return pos + 1, Task(skill, Args(args))
+    spelled: dict[str, str] = {}
+    while True:
+        pos = parse_arg(src, pos, args, spelled)
+        char = src[pos : pos + 1]
+        if char == ",":
+            pos = SPACES_RE.match(src, pos + 1).end()  # type: ignore[union-attr]
+        elif char == ")":
+            return pos + 1, Task(skill, Args(args))
+        elif char in ("", "\n"):
+            raise DSLSyntaxError(
+                f"unclosed parenthesis of {skill!r}: expected ',' or ')', found {describe(src, pos)}", src, pos
+            )
+        else:
+            raise DSLSyntaxError(f"expected ',' or ')' after a value, found {describe(src, pos)}", src, pos)
+
+
+def parse_arg(src: str, pos: Pos, args: dict[str, Value], spelled: dict[str, str]) -> Pos:
+    """``arg ::= key "=" value``; stores the value under the canonical compact key."""
+    match = KEY_RE.match(src, pos)
+    if match is None:
+        raise DSLSyntaxError(
+            f"expected a key [A-Za-z][A-Za-z0-9_]*, found {describe(src, pos)}", src, pos
+        )
+    key = match.group()
+    key_pos, pos = pos, match.end()
+    if not src.startswith("=", pos):
+        raise DSLSyntaxError(f"expected '=' after the key {key!r}, found {describe(src, pos)}", src, pos)
+    canonical = KEY_ALIASES.get(key, key)
+    if canonical in args:
+        first = spelled[canonical]
+        detail = f"{canonical!r} is already given" if first == key else f"{canonical!r} is already given as {first!r}"
+        raise DSLSyntaxError(f"duplicate key {key!r}: {detail}", src, key_pos)
+    pos, value = parse_value(src, pos + 1, key)
+    args[canonical] = value
+    spelled[canonical] = key
+    return pos
+
+
+def parse_value(src: str, pos: Pos, key: str) -> tuple[Pos, Value]:
+    """A JSON string, else the token up to ``,``/``)`` as a JSON number, literal or atom, in that order."""
+    if src.startswith('"', pos):
+        return parse_json_string(src, pos)
+    end = TOKEN_RE.match(src, pos).end()  # type: ignore[union-attr]  # "[^,)\n]*" always matches
+    if end == pos:
+        raise DSLSyntaxError(f"missing value for the key {key!r}, found {describe(src, pos)}", src, pos)
+    return end, classify_token(src, pos, end, key)
+
+
+def parse_json_string(src: str, pos: Pos) -> tuple[Pos, str]:
+    """A strict RFC 8259 string starting at the quote at ``pos``; escapes are decoded."""
+    try:
+        value, end = scanstring(src, pos + 1, True)
+    except JSONDecodeError as err:
+        raise DSLSyntaxError(*json_string_error(src, pos, err)) from None
+    return end, value
+
+
+def json_string_error(src: str, start: Pos, err: JSONDecodeError) -> tuple[str, str, Pos]:
+    column = start - src.rfind("\n", 0, start)
+    if err.msg.startswith("Unterminated string") or (err.pos < len(src) and src[err.pos] == "\n"):
+        end = src.find("\n", start)
+        end = len(src) if end < 0 else end
+        return (f"unclosed string starting at column {column}: expected '\"', found {describe(src, end)}", src, end)
+    if err.msg.startswith("Invalid control character"):
+        return (f"invalid control character {src[err.pos]!r} in a string; escape it", src, err.pos)
+    backslash = src.rfind("\\", start, err.pos + 1)
+    return (
+        "invalid escape in a string; expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX",
+        src,
+        backslash if backslash >= 0 else err.pos,
+    )
+
+
+def classify_token(src: str, pos: Pos, end: Pos, key: str) -> Value:
+    """Classify an unquoted token whole: number, then ``true``/``false``/``null``, then atom."""
+    token = src[pos:end]
+    if token[0] in NUMBER_START:
+        number = NUMBER_RE.fullmatch(token)
+        if number is not None:
+            if number.group(1) is None and number.group(2) is None:
+                try:
+                    return int(token)
+                except ValueError:  # more digits than int() converts
+                    raise DSLSyntaxError(f"integer {shorten(token)} is too long", src, pos) from None
+            value = float(token)
+            if not math.isfinite(value):
+                raise DSLSyntaxError(f"number {shorten(token)} is out of range", src, pos) from None
+            return value
+    if token in LITERALS:
+        return LITERALS[token]
+    if ATOM_RE.fullmatch(token) is not None:
+        return token
+    bad = next(i for i, char in enumerate(token) if char not in ATOM_CHARS)
+    raise DSLSyntaxError(
+        f"invalid atom {shorten(token)} for the key {key!r}: {token[bad]!r} is not allowed in an atom "
+        f"[A-Za-z0-9_.:/+-]+; write the value as a JSON string",
+        src,
+        pos + bad,
+    )

@@ -1,0 +1,122 @@
+"""Canonical Short DSL serializer: ``Proposal`` -> the two-line text.
+
+Canonical means: exactly two LF-separated lines, single spaces, no surrounding whitespace, arguments
+in the catalog's fixed key order (then other keys alphabetically), strings bare only when they read
+back as the same string, floats as ``repr``. So ``format(parse(format(p))) == format(p)`` and
+``parse(format(p)) == p`` for every parsed ``p``.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]  # C-accelerated, stdlib
+
+from gencoord_env.dsl.model import PeerRequest, Proposal, Task, Value
+from gencoord_env.dsl.syntax import (
+    ATOM_RE,
+    KEY_ALIASES,
+    KEY_RE,
+    MAX_PATH_TASKS,
+    SKILLS,
+    is_bare_string,
+    key_rank,
+)
+
+# Both caches hold facts about short strings that recur in every record (keys, item names, agent ids);
+# they are bounded so that adversarial input cannot grow them without limit.
+_CACHE_LIMIT = 4096
+_ORDER_CACHE: dict[frozenset[str], tuple[str, ...]] = {}
+_STRING_CACHE: dict[str, str] = {}
+
+
+def format(proposal: Proposal) -> str:  # noqa: A001  # the issue names the API dsl.format
+    """Write ``proposal`` in the canonical two-line form.
+
+    >>> from gencoord_env.dsl.model import Task
+    >>> format(Proposal(self_plan=(Task("resource.obtain", {"item": "oak_planks", "q": 4}),)))
+    'SELF resource.obtain(q=4,item=oak_planks)\\nREQ -'
+
+    Raises ``ValueError`` for a proposal the two-line form cannot express (more than one peer request,
+    an empty requested plan, a path of more than five tasks, an unknown skill, a non-identifier or alias
+    key, a value that is not a string, int, finite float, bool or None).
+    """
+    if not isinstance(proposal, Proposal):
+        raise TypeError(f"Expected a Proposal but got {type(proposal).__name__}")
+    if proposal.self_plan:
+        self_line = "SELF " + format_path(proposal.self_plan, "self_plan")
+    else:
+        self_line = "SELF -"
+    request = single_request(proposal.peer_requests)
+    if request is None:
+        return self_line + "\nREQ -"
+    return f"{self_line}\nREQ {request.target} {format_path(request.requested_plan, 'requested_plan')}"
+
+
+def single_request(peer_requests: Sequence[PeerRequest]) -> PeerRequest | None:
+    """The one peer request the REQ line can carry, validated; ``None`` for ``REQ -``."""
+    if not peer_requests:
+        return None
+    if len(peer_requests) > 1:
+        raise ValueError(f"the REQ line carries at most one peer request; got {len(peer_requests)}")
+    request = peer_requests[0]
+    if not isinstance(request, PeerRequest):
+        raise TypeError(f"Expected a PeerRequest but got {type(request).__name__}")
+    target = request.target
+    if not isinstance(target, str) or ATOM_RE.fullmatch(target) is None or target == "-":
+        raise ValueError(f"peer request target {target!r} is not an agent id [A-Za-z0-9_.:/+-]+ other than '-'")
+    if not request.requested_plan:
+        raise ValueError(f"the peer request to {target!r} has an empty requested plan")
+    return request
+
+
+def format_path(tasks: Sequence[Task], where: str) -> str:
+    if len(tasks) > MAX_PATH_TASKS:
+        raise ValueError(f"{where} has {len(tasks)} tasks; a path has at most {MAX_PATH_TASKS}")
+    return " > ".join([format_task(task) for task in tasks])
+
+
+def format_task(task: Task) -> str:
+    return f"{task.skill}({','.join([f'{key}={format_value(value)}' for key, value in canonical_items(task)])})"
+
+
+def canonical_items(task: Task) -> list[tuple[str, Value]]:
+    """The task's arguments in canonical key order, after checking that the DSL can express them."""
+    if not isinstance(task, Task):
+        raise TypeError(f"Expected a Task but got {type(task).__name__}")
+    if task.skill not in SKILLS:
+        raise ValueError(f"unknown skill {task.skill!r}; the Short DSL writes only catalog skills")
+    args = task.args
+    keys = frozenset(args)
+    order = _ORDER_CACHE.get(keys)
+    if order is None:
+        for key in keys:
+            if not isinstance(key, str) or KEY_RE.fullmatch(key) is None:
+                raise ValueError(f"key {key!r} of {task.skill!r} is not an identifier [A-Za-z][A-Za-z0-9_]*")
+            if key in KEY_ALIASES:
+                raise ValueError(f"key {key!r} of {task.skill!r} is an alias; use the compact key {KEY_ALIASES[key]!r}")
+        order = tuple(sorted(keys, key=key_rank))
+        if len(_ORDER_CACHE) < _CACHE_LIMIT:
+            _ORDER_CACHE[keys] = order
+    return [(key, args[key]) for key in order]
+
+
+def format_value(value: Value) -> str:
+    kind = type(value)
+    if kind is str:
+        text = _STRING_CACHE.get(value)  # type: ignore[arg-type]
+        if text is None:
+            text = value if is_bare_string(value) else encode_basestring_ascii(value)  # type: ignore[arg-type]
+            if len(_STRING_CACHE) < _CACHE_LIMIT:
+                _STRING_CACHE[value] = text  # type: ignore[index]
+        return text
+    if kind is int:
+        return str(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if kind is float:
+        if not math.isfinite(value):  # type: ignore[arg-type]
+            raise ValueError(f"cannot write the non-finite number {value!r}; JSON numbers are finite")
+        return repr(value)
+    raise ValueError(f"cannot write a value of type {kind.__name__}; expected str, int, float, bool or None")
