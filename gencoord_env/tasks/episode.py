@@ -1,0 +1,267 @@
+"""Clusters, role permutations and the grounded episode they define.
+
+A *cluster* is one sampled semantic instance (template, binding, order quantity, world variant, decoy
+objects; for Goal x Capability also the goal and the peer's workcell mode). An *episode* is a cluster under
+one role permutation: which agent holds the first role (sender / requester). The episode instantiates the
+public task DAG with agent ids and quantities, and builds the world the backends reset to.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from gencoord_env.dsl.model import Task
+from gencoord_env.tasks.prior import (
+    GOAL_CAPABILITY,
+    NodeSpec,
+    Prior,
+    StationSpec,
+    TemplateSpec,
+    TerminalSpec,
+    eval_quantity,
+    prior,
+)
+from gencoord_env.world.types import Pos, Station, WorldSpec
+
+if TYPE_CHECKING:
+    from gencoord_env.contract import PublicScope
+
+AGENTS: tuple[str, str] = ("agent_a", "agent_b")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """One semantic instance; ``key`` identifies it across pools (the pool name is not part of it)."""
+
+    pool: str
+    template: str
+    binding: str  # the active binding (Goal x Capability: the branch the true world can execute)
+    q: int
+    variant: str
+    decoy: str
+    goal: str | None = None  # Goal x Capability only
+    mode: str | None = None  # Goal x Capability only: RAW_PROCESSOR | FINISHED_RECEIVER
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return (self.template, self.binding, self.q, self.variant, self.decoy, self.goal, self.mode)
+
+    @property
+    def id(self) -> str:
+        parts = [self.pool, self.template, self.goal or "", self.mode or self.binding, f"q{self.q}", self.variant, self.decoy]
+        return "-".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class GroundedNode:
+    """A public DAG node instantiated for one episode: tau = (actor, skill, args, location, preds)."""
+
+    id: str
+    role: str
+    actor: str
+    task: Task
+    loc: str
+    stage: str
+    preds: tuple[str, ...]
+    branch: str | None
+
+
+@dataclass(frozen=True)
+class TerminalCheck:
+    kind: str  # "container" | "site" | "inventory"
+    where: str  # station name or agent id
+    item: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Episode:
+    """A cluster under one role permutation (``perm`` 0: agent_a holds the first role)."""
+
+    cluster: Cluster
+    perm: int
+    prior: Prior = field(default_factory=prior, repr=False, compare=False)
+
+    # --- roles -----------------------------------------------------------------------------------
+    @cached_property
+    def template(self) -> TemplateSpec:
+        return self.prior.template(self.cluster.template)
+
+    @property
+    def roles(self) -> tuple[str, str]:
+        return self.template.roles
+
+    @cached_property
+    def agent_of(self) -> Mapping[str, str]:
+        first, second = AGENTS if self.perm == 0 else AGENTS[::-1]
+        return {self.roles[0]: first, self.roles[1]: second}
+
+    @cached_property
+    def role_of(self) -> Mapping[str, str]:
+        return {a: r for r, a in self.agent_of.items()}
+
+    @property
+    def first(self) -> str:
+        """The agent holding the deciding first role (sender or requester)."""
+        return self.agent_of[self.roles[0]]
+
+    @property
+    def second(self) -> str:
+        return self.agent_of[self.roles[1]]
+
+    @property
+    def id(self) -> str:
+        return f"{self.cluster.id}-R{self.perm}"
+
+    @property
+    def is_goal_capability(self) -> bool:
+        return self.cluster.template == GOAL_CAPABILITY
+
+    # --- quantities and placeholders ---------------------------------------------------------------
+    @cached_property
+    def quantities(self) -> Mapping[str, int]:
+        env = {"q": self.cluster.q}
+        if self.is_goal_capability:
+            goal = self._goal
+            env = {"q": goal.q, "h": goal.q * goal.input_per_item}
+        return env
+
+    @cached_property
+    def _goal(self):  # type: ignore[no-untyped-def]
+        return next(g for g in self.prior.goal_capability.goals if g.id == self.cluster.goal)
+
+    @cached_property
+    def placeholders(self) -> Mapping[str, str]:
+        values = {"$source": self.template.source, **{f"${r}": a for r, a in self.agent_of.items()}}
+        if self.is_goal_capability:
+            values["$goal"] = self._goal.item
+        return values
+
+    def source_chest(self, agent: str) -> str:
+        return next(s.name for s in self.prior.stations if s.owner == agent)
+
+    def _value(self, key: str, raw: object, node: NodeSpec) -> object:
+        if key in ("q", "ticks"):
+            return eval_quantity(raw, self.quantities)  # type: ignore[arg-type]
+        if isinstance(raw, str) and raw.startswith("$"):
+            if raw == "$source_chest":
+                return self.source_chest(self.agent_of[node.actor])
+            return self.placeholders[raw]
+        return raw
+
+    # --- the public DAG ----------------------------------------------------------------------------
+    @cached_property
+    def nodes(self) -> tuple[GroundedNode, ...]:
+        out = []
+        for n in self.template.nodes:
+            actor = self.agent_of[n.actor]
+            args = {k: self._value(k, v, n) for k, v in n.args.items()}
+            task = Task(n.skill, args)
+            out.append(GroundedNode(n.id, n.actor, actor, task, self.location(task, actor), n.stage, n.preds, n.branch))
+        return tuple(out)
+
+    def node(self, node_id: str) -> GroundedNode:
+        return next(n for n in self.nodes if n.id == node_id)
+
+    def location(self, task: Task, actor: str) -> str:
+        """The grounding location of a task: the rule the materializer uses for every skill."""
+        args = task.args
+        if task.skill == "resource.obtain":
+            return str(args.get("loc") or self.source_chest(actor))
+        if task.skill == "resource.deliver":
+            return str(args.get("dst") or args.get("to") or "")
+        if task.skill == "build.component":
+            return str(args.get("site", ""))
+        if task.skill in ("craft.item", "transform.supply_input", "transform.supply_fuel", "transform.collect_output"):
+            return str(args.get("station") or "")
+        return str(args.get("loc") or "")
+
+    def branch_nodes(self, binding: str) -> tuple[GroundedNode, ...]:
+        return tuple(n for n in self.nodes if n.branch in (None, binding))
+
+    # --- private facts and terminal predicate --------------------------------------------------------
+    @property
+    def binding(self) -> str:
+        return self.cluster.binding
+
+    def private_fields(self, agent: str) -> Mapping[str, str]:
+        """What only ``agent`` knows: the active binding (sender) or the goal (requester)."""
+        if self.is_goal_capability:
+            if agent == self.first:
+                return {"goal": f"{self._goal.item} x{self._goal.q}"}
+            return {"workcell_mode": str(self.cluster.mode)}
+        return {"active_binding_id": self.binding} if agent == self.first else {}
+
+    def terminal(self, binding: str | None = None) -> tuple[TerminalCheck, ...]:
+        specs: tuple[TerminalSpec, ...] = self.template.terminal[binding or self.binding]
+        return tuple(
+            TerminalCheck(
+                kind=s.kind,
+                where=self.agent_of[s.where] if s.kind == "inventory" else s.where,
+                item=self.placeholders.get(s.item, s.item),
+                count=eval_quantity(s.count, self.quantities),
+            )
+            for s in specs
+        )
+
+    # --- public scope and world ----------------------------------------------------------------------
+    @cached_property
+    def public_stations(self) -> tuple[StationSpec, ...]:
+        suite = GOAL_CAPABILITY if self.is_goal_capability else None
+        return tuple(s for s in self.prior.stations if s.suite in (None, suite))
+
+    def scope(self, agent: str) -> PublicScope:
+        from gencoord_env.contract import PublicScope
+
+        return PublicScope(
+            agents=AGENTS, agent=agent, references=frozenset(s.name for s in self.public_stations),
+            bindings=frozenset(self.template.bindings),
+        )
+
+    def _place(self, pos: Pos) -> Pos:
+        v = self.prior.variant(self.cluster.variant)
+        x, y, z = pos
+        if v.mirror:
+            x = -x
+        return (x + v.shift[0], y, z + v.shift[1])
+
+    @cached_property
+    def source_stock(self) -> Mapping[str, int]:
+        """What the first role's source chest holds: enough for either branch, so stock reveals nothing."""
+        need: dict[str, int] = {}
+        for b in self.template.bindings:
+            per: dict[str, int] = {}
+            for n in self.branch_nodes(b):
+                if n.role == self.roles[0] and n.task.skill == "resource.obtain":
+                    item, q = str(n.task.args["item"]), int(n.task.args["q"])  # type: ignore[call-overload]
+                    per[item] = per.get(item, 0) + q
+            for item, q in per.items():
+                need[item] = max(need.get(item, 0), q)
+        return need
+
+    @cached_property
+    def world(self) -> WorldSpec:
+        decoy = self.prior.decoy(self.cluster.decoy)
+        built = [
+            s for s in self.public_stations if s.mode is None or s.mode == self.cluster.mode
+        ]
+        stations = tuple(
+            Station(s.name, s.kind, self._place(s.pos), tuple(self._place(c) for c in s.cells)) for s in built
+        )
+        containers: dict[str, dict[str, int]] = {s.name: {} for s in built if s.kind == "chest"}
+        source = containers[self.source_chest(self.first)]
+        for item, n in [*self.source_stock.items(), *decoy.source_chest.items()]:
+            source[item] = source.get(item, 0) + n
+        receiver_inv = dict(decoy.receiver_inventory)
+        for item, expr in (self.template.receiver_inventory or {}).items():
+            receiver_inv[item] = receiver_inv.get(item, 0) + eval_quantity(expr, self.quantities)
+        return WorldSpec(
+            agents=AGENTS,
+            stations=stations,
+            positions={a: self._place(p) for a, p in self.prior.spawn.items()},
+            inventories={self.first: {}, self.second: receiver_inv},
+            containers=containers,
+            cook_ticks=self.prior.variant(self.cluster.variant).cook_ticks,
+        )

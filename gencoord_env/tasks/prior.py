@@ -1,0 +1,247 @@
+"""The shared executable prior K, loaded from ``data/tasks.json`` into frozen values.
+
+The JSON is the single source of truth for layout, world variants, the binding codebook and the task
+templates; this module only reads and validates it. Templates may ``extend`` another template and override
+its scalar fields (source item, title, split, order text).
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from gencoord_env.world.types import Pos
+
+STAGE_ORDER: tuple[str, ...] = ("acquire", "build", "handoff", "transform", "terminal")
+
+_EXPR = re.compile(r"^(?:(\d+)\*)?([a-z])(?:\+(\d+))?$")
+
+
+def eval_quantity(expr: str | int, env: Mapping[str, int]) -> int:
+    """Evaluate a template quantity: ``"3"``, ``"q"``, ``"8*q"``, ``"q+2"`` or ``"2*h+1"``.
+
+    >>> eval_quantity("8*q", {"q": 2})
+    16
+    """
+    if isinstance(expr, int):
+        return expr
+    text = expr.strip()
+    if text.isdigit():
+        return int(text)
+    m = _EXPR.match(text)
+    if not m:
+        raise ValueError(f"bad quantity expression {expr!r}; expected N, v, A*v, v+B or A*v+B")
+    factor, var, offset = m.groups()
+    if var not in env:
+        raise ValueError(f"quantity expression {expr!r} uses {var!r}; known: {sorted(env)}")
+    return int(factor or 1) * env[var] + int(offset or 0)
+
+
+@dataclass(frozen=True)
+class StationSpec:
+    name: str
+    kind: str
+    pos: Pos
+    cells: tuple[Pos, ...] = ()
+    owner: str | None = None
+    suite: str | None = None  # only present in episodes of this suite
+    mode: str | None = None  # only built in worlds of this peer workcell mode
+
+
+@dataclass(frozen=True)
+class WorldVariant:
+    id: str
+    shift: tuple[int, int]
+    mirror: bool
+    cook_ticks: int
+
+
+@dataclass(frozen=True)
+class Decoy:
+    id: str
+    source_chest: Mapping[str, int]
+    receiver_inventory: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """A public task-DAG node: actor slot (role), skill, argument templates, stage and predecessors."""
+
+    id: str
+    actor: str
+    skill: str
+    args: Mapping[str, Any]
+    stage: str
+    preds: tuple[str, ...] = ()
+    branch: str | None = None  # None: shared by every binding
+
+
+@dataclass(frozen=True)
+class TerminalSpec:
+    """One clause of a terminal predicate: ``where`` holds exactly ``count`` of ``item``."""
+
+    kind: str  # "container" | "site" | "inventory"
+    where: str  # station name, or a role name for "inventory"
+    item: str
+    count: str
+
+
+@dataclass(frozen=True)
+class TemplateSpec:
+    id: str
+    family: str
+    title: str
+    source: str
+    split: str  # "core" (train/heldout/request/crossproduct), "horizon", "visibility"
+    changed_field: str
+    bindings: tuple[str, ...]
+    quantities: tuple[int, ...]
+    order: str
+    nodes: tuple[NodeSpec, ...]
+    terminal: Mapping[str, tuple[TerminalSpec, ...]]
+    roles: tuple[str, str] = ("sender", "receiver")
+    motif: str | None = None
+    receiver_inventory: Mapping[str, str] | None = None
+
+    def node(self, node_id: str) -> NodeSpec:
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        raise KeyError(node_id)
+
+
+@dataclass(frozen=True)
+class GoalSpec:
+    id: str
+    item: str
+    q: int
+    input_per_item: int
+
+
+@dataclass(frozen=True)
+class GoalCapabilitySpec:
+    """The Goal x Capability suite: one DAG whose branch is chosen by the peer's workcell mode."""
+
+    template: TemplateSpec
+    goals: tuple[GoalSpec, ...]
+    modes: Mapping[str, str]  # workcell mode -> the branch (binding id) that world can execute
+    initial_branch: str
+    counter_offer_id: str
+
+
+@dataclass(frozen=True)
+class Prior:
+    stations: tuple[StationSpec, ...]
+    spawn: Mapping[str, Pos]
+    variants: tuple[WorldVariant, ...]
+    decoys: tuple[Decoy, ...]
+    codebook: Mapping[str, str]
+    templates: Mapping[str, TemplateSpec]
+    goal_capability: GoalCapabilitySpec
+
+    def template(self, template_id: str) -> TemplateSpec:
+        if template_id == GOAL_CAPABILITY:
+            return self.goal_capability.template
+        try:
+            return self.templates[template_id]
+        except KeyError:
+            raise KeyError(f"unknown template {template_id!r}; known: {sorted(self.templates)}") from None
+
+    def variant(self, variant_id: str) -> WorldVariant:
+        return next(v for v in self.variants if v.id == variant_id)
+
+    def decoy(self, decoy_id: str) -> Decoy:
+        return next(d for d in self.decoys if d.id == decoy_id)
+
+
+GOAL_CAPABILITY = "goal_capability"
+
+
+def _pos(value: Any) -> Pos:
+    x, y, z = value
+    return (int(x), int(y), int(z))
+
+
+def _node(raw: Mapping[str, Any]) -> NodeSpec:
+    if raw["stage"] not in STAGE_ORDER:
+        raise ValueError(f"node {raw['id']!r}: stage {raw['stage']!r} is not one of {STAGE_ORDER}")
+    return NodeSpec(
+        id=raw["id"], actor=raw["actor"], skill=raw["skill"], args=dict(raw["args"]), stage=raw["stage"],
+        preds=tuple(raw.get("preds", ())), branch=raw.get("branch"),
+    )
+
+
+def _terminal(raw: Mapping[str, list[Mapping[str, Any]]]) -> dict[str, tuple[TerminalSpec, ...]]:
+    out: dict[str, tuple[TerminalSpec, ...]] = {}
+    for binding, clauses in raw.items():
+        specs = []
+        for c in clauses:
+            kind = next(k for k in ("container", "site", "inventory") if k in c)
+            specs.append(TerminalSpec(kind=kind, where=c[kind], item=c["item"], count=str(c["count"])))
+        out[binding] = tuple(specs)
+    return out
+
+
+def _template(tid: str, raw: Mapping[str, Any], raw_all: Mapping[str, Any], roles: tuple[str, str]) -> TemplateSpec:
+    if "extends" in raw:
+        base = dict(raw_all[raw["extends"]])
+        base.update({k: v for k, v in raw.items() if k != "extends"})
+        raw = base
+    nodes = tuple(_node(n) for n in raw["nodes"])
+    ids = {n.id for n in nodes}
+    for n in nodes:
+        missing = [p for p in n.preds if p not in ids]
+        if missing:
+            raise ValueError(f"template {tid!r} node {n.id!r} names unknown predecessors {missing}")
+    terminal = _terminal(raw["terminal"])
+    bindings = tuple(raw.get("bindings") or terminal)
+    if set(terminal) != set(bindings):
+        raise ValueError(f"template {tid!r}: terminal predicates {sorted(terminal)} != bindings {sorted(bindings)}")
+    return TemplateSpec(
+        id=tid, family=raw.get("family", GOAL_CAPABILITY), title=raw["title"], source=raw["source"],
+        split=raw.get("split", GOAL_CAPABILITY), changed_field=raw.get("changed_field", "actor, handoff item, suffix"),
+        bindings=bindings, quantities=tuple(raw.get("quantities", (1,))), order=raw["order"], nodes=nodes,
+        terminal=terminal, roles=roles, motif=raw.get("motif"), receiver_inventory=raw.get("receiver_inventory"),
+    )
+
+
+def load_prior(raw: Mapping[str, Any]) -> Prior:
+    layout = raw["layout"]
+    stations = tuple(
+        StationSpec(name=name, kind=s["kind"], pos=_pos(s["pos"]), cells=tuple(_pos(c) for c in s.get("cells", ())),
+                    owner=s.get("owner"), suite=s.get("suite"), mode=s.get("mode"))
+        for name, s in layout["stations"].items()
+    )
+    templates = {tid: _template(tid, t, raw["templates"], ("sender", "receiver")) for tid, t in raw["templates"].items()}
+    gc = raw["goal_capability"]
+    gc_template = _template(GOAL_CAPABILITY, {**gc, "bindings": list(gc["terminal"])}, {}, tuple(gc["roles"]))  # type: ignore[arg-type]
+    codebook = dict(raw["codebook"])
+    for t in [*templates.values(), gc_template]:
+        unknown = [b for b in t.bindings if b not in codebook]
+        if unknown:
+            raise ValueError(f"template {t.id!r} uses bindings {unknown} missing from the codebook")
+    return Prior(
+        stations=stations,
+        spawn={a: _pos(p) for a, p in layout["spawn"].items()},
+        variants=tuple(WorldVariant(v["id"], (int(v["shift"][0]), int(v["shift"][1])), bool(v["mirror"]), int(v["cook_ticks"]))
+                       for v in raw["world_variants"]),
+        decoys=tuple(Decoy(d["id"], dict(d["source_chest"]), dict(d["receiver_inventory"])) for d in raw["decoys"]),
+        codebook=codebook,
+        templates=templates,
+        goal_capability=GoalCapabilitySpec(
+            template=gc_template,
+            goals=tuple(GoalSpec(g["id"], g["item"], int(g["q"]), int(g["input_per_item"])) for g in gc["goals"]),
+            modes=dict(gc["modes"]), initial_branch=gc["initial_branch"], counter_offer_id=gc["counter_offer_id"],
+        ),
+    )
+
+
+@lru_cache(maxsize=1)
+def prior() -> Prior:
+    """The package's prior K (parsed once)."""
+    text = resources.files("gencoord_env.data").joinpath("tasks.json").read_text(encoding="utf-8")
+    return load_prior(json.loads(text))
