@@ -1,0 +1,472 @@
+"""Greedy, batched text generation for learned policies, with per-call records.
+
+The paper's learned agents decode greedily (deterministic), with a structured cap of 256 new tokens,
+and their cost is reported as calls, input tokens, output tokens and time to commitment. A
+:class:`Generator` turns a batch of local contexts into completions and one
+:class:`GenerationRecord` per prompt carrying those numbers.
+
+Two decoding paths compute the same greedy function:
+
+- ``"static"``: our own loop over a preallocated (static) KV / recurrent-state cache. Prompts are
+  left-padded, the whole batch is prefilled in one forward pass, then one token per step is decoded.
+  On CUDA the decode step is captured once as a CUDA graph per (batch, cache length) shape and replayed,
+  so a step costs one graph launch instead of hundreds of kernel launches from Python; stopping is
+  checked on the device and read back only every few steps. This is the fast path.
+- ``"generate"``: plain ``model.generate``; the reference the static loop is tested against, and
+  a fallback for models the static loop does not support.
+
+For Qwen3.5 the Gated-DeltaNet layers use the ``flash-linear-attention`` (``fla``) Triton kernels
+whenever that package is importable when transformers loads the model code (see :func:`kernel_report`).
+
+Stopping: at any EOS id of the model or tokenizer, and (``stop_at_record_end``) once the completion has
+finished the two-line Short DSL record, i.e. after its second newline. ``output_tokens`` counts every
+generated token, including a final EOS or newline token.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase, StoppingCriteria, StoppingCriteriaList
+
+__all__ = ["GenerationConfig", "GenerationRecord", "Generator", "kernel_report"]
+
+Backend = Literal["auto", "static", "generate"]
+StopReason = Literal["eos", "record_end", "max_new_tokens"]
+
+# How many decode steps run between two reads of the on-device "all finished" flag. Each read is a
+# host-device synchronisation; reading every step would leave the GPU idle while Python catches up.
+_CHECK_EVERY = 8
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """How to decode. Defaults are the paper's: greedy, at most 256 new tokens."""
+
+    max_new_tokens: int = 256
+    # EOS is suppressed until this many tokens exist (used to force a fixed output length in timing).
+    min_new_tokens: int = 0
+    stop_at_record_end: bool = True
+    record_lines: int = 2
+    use_chat_template: bool = True
+    backend: Backend = "auto"
+    # CUDA graphs for the decode step on CUDA devices; off gives the same tokens, only slower.
+    cuda_graphs: bool = True
+    # Compiled (shape, buffers, graph) sessions kept; each holds a full cache for its batch size.
+    max_sessions: int = 4
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        if not 0 <= self.min_new_tokens <= self.max_new_tokens:
+            raise ValueError(
+                f"min_new_tokens must be in [0, max_new_tokens={self.max_new_tokens}], got {self.min_new_tokens}"
+            )
+        if self.backend not in ("auto", "static", "generate"):
+            raise ValueError(f"backend must be 'auto', 'static' or 'generate', got {self.backend!r}")
+
+
+@dataclass(frozen=True)
+class GenerationRecord:
+    """One prompt's completion and its cost. ``latency_s`` is the wall time of the whole (batched) call."""
+
+    text: str
+    input_tokens: int
+    output_tokens: int
+    latency_s: float
+    stop_reason: StopReason
+    batch_size: int
+    backend: str
+
+
+def kernel_report() -> dict[str, str]:
+    """Which implementation transformers bound for each Gated-DeltaNet op (``module.function``).
+
+    transformers picks the ``fla`` / ``causal_conv1d`` kernels at import time when those packages are
+    importable, else its reference PyTorch code; this reads back what it chose.
+    """
+    try:
+        from transformers.models.qwen3_5 import modeling_qwen3_5 as mod
+    except ImportError:  # pragma: no cover - transformers without Qwen3.5
+        return {}
+    names = ("torch_chunk_gated_delta_rule", "torch_recurrent_gated_delta_rule", "causal_conv1d_fn", "causal_conv1d_update")
+    report: dict[str, str] = {}
+    for name in names:
+        fn = getattr(mod, name, None)
+        if fn is None:
+            continue
+        chosen = fn
+        for cell in getattr(fn, "__closure__", None) or ():
+            value = cell.cell_contents
+            if callable(value) and getattr(value, "__module__", "") and not getattr(value, "__module__", "").startswith("transformers"):
+                chosen = value
+                break
+        report[name] = f"{getattr(chosen, '__module__', '?')}.{getattr(chosen, '__name__', '?')}"
+    return report
+
+
+def _eos_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> list[int]:
+    ids: set[int] = set()
+    sources = [getattr(model.generation_config, "eos_token_id", None), getattr(model.config, "eos_token_id", None), tokenizer.eos_token_id]
+    for source in sources:
+        if source is None:
+            continue
+        ids.update([source] if isinstance(source, int) else source)
+    if not ids:
+        raise ValueError("neither the model nor the tokenizer defines an EOS token id; set tokenizer.eos_token")
+    return sorted(ids)
+
+
+def _newline_table(tokenizer: PreTrainedTokenizerBase, vocab_size: int) -> torch.Tensor:
+    """Number of newlines each token id decodes to (record-end detection on the device)."""
+    table = torch.zeros(vocab_size, dtype=torch.int32)
+    pieces = tokenizer.convert_ids_to_tokens(list(range(min(vocab_size, len(tokenizer)))))
+    for token_id, piece in enumerate(pieces):
+        if piece is None:
+            continue
+        # Byte-level BPE spells "\n" as "Ċ"; decode only the candidates (decoding every id is slow).
+        if "Ċ" in piece or "\n" in piece:
+            table[token_id] = tokenizer.decode([token_id]).count("\n")
+    return table
+
+
+class _RecordEnd(StoppingCriteria):
+    """Stops rows whose completion holds ``lines`` newlines (for the ``generate`` path)."""
+
+    def __init__(self, table: torch.Tensor, prompt_len: int, lines: int) -> None:
+        self.table, self.prompt_len, self.lines = table, prompt_len, lines
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: object) -> torch.BoolTensor:
+        table = self.table.to(input_ids.device)
+        return table[input_ids[:, self.prompt_len :]].sum(dim=1) >= self.lines
+
+
+class Generator:
+    """Greedy batched generation with a structured cap and per-call records.
+
+    Example::
+
+        gen = Generator(lm.model, lm.tokenizer)
+        records = gen.generate(["<local context of env 0>", "<local context of env 1>"])
+        records[0].text, records[0].output_tokens, records[0].latency_s
+    """
+
+    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, config: GenerationConfig | None = None) -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.config = config or GenerationConfig()
+        self.device = next(model.parameters()).device
+        self.eos_ids = _eos_ids(model, tokenizer)
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_ids[0]
+        vocab = model.get_output_embeddings().weight.shape[0]
+        self._newlines_cpu = _newline_table(tokenizer, vocab)
+        self._sessions: OrderedDict[tuple[int, int], _StaticSession] = OrderedDict()
+        self.backend = self._pick_backend()
+
+    # ------------------------------------------------------------------ public API
+
+    def prompt_text(self, context: str) -> str:
+        """The model input for one local context: the tokenizer's chat template when it has one."""
+        if self.config.use_chat_template and getattr(self.tokenizer, "chat_template", None):
+            return self.tokenizer.apply_chat_template(
+                [{"role": "user", "content": context}], tokenize=False, add_generation_prompt=True
+            )
+        return context
+
+    def generate(self, contexts: Sequence[str]) -> list[GenerationRecord]:
+        """Complete every context in one batched call; records come back in input order."""
+        start = time.perf_counter()
+        prompts = [self.tokenizer(self.prompt_text(c), add_special_tokens=False)["input_ids"] for c in contexts]
+        return self._run(prompts, start)
+
+    def generate_tokens(self, prompts: Sequence[Sequence[int]]) -> list[GenerationRecord]:
+        """As :meth:`generate`, for prompts already tokenized (benchmarks, cached prompts)."""
+        return self._run([list(p) for p in prompts], time.perf_counter())
+
+    def graph_status(self) -> dict[str, str]:
+        """For each compiled (batch, cache length) shape: ``"graph"``, ``"eager"`` or why capture failed."""
+        return {
+            f"{batch}x{length}": "graph" if s.graph is not None else (s.graph_error or "eager")
+            for (batch, length), s in self._sessions.items()
+        }
+
+    # ------------------------------------------------------------------ internals
+
+    def _pick_backend(self) -> str:
+        if self.config.backend != "auto":
+            return self.config.backend
+        # The static loop needs the cache class for this architecture; anything else uses generate.
+        model_type = getattr(self.model.config, "model_type", "")
+        return "static" if model_type in {"qwen3", "qwen3_5", "qwen3_5_text", "qwen2", "llama"} else "generate"
+
+    def _run(self, prompts: list[list[int]], start: float) -> list[GenerationRecord]:
+        if not prompts:
+            return []
+        if any(len(p) == 0 for p in prompts):
+            raise ValueError("every prompt needs at least one token")
+        with torch.inference_mode():
+            if self.backend == "static":
+                rows = self._decode_static(prompts)
+            else:
+                rows = self._decode_generate(prompts)
+        latency = time.perf_counter() - start
+        records = []
+        for prompt, tokens in zip(prompts, rows):
+            kept, reason = self._cut(tokens)
+            text = self.tokenizer.decode(kept, skip_special_tokens=True)
+            if reason == "record_end":
+                text = "\n".join(text.split("\n")[: self.config.record_lines])
+            records.append(
+                GenerationRecord(
+                    text=text.strip(),
+                    input_tokens=len(prompt),
+                    output_tokens=len(kept) + (reason != "max_new_tokens"),
+                    latency_s=latency,
+                    stop_reason=reason,
+                    batch_size=len(prompts),
+                    backend=self.backend,
+                )
+            )
+        return records
+
+    def _cut(self, tokens: list[int]) -> tuple[list[int], StopReason]:
+        """The tokens before the stop point, and why generation stopped (same rule for both paths)."""
+        eos = set(self.eos_ids)
+        newlines = 0
+        for i, token in enumerate(tokens):
+            if token in eos and i >= self.config.min_new_tokens:
+                return tokens[:i], "eos"
+            if self.config.stop_at_record_end:
+                newlines += int(self._newlines_cpu[token]) if token < len(self._newlines_cpu) else 0
+                if newlines >= self.config.record_lines:
+                    return tokens[:i], "record_end"
+        return tokens[: self.config.max_new_tokens], "max_new_tokens"
+
+    def _left_pad(self, prompts: list[list[int]], width: int) -> tuple[torch.Tensor, torch.Tensor]:
+        ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(prompts), width), dtype=torch.bool)
+        for row, prompt in enumerate(prompts):
+            ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
+            mask[row, width - len(prompt) :] = True
+        return ids, mask
+
+    def _decode_generate(self, prompts: list[list[int]]) -> list[list[int]]:
+        width = max(len(p) for p in prompts)
+        ids, mask = self._left_pad(prompts, width)
+        criteria = StoppingCriteriaList()
+        if self.config.stop_at_record_end:
+            criteria.append(_RecordEnd(self._newlines_cpu, width, self.config.record_lines))
+        out = self.model.generate(
+            input_ids=ids.to(self.device),
+            attention_mask=mask.long().to(self.device),
+            do_sample=False,
+            max_new_tokens=self.config.max_new_tokens,
+            min_new_tokens=self.config.min_new_tokens,
+            eos_token_id=self.eos_ids,
+            pad_token_id=self.pad_id,
+            stopping_criteria=criteria,
+        )
+        return [row.tolist() for row in out[:, width:].cpu()]
+
+    def _decode_static(self, prompts: list[list[int]]) -> list[list[int]]:
+        width = max(len(p) for p in prompts)
+        batch = _bucket(len(prompts))
+        # Fill the bucket with copies of the first prompt; their outputs are dropped.
+        padded_prompts = prompts + [prompts[0]] * (batch - len(prompts))
+        cache_len = _round_up(width + self.config.max_new_tokens, 256)
+        session = self._session(batch, cache_len)
+        ids, mask = self._left_pad(padded_prompts, width)
+        out = session.run(ids, mask, self.config)
+        return [row.tolist() for row in out[: len(prompts)]]
+
+    def _session(self, batch: int, cache_len: int) -> _StaticSession:
+        key = (batch, cache_len)
+        if key in self._sessions:
+            self._sessions.move_to_end(key)
+            return self._sessions[key]
+        while len(self._sessions) >= self.config.max_sessions:
+            self._sessions.popitem(last=False)
+        session = _StaticSession(
+            self.model,
+            batch=batch,
+            cache_len=cache_len,
+            eos_ids=self.eos_ids,
+            pad_id=self.pad_id,
+            newline_table=self._newlines_cpu,
+            use_graph=self.config.cuda_graphs and self.device.type == "cuda",
+        )
+        self._sessions[key] = session
+        return session
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+def _bucket(batch: int) -> int:
+    """Batch sizes rounded up to a power of two, so a handful of graphs serve every batch."""
+    size = 1
+    while size < batch:
+        size *= 2
+    return size
+
+
+class _StaticSession:
+    """Cache, device buffers and (on CUDA) the captured decode step for one (batch, cache length).
+
+    Every buffer the decode step reads or writes lives here at a fixed address, which is what lets a
+    CUDA graph replay the step: the step advances its own counters in place.
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        *,
+        batch: int,
+        cache_len: int,
+        eos_ids: list[int],
+        pad_id: int,
+        newline_table: torch.Tensor,
+        use_graph: bool,
+    ) -> None:
+        from transformers import StaticCache
+
+        self.model = model
+        self.batch, self.cache_len = batch, cache_len
+        device = next(model.parameters()).device
+        self.device = device
+        vocab = newline_table.shape[0]
+        self.cache = StaticCache(config=model.config, max_cache_len=cache_len)
+        self.layer_types = list(getattr(model.config, "layer_types", None) or ["full_attention"] * model.config.num_hidden_layers)
+        self.has_linear = "linear_attention" in self.layer_types
+
+        with torch.inference_mode():
+            self.pad_id = pad_id
+            self.kv_index = torch.arange(cache_len, device=device)
+            self.allowed = torch.zeros(batch, cache_len, dtype=torch.bool, device=device)
+            self.tokens = torch.zeros(batch, 1, dtype=torch.long, device=device)
+            self.positions = torch.zeros(batch, 1, dtype=torch.long, device=device)
+            self.slot = torch.zeros((), dtype=torch.long, device=device)
+            self.produced = torch.zeros(1, dtype=torch.long, device=device)
+            self.min_new = torch.zeros((), dtype=torch.long, device=device)
+            self.record_lines = torch.zeros((), dtype=torch.int32, device=device)
+            self.newlines = torch.zeros(batch, dtype=torch.int32, device=device)
+            self.finished = torch.zeros(batch, dtype=torch.bool, device=device)
+            self.out = torch.full((batch, cache_len), pad_id, dtype=torch.long, device=device)
+            self.is_eos = torch.zeros(vocab, dtype=torch.bool, device=device)
+            self.is_eos[torch.tensor([i for i in eos_ids if i < vocab], dtype=torch.long)] = True
+            self.newline_table = newline_table.to(device)
+            self.graph: torch.cuda.CUDAGraph | None = None
+            # Why the decode step runs without a graph, when it does (None: graph in use or not asked for).
+            self.graph_error: str | None = None
+            if use_graph:
+                try:
+                    self._capture()
+                except RuntimeError as exc:  # a kernel that cannot be captured: same tokens, eager speed
+                    self.graph = None
+                    self.graph_error = f"{exc.__class__.__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                    warnings.warn(f"decoding without CUDA graphs: {self.graph_error}", RuntimeWarning, stacklevel=2)
+
+    # The model forward with our own masks: a dict of ready masks makes transformers skip its mask
+    # construction, whose data-dependent shortcuts would break graph capture.
+    def _forward(self, ids: torch.Tensor, positions: torch.Tensor, full_mask: torch.Tensor, linear_mask: torch.Tensor | None) -> torch.Tensor:
+        masks: dict[str, torch.Tensor | None] = {"full_attention": full_mask}
+        if self.has_linear:
+            masks["linear_attention"] = linear_mask
+        out = self.model(
+            input_ids=ids,
+            position_ids=positions,
+            attention_mask=masks,
+            cache=self.cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        return out.logits[:, -1, :]
+
+    def _choose(self, logits: torch.Tensor) -> torch.Tensor:
+        """Greedy pick with EOS held back before ``min_new`` tokens; finished rows emit padding."""
+        logits = logits.float()
+        block = self.is_eos & (self.produced < self.min_new)
+        logits = logits.masked_fill(block, float("-inf"))
+        chosen = logits.argmax(dim=-1)
+        chosen = torch.where(self.finished, torch.full_like(chosen, self.pad_id), chosen)
+        self.out.index_copy_(1, self.produced, chosen.view(-1, 1))
+        self.newlines.add_(self.newline_table[chosen])
+        done = self.is_eos[chosen] & (self.produced >= self.min_new)
+        # The record-end rule is data (zero lines disables it), so one captured graph serves both settings.
+        done = done | ((self.record_lines > 0) & (self.newlines >= self.record_lines))
+        self.finished.logical_or_(done)
+        self.produced.add_(1)
+        return chosen
+
+    def _step(self) -> None:
+        full_mask = (self.allowed & (self.kv_index <= self.slot))[:, None, None, :]
+        logits = self._forward(self.tokens, self.positions, full_mask, None)
+        chosen = self._choose(logits)
+        self.tokens.copy_(chosen.view(-1, 1))
+        self.positions.add_(1)
+        self.slot.add_(1)
+
+    def _prefill(self, ids: torch.Tensor, mask: torch.Tensor) -> None:
+        width = ids.shape[1]
+        self.cache.reset()
+        self.allowed.fill_(True)
+        self.allowed[:, :width] = mask
+        pad = width - mask.sum(dim=1, keepdim=True)
+        positions = (torch.arange(width, device=self.device)[None, :] - pad).clamp(min=0)
+        q_index = torch.arange(width, device=self.device)
+        causal = self.kv_index[None, :] <= q_index[:, None]
+        full_mask = (self.allowed[:, None, :] & causal[None]) | (self.kv_index[None, None, :] == q_index[None, :, None])
+        linear_mask = mask if self.has_linear and not bool(mask.all()) else None
+        self.produced.zero_()
+        self.newlines.zero_()
+        self.finished.zero_()
+        logits = self._forward(ids, positions, full_mask[:, None], linear_mask)
+        chosen = self._choose(logits)
+        self.tokens.copy_(chosen.view(-1, 1))
+        self.positions.copy_(positions[:, -1:] + 1)
+        self.slot.fill_(width)
+
+    def _capture(self) -> None:
+        # Initialise the cache's lazily allocated tensors and let Triton autotune before capturing.
+        ids = torch.full((self.batch, 1), self.pad_id, dtype=torch.long, device=self.device)
+        mask = torch.ones_like(ids, dtype=torch.bool)
+        self.min_new.fill_(0)
+        self.record_lines.fill_(0)
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            self._prefill(ids, mask)
+            for _ in range(3):
+                self._step()
+        torch.cuda.current_stream().wait_stream(stream)
+        self._prefill(ids, mask)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            self._step()
+        self.graph = graph
+
+    @torch.inference_mode()
+    def run(self, ids: torch.Tensor, mask: torch.Tensor, config: GenerationConfig) -> torch.Tensor:
+        """Greedy-decode a left-padded batch; returns (batch, produced) token ids on the CPU."""
+        width = ids.shape[1]
+        budget = min(config.max_new_tokens, self.cache_len - width)
+        self.min_new.fill_(config.min_new_tokens)
+        self.record_lines.fill_(config.record_lines if config.stop_at_record_end else 0)
+        self._prefill(ids.to(self.device), mask.to(self.device))
+        produced = 1
+        while produced < budget:
+            if produced % _CHECK_EVERY == 0 and bool(self.finished.all()):
+                break
+            if self.graph is not None:
+                self.graph.replay()
+            else:
+                self._step()
+            produced += 1
+        return self.out[:, :produced].cpu()

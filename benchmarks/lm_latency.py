@@ -1,0 +1,204 @@
+"""Latency of the learned-agent decoding path on a model of the Qwen3.5-0.8B architecture.
+
+Random weights (no hub here); the shapes, not the values, set the cost. Each call is forced to the
+paper's ~79 output tokens from ~950 input tokens (EOS suppressed, record-end stop off).
+
+- time to commitment: two sequential calls at batch 1 (sender, then receiver), p50 / p95 over reps;
+  target <= 0.4 s p50.
+- commitments per second: two sequential calls of batch 64; target >= 200 / s.
+
+Prints the device, library versions and the kernels transformers bound for the Gated-DeltaNet layers,
+and writes the raw numbers as JSON (``--out``; default ``$OUT/lm_latency.json`` when ``OUT`` is set).
+
+    python benchmarks/lm_latency.py                 # on a CUDA machine
+    python benchmarks/lm_latency.py --tiny --reps 3 # smoke run on a CPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from transformers import AutoModelForCausalLM  # noqa: E402
+
+from agents.lm.generate import GenerationConfig, Generator, kernel_report  # noqa: E402
+from agents.lm.loading import build_qwen35_08b_config, build_tiny, train_tokenizer  # noqa: E402
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def _prompts(generator: torch.Generator, count: int, length: int, vocab: int, avoid: set[int]) -> list[list[int]]:
+    ids = torch.randint(16, vocab, (count, length), generator=generator)
+    for token in avoid:
+        ids[ids == token] = 16
+    return ids.tolist()
+
+
+def _sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--input-tokens", type=int, default=950)
+    parser.add_argument("--output-tokens", type=int, default=79)
+    parser.add_argument("--reps", type=int, default=30, help="timed commitments at batch 1")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--batch-reps", type=int, default=5)
+    parser.add_argument("--baseline-reps", type=int, default=2, help="plain model.generate calls at batch 1 (0: skip)")
+    parser.add_argument("--no-graphs", action="store_true", help="decode without CUDA graphs")
+    parser.add_argument("--tiny", action="store_true", help="a tiny Qwen3.5 instead of the 0.8B shape (CPU smoke)")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    corpus = [f"SELF resource.obtain(q={i % 9},item=oak_log)\nREQ agent_b craft.item(q=1,item=stick)" for i in range(200)]
+    torch.manual_seed(0)
+    start = time.perf_counter()
+    if args.tiny:
+        lm = build_tiny(corpus, arch="qwen3_5", device=device, dtype=dtype)
+        model, tokenizer = lm.model, lm.tokenizer
+    else:
+        tokenizer = train_tokenizer(corpus)
+        config = build_qwen35_08b_config(eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+        with torch.device(device):
+            model = AutoModelForCausalLM.from_config(config, dtype=dtype).eval()
+    build_s = time.perf_counter() - start
+    params = sum(p.numel() for p in model.parameters())
+    vocab = model.get_output_embeddings().weight.shape[0]
+    fixed = dict(max_new_tokens=args.output_tokens, min_new_tokens=args.output_tokens, stop_at_record_end=False)
+    fast = Generator(model, tokenizer, GenerationConfig(**fixed, backend="static", cuda_graphs=not args.no_graphs))
+    avoid = set(fast.eos_ids)
+    rng = torch.Generator().manual_seed(1)
+
+    info = {
+        "device": torch.cuda.get_device_name(0) if device.type == "cuda" else platform.processor() or "cpu",
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "python": platform.python_version(),
+        "dtype": str(dtype),
+        "params": params,
+        "model_build_s": round(build_s, 2),
+        "kernels": kernel_report(),
+        "backend": fast.backend,
+        "cuda_graphs": not args.no_graphs and device.type == "cuda",
+        "input_tokens": args.input_tokens,
+        "output_tokens": args.output_tokens,
+    }
+    print(json.dumps(info, indent=1), flush=True)
+
+    # ---- batch 1: time to commitment = two sequential calls
+    start = time.perf_counter()
+    for _ in range(args.warmup):
+        fast.generate_tokens(_prompts(rng, 1, args.input_tokens, vocab, avoid))
+    _sync()
+    warmup_s = time.perf_counter() - start
+    pairs, calls, out_tokens = [], [], set()
+    for _ in range(args.reps):
+        _sync()
+        t0 = time.perf_counter()
+        first = fast.generate_tokens(_prompts(rng, 1, args.input_tokens, vocab, avoid))
+        t1 = time.perf_counter()
+        second = fast.generate_tokens(_prompts(rng, 1, args.input_tokens, vocab, avoid))
+        t2 = time.perf_counter()
+        pairs.append(t2 - t0)
+        calls += [t1 - t0, t2 - t1]
+        out_tokens.update(r.output_tokens for r in first + second)
+    b1 = {
+        "warmup_s": round(warmup_s, 2),
+        "commit_p50_s": statistics.median(pairs),
+        "commit_p95_s": _percentile(pairs, 95),
+        "call_p50_s": statistics.median(calls),
+        "output_tokens_seen": sorted(out_tokens),
+        "commit_s": pairs,
+    }
+    print(
+        f"batch 1: time to commitment p50 {b1['commit_p50_s']:.3f} s  p95 {b1['commit_p95_s']:.3f} s  "
+        f"(per call p50 {b1['call_p50_s'] * 1000:.1f} ms, {len(pairs)} reps, warm-up {warmup_s:.1f} s, "
+        f"output tokens {sorted(out_tokens)})",
+        flush=True,
+    )
+
+    # ---- batch N: commitments per second over two sequential calls
+    fast.generate_tokens(_prompts(rng, args.batch, args.input_tokens, vocab, avoid))
+    bn_pairs = []
+    for _ in range(args.batch_reps):
+        _sync()
+        t0 = time.perf_counter()
+        first = fast.generate_tokens(_prompts(rng, args.batch, args.input_tokens, vocab, avoid))
+        second = fast.generate_tokens(_prompts(rng, args.batch, args.input_tokens, vocab, avoid))
+        bn_pairs.append(time.perf_counter() - t0)
+        assert all(r.output_tokens == args.output_tokens for r in first + second)
+    bn = {
+        "batch": args.batch,
+        "pair_p50_s": statistics.median(bn_pairs),
+        "commitments_per_s": args.batch / statistics.median(bn_pairs),
+        "pair_s": bn_pairs,
+    }
+    print(
+        f"batch {args.batch}: two calls p50 {bn['pair_p50_s']:.3f} s -> {bn['commitments_per_s']:.1f} commitments/s",
+        flush=True,
+    )
+
+    # ---- reference: plain model.generate at batch 1, and agreement of the two paths
+    baseline: dict[str, object] = {}
+    if args.baseline_reps > 0:
+        plain = Generator(model, tokenizer, GenerationConfig(**fixed, backend="generate"))
+        prompt = _prompts(rng, 1, args.input_tokens, vocab, avoid)
+        plain.generate_tokens(prompt)
+        times = []
+        for _ in range(args.baseline_reps):
+            _sync()
+            t0 = time.perf_counter()
+            ref = plain.generate_tokens(prompt)
+            times.append(time.perf_counter() - t0)
+        with torch.inference_mode():
+            ids = torch.tensor(prompt, device=device)
+            ref_ids = model.generate(
+                input_ids=ids, do_sample=False, max_new_tokens=args.output_tokens,
+                min_new_tokens=args.output_tokens, pad_token_id=fast.pad_id,
+            )[0, args.input_tokens :].tolist()
+        fast_ids = fast._decode_static(prompt)[0]
+        agree = next((i for i, (a, b) in enumerate(zip(ref_ids, fast_ids)) if a != b), len(ref_ids))
+        baseline = {"generate_call_s": times, "identical_prefix_tokens": agree, "compared_tokens": len(ref_ids)}
+        print(
+            f"plain generate batch 1: {statistics.median(times):.3f} s per call; static path agrees on the first "
+            f"{agree}/{len(ref_ids)} greedy tokens",
+            flush=True,
+        )
+        del ref
+
+    info["decode_graphs"] = fast.graph_status()
+    print(f"decode step per shape: {info['decode_graphs']}")
+    result = {"info": info, "batch1": b1, "batchN": bn, "baseline": baseline}
+    out = args.out or (Path(os.environ["OUT"]) / "lm_latency.json" if os.environ.get("OUT") else None)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=1))
+        print(f"wrote {out}")
+    print(
+        f"SUMMARY device={info['device']} torch={info['torch']} transformers={info['transformers']} "
+        f"commit_p50={b1['commit_p50_s']:.3f}s commit_p95={b1['commit_p95_s']:.3f}s "
+        f"batch{args.batch}={bn['commitments_per_s']:.1f}/s graphs={info['cuda_graphs']}"
+    )
+
+
+if __name__ == "__main__":
+    main()
