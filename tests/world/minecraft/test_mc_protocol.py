@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+import re
+
+import msgpack
+import pytest
+
+from gencoord_env.world.minecraft.errors import ProtocolMismatch
+from gencoord_env.world.minecraft.protocol import (
+    MAX_MESSAGE_BYTES,
+    check_hello,
+    call_to_map,
+    decode_reply,
+    decode_request,
+    encode_reply,
+    encode_request,
+    events_from_result,
+    ground_truth_from_map,
+    spec_to_map,
+)
+from gencoord_env.world.types import GroundTruth, SkillCall, Station, WorldEvent, WorldSpec
+
+SPEC = WorldSpec(
+    agents=("A", "B"),
+    stations=(
+        Station("chest1", "chest", (3, 0, 1)),
+        Station("site", "site", (6, 0, 6), cells=((6, 0, 6), (7, 0, 6))),
+    ),
+    positions={"A": (0, 0, 0), "B": (2, 0, 0)},
+    inventories={"A": {"oak_log": 2, "stick": 0}, "B": {}},
+    containers={"chest1": {"cobblestone": 8}},
+    cook_ticks=20,
+)
+
+
+def test_request_envelope_round_trip() -> None:
+    msg = decode_request(encode_request(5, "execute", {"id": "c1"}))
+    assert msg == {"v": 1, "id": 5, "op": "execute", "args": {"id": "c1"}}
+
+
+def test_unknown_op_is_refused_before_sending() -> None:
+    with pytest.raises(ValueError, match=re.escape("unknown sidecar op 'pong'")):
+        encode_request(1, "pong")
+
+
+def test_oversized_request_is_refused() -> None:
+    with pytest.raises(ValueError, match="over the sidecar's cap"):
+        encode_request(1, "reset", {"blob": "x" * (MAX_MESSAGE_BYTES + 1)})
+
+
+def test_reply_ok_and_error_decode() -> None:
+    ok = decode_reply(encode_reply(3, result="pong"))
+    assert (ok.id, ok.ok, ok.result) == (3, True, "pong")
+    err = decode_reply(encode_reply(4, error=("SkillFailed", "no path")))
+    assert (err.ok, err.error_type, err.error_message) == (False, "SkillFailed", "no path")
+
+
+@pytest.mark.parametrize(
+    ("payload", "match"),
+    [
+        (b"\xc1\xc1", "not msgpack"),
+        (msgpack.packb([1, 2]), "must be a map"),
+        (msgpack.packb({"v": 2, "id": 1, "ok": True}), "protocol v=2"),
+        (msgpack.packb({"v": 1, "id": "1", "ok": True}), "lacks an int 'id'"),
+        (msgpack.packb({"v": 1, "id": 1, "ok": False, "error": "boom"}), "lacks error.type"),
+    ],
+)
+def test_malformed_replies_raise_protocol_mismatch(payload: bytes, match: str) -> None:
+    with pytest.raises(ProtocolMismatch, match=match):
+        decode_reply(payload)
+
+
+def test_hello_version_checks() -> None:
+    good = {"protocol": 1, "minecraft": "1.21.4", "sidecar": "0.1.0", "agents": ["A", "B"]}
+    assert check_hello(good) is good
+    with pytest.raises(ProtocolMismatch, match="speaks protocol 2"):
+        check_hello({**good, "protocol": 2})
+    with pytest.raises(ProtocolMismatch, match="serves Minecraft '1.20.1'"):
+        check_hello({**good, "minecraft": "1.20.1"})
+
+
+def test_spec_to_map_is_plain_and_drops_zero_counts() -> None:
+    m = spec_to_map(SPEC)
+    assert m["stations"][1] == {"name": "site", "kind": "site", "pos": [6, 0, 6], "cells": [[6, 0, 6], [7, 0, 6]]}
+    assert m["inventories"] == {"A": {"oak_log": 2}, "B": {}}
+    assert m["positions"] == {"A": [0, 0, 0], "B": [2, 0, 0]}
+    assert m["cook_ticks"] == 20
+    assert msgpack.unpackb(msgpack.packb(m)) == m  # only msgpack-native values
+
+
+def test_call_to_map_leaves_scheduling_out() -> None:
+    call = SkillCall("c2", "B", "deposit", {"station": "chest1", "item": "stick", "count": 2}, after=("c1",))
+    assert call_to_map(call) == {"id": "c2", "actor": "B", "op": "deposit",
+                                 "args": {"station": "chest1", "item": "stick", "count": 2}}
+
+
+def test_events_decode() -> None:
+    evs = events_from_result({"events": [
+        {"call_id": "c1", "actor": "A", "op": "give", "ok": True},
+        {"call_id": "c1", "actor": "A", "op": "give", "ok": True, "kind": "handoff", "data": {"to": "B"}},
+    ]})
+    assert evs == [WorldEvent("c1", "A", "give", True),
+                   WorldEvent("c1", "A", "give", True, kind="handoff", data={"to": "B"})]
+    with pytest.raises(ProtocolMismatch, match="lacks an events list"):
+        events_from_result({"event": []})
+    with pytest.raises(ProtocolMismatch, match="lacks call_id/ok"):
+        events_from_result({"events": [{"ok": True}]})
+
+
+def test_ground_truth_decode_sorts_sites_and_sums_stacks() -> None:
+    truth = ground_truth_from_map({
+        "inventories": {"A": {"stick": 4, "dirt": 0}, "B": [{"name": "stick", "count": 64}, {"name": "stick", "count": 1}]},
+        "containers": {"chest1": {}},
+        "sites": {"site": [[7, 0, 6, "cobblestone"], [6, 0, 6, "cobblestone"]]},
+        "furnaces": {"furnace1": {"input": {}, "fuel": {"coal": 1}, "output": {"iron_ingot": 2}}},
+    })
+    assert truth == GroundTruth(
+        inventories={"A": {"stick": 4}, "B": {"stick": 65}},
+        containers={"chest1": {}},
+        sites={"site": ((6, 0, 6, "cobblestone"), (7, 0, 6, "cobblestone"))},
+        furnaces={"furnace1": {"input": {}, "fuel": {"coal": 1}, "output": {"iron_ingot": 2}}},
+    )
+    with pytest.raises(ProtocolMismatch, match=r"\[x, y, z, block\]"):
+        ground_truth_from_map({"sites": {"s": [[1, 2, 3]]}})
+    with pytest.raises(ProtocolMismatch, match="non-integer count"):
+        ground_truth_from_map({"inventories": {"A": {"stick": "many"}}})

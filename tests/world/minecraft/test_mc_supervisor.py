@@ -1,0 +1,117 @@
+"""Supervisor and client logic against the fake sidecar (launched the way the real one is)."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from gencoord_env.world.minecraft.client import SidecarClient
+from gencoord_env.world.minecraft.errors import ProtocolMismatch, SidecarDied, SidecarTimeout
+from gencoord_env.world.minecraft.runtime import Runtime
+from gencoord_env.world.minecraft.supervisor import Sidecar, SidecarOptions, sidecar_argv
+
+
+def _log(sc: Sidecar) -> str:
+    return sc.log_path.read_text()
+
+
+def test_argv_for_embedded_and_external(fake_runtime: Runtime) -> None:
+    assert sidecar_argv(fake_runtime, "ipc:///x/s.sock", SidecarOptions())[2:] == [
+        "--endpoint", "ipc:///x/s.sock", "--server", "embedded"]
+    ext = SidecarOptions(server="external", mc_host="10.0.0.2", mc_port=25565)
+    assert sidecar_argv(fake_runtime, "tcp://127.0.0.1:9", ext)[2:] == [
+        "--endpoint", "tcp://127.0.0.1:9", "--server", "external", "--mc-host", "10.0.0.2", "--mc-port", "25565"]
+    with pytest.raises(ValueError, match="needs mc_host and mc_port"):
+        SidecarOptions(server="external")
+
+
+@pytest.mark.parametrize("transport", ["ipc", "tcp"])
+def test_start_handshake_ping_and_close(fake_runtime: Runtime, transport: str) -> None:
+    sc = Sidecar.start(fake_runtime, SidecarOptions(transport=transport))
+    try:
+        assert sc.endpoint.startswith(f"{transport}://")
+        assert sc.hello["agents"] == ["A", "B"]
+        assert sc.ready_info["endpoint"] == sc.endpoint
+        assert sc.client is not None and sc.client.call("ping") == "pong"
+    finally:
+        sc.close()
+    assert sc.process.poll() == 0  # exited on its own after `shutdown`
+    assert "recv shutdown #1" in _log(sc)
+
+
+def test_two_sidecars_coexist(fake_runtime: Runtime) -> None:
+    a = Sidecar.start(fake_runtime)
+    b = Sidecar.start(fake_runtime)
+    try:
+        assert a.endpoint != b.endpoint and a.log_path != b.log_path
+        assert a.client.call("ping") == b.client.call("ping") == "pong"  # type: ignore[union-attr]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_exit_before_ready_is_sidecar_died_with_log(fake_runtime: Runtime) -> None:
+    with pytest.raises(SidecarDied, match=r"(?s)exited with code 2 before it was ready.*cannot start: exit_early") as e:
+        Sidecar.start(fake_runtime, SidecarOptions(env={"FAKE_SIDECAR": "exit_early"}))
+    assert e.value.returncode == 2
+
+
+def test_no_ready_times_out_and_kills(fake_runtime: Runtime) -> None:
+    t0 = time.monotonic()
+    with pytest.raises(SidecarTimeout, match="did not print READY within 1 s"):
+        Sidecar.start(fake_runtime, SidecarOptions(env={"FAKE_SIDECAR": "no_ready"}, ready_timeout_s=1.0, kill_after_s=0.1))
+    assert time.monotonic() - t0 < 6
+
+
+def test_protocol_mismatch_at_hello(fake_runtime: Runtime) -> None:
+    with pytest.raises(ProtocolMismatch, match="speaks protocol 2"):
+        Sidecar.start(fake_runtime, SidecarOptions(env={"FAKE_SIDECAR": "protocol2"}))
+
+
+def test_lazy_pirate_resends_idempotent_op(fake_runtime: Runtime) -> None:
+    sc = Sidecar.start(fake_runtime, SidecarOptions(env={"FAKE_SIDECAR": "drop_pings=1"}, timeouts={"ping": 0.3}))
+    try:
+        assert sc.client.call("ping") == "pong"  # type: ignore[union-attr]
+        assert "recv ping #2" in _log(sc)
+    finally:
+        sc.close()
+
+
+def test_lazy_pirate_gives_up_after_retries(fake_runtime: Runtime) -> None:
+    sc = Sidecar.start(fake_runtime, SidecarOptions(env={"FAKE_SIDECAR": "drop_pings=9"}, timeouts={"ping": 0.2}))
+    try:
+        with pytest.raises(SidecarTimeout, match=re.escape("did not answer ping within 0.2 s")):
+            sc.client.call("ping")  # type: ignore[union-attr]
+        assert "recv ping #3" in _log(sc) and "recv ping #4" not in _log(sc)  # 1 try + 2 retries
+    finally:
+        sc.kill()
+
+
+def test_execute_is_never_resent(fake_runtime: Runtime) -> None:
+    sc = Sidecar.start(fake_runtime, SidecarOptions(timeouts={"execute": 0.3}))
+    try:
+        with pytest.raises(SidecarTimeout, match="did not answer execute"):
+            sc.client.call("execute", {"id": "c1", "actor": "A", "op": "wait", "args": {"ticks": 998}})  # type: ignore[union-attr]
+        assert sc.client.call("ping") == "pong"  # type: ignore[union-attr]
+        assert _log(sc).count("recv execute") == 1
+    finally:
+        sc.kill()
+
+
+def test_dead_process_detected_while_waiting() -> None:
+    # Nothing listens at the endpoint; the "sidecar" is a process that exits after 0.3 s.
+    proc = subprocess.Popen([sys.executable, "-c", "import time, sys; time.sleep(0.3); sys.exit(5)"])
+    client = SidecarClient("tcp://127.0.0.1:9", exit_code=proc.poll, describe_log=lambda: "sidecar log: here",
+                           timeouts={"ping": 30.0})
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(SidecarDied, match=r"(?s)exited with code 5 while waiting for ping.*sidecar log: here") as e:
+            client.call("ping")
+    finally:
+        client.close()
+        proc.wait()
+    assert e.value.returncode == 5
+    assert time.monotonic() - t0 < 2.0
