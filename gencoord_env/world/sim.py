@@ -298,7 +298,7 @@ class SimWorld:
             return _fail("unknown_actor", f"actor {actor!r} is not an agent; expected one of {sorted(self._agents)}")
         handler = self._handlers.get(op) if type(op) is str else None
         if handler is None:
-            close = difflib.get_close_matches(str(op), list(SKILL_OPS), n=1)
+            close = difflib.get_close_matches(op, list(SKILL_OPS), n=1) if type(op) is str else []
             hint = f"; did you mean {close[0]!r}?" if close else ""
             return _fail("unknown_op", f"unknown op {op!r}; expected one of {sorted(SKILL_OPS)}{hint}")
         args = call.args
