@@ -22,9 +22,19 @@ class Args(Mapping[str, Value]):
     __slots__ = ("_items", "_key")
 
     def __init__(self, items: Mapping[str, Value] | None = None) -> None:
-        data = dict(items or {})
-        self._items: dict[str, Value] = data
-        self._key = frozenset((k, _typed(v)) for k, v in data.items())
+        self._items: dict[str, Value] = dict(items or {})
+        # Computed on first comparison: the codec builds many Args that are never compared or hashed.
+        self._key: frozenset[tuple[str, tuple[str, Value]]] | None = None
+
+    def _typed_items(self) -> frozenset[tuple[str, tuple[str, Value]]]:
+        key = self._key
+        if key is None:
+            key = self._key = frozenset((k, _typed(v)) for k, v in self._items.items())
+        return key
+
+    def as_dict(self) -> dict[str, Value]:
+        """The underlying dict, without a copy (read-only by contract; the codec's hot path uses it)."""
+        return self._items
 
     def __getitem__(self, key: str) -> Value:
         return self._items[key]
@@ -37,13 +47,13 @@ class Args(Mapping[str, Value]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Args):
-            return self._key == other._key
+            return self._typed_items() == other._typed_items()
         if isinstance(other, Mapping):
-            return self._key == Args(other)._key
+            return self._typed_items() == Args(other)._typed_items()
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(self._key)
+        return hash(self._typed_items())
 
     def __repr__(self) -> str:
         return f"Args({self._items!r})"

@@ -11,6 +11,7 @@ Tolerated beyond the canonical form: spaces around ``>``, after commas, and one 
 from __future__ import annotations
 
 import math
+import re
 from json import JSONDecodeError
 from json.decoder import scanstring
 
@@ -35,6 +36,16 @@ from gencoord_env.dsl.syntax import (
 
 Pos = int
 
+#: An argument list with no quoted string, up to its closing parenthesis: handled by the fast path.
+SIMPLE_ARGS_RE = re.compile(r'[^()"\n]*\)')
+#: A whole task whose argument list has no quoted string (the fast path splits lines into these).
+TASK_RE = re.compile(r'([A-Za-z0-9_.:/+\-]+)\(([^()"\n]*)\)')
+# Bounded memo tables for the fast path: keys and tokens recur across records (item names, agent ids).
+_CACHE_LIMIT = 4096
+_KEY_CACHE: dict[str, str] = {}
+_TOKEN_CACHE: dict[str, Value] = {}
+_MISSING = object()
+
 
 def parse(text: str) -> Proposal:
     """Parse one two-line Short DSL record.
@@ -46,7 +57,14 @@ def parse(text: str) -> Proposal:
     """
     if not isinstance(text, str):
         raise TypeError(f"Expected the Short DSL text as str but got {type(text).__name__}")
-    src = text
+    proposal = parse_fast(text)
+    if proposal is not None:
+        return proposal
+    return parse_full(text)
+
+
+def parse_full(src: str) -> Proposal:
+    """The grammar rule by rule; the reference that ``parse_fast`` must agree with."""
     for forbidden, what in (("\r", "a carriage return (lines end with LF only)"), ("\t", "a tab (use spaces)")):
         at = src.find(forbidden)
         if at >= 0:
@@ -57,6 +75,67 @@ def parse(text: str) -> Proposal:
     pos, peer_requests = parse_req_line(src, pos + 1)
     parse_end(src, pos)
     return Proposal(self_plan=self_plan, peer_requests=peer_requests)
+
+
+def parse_fast(src: str) -> Proposal | None:
+    """Whole-line fast path for records without quoted strings; ``None`` defers to ``parse_full``.
+
+    Without quotes a ``>`` can only be a separator and a ``,`` only an argument break, so a line can be
+    split instead of scanned. Anything irregular returns ``None`` and the full rules produce the result
+    or the exact error; the property tests check that both paths agree.
+    """
+    if '"' in src or "\r" in src or "\t" in src:
+        return None
+    lines = src.split("\n")
+    if len(lines) == 3 and not lines[2]:
+        del lines[2]
+    if len(lines) != 2:
+        return None
+    self_line, req_line = lines
+    if self_line == "SELF -":
+        self_plan: tuple[Task, ...] | None = ()
+    elif self_line.startswith("SELF "):
+        self_plan = split_path(self_line[5:].lstrip(" "))
+        if self_plan is None:
+            return None
+    else:
+        return None
+    if req_line == "REQ -":
+        return Proposal(self_plan=self_plan, peer_requests=())
+    if not req_line.startswith("REQ "):
+        return None
+    agent, space, rest = req_line[4:].lstrip(" ").partition(" ")
+    if not space or agent == "-" or ATOM_RE.fullmatch(agent) is None:
+        return None
+    requested_plan = split_path(rest.lstrip(" "))
+    if requested_plan is None:
+        return None
+    return Proposal(self_plan=self_plan, peer_requests=(PeerRequest(agent, requested_plan),))
+
+
+def split_path(body: str) -> tuple[Task, ...] | None:
+    """A quote-free path split at ``>``; ``None`` if any piece is not a well-formed task."""
+    pieces = body.split(">")
+    last = len(pieces) - 1
+    if last >= MAX_PATH_TASKS:
+        return None
+    tasks = []
+    for index, piece in enumerate(pieces):
+        if index:
+            piece = piece.lstrip(" ")
+        if index < last:
+            piece = piece.rstrip(" ")
+        match = TASK_RE.fullmatch(piece)
+        if match is None:
+            return None
+        skill, body_args = match.groups()
+        if skill not in SKILLS:
+            return None
+        args = parse_simple_args(body_args)
+        if args is None:
+            return None
+        tasks.append(Task(skill, Args(args)))
+    return tuple(tasks)
 
 
 def describe(src: str, pos: Pos) -> str:
@@ -189,6 +268,11 @@ def parse_task(src: str, pos: Pos) -> tuple[Pos, Task]:
     if not src.startswith("(", pos):
         raise DSLSyntaxError(f"expected '(' after the skill {skill!r}, found {describe(src, pos)}", src, pos)
     pos += 1
+    simple = SIMPLE_ARGS_RE.match(src, pos)
+    if simple is not None:
+        fast = parse_simple_args(src[pos : simple.end() - 1])
+        if fast is not None:
+            return simple.end(), Task(skill, Args(fast))
     args: dict[str, Value] = {}
     if src.startswith(")", pos):
         return pos + 1, Task(skill, Args(args))
@@ -206,6 +290,47 @@ def parse_task(src: str, pos: Pos) -> tuple[Pos, Task]:
             )
         else:
             raise DSLSyntaxError(f"expected ',' or ')' after a value, found {describe(src, pos)}", src, pos)
+
+
+def parse_simple_args(body: str) -> dict[str, Value] | None:
+    """Fast path for an argument list without quoted strings: ``None`` sends it to the full rules.
+
+    Accepts exactly what ``parse_arg`` accepts for such a list and builds the same mapping; anything
+    unusual (a bad key, a duplicate, a token that is not a number, literal or atom) returns ``None`` so
+    that the full rules produce the exact error.
+    """
+    args: dict[str, Value] = {}
+    if not body:
+        return args
+    pieces = body.split(",")
+    if " " in body:  # spaces are tolerated after commas only
+        pieces = [pieces[0], *[piece.lstrip(" ") for piece in pieces[1:]]]
+    key_cache = _KEY_CACHE
+    token_cache = _TOKEN_CACHE
+    for piece in pieces:
+        # A piece without "=" leaves an empty token, which is never in the token cache nor a value.
+        key, _, token = piece.partition("=")
+        canonical = key_cache.get(key)
+        if canonical is None:
+            if KEY_RE.fullmatch(key) is None:
+                return None
+            canonical = KEY_ALIASES.get(key, key)
+            if len(key_cache) < _CACHE_LIMIT:
+                key_cache[key] = canonical
+        if canonical in args:
+            return None
+        value = token_cache.get(token, _MISSING)
+        if value is _MISSING:
+            if not token:
+                return None
+            try:
+                value = classify_token(token, 0, len(token), key)
+            except DSLSyntaxError:
+                return None
+            if len(token_cache) < _CACHE_LIMIT:
+                token_cache[token] = value
+        args[canonical] = value  # type: ignore[assignment]
+    return args
 
 
 def parse_arg(src: str, pos: Pos, args: dict[str, Value], spelled: dict[str, str]) -> Pos:

@@ -25,7 +25,7 @@ from gencoord_env.dsl.syntax import (
 # Both caches hold facts about short strings that recur in every record (keys, item names, agent ids);
 # they are bounded so that adversarial input cannot grow them without limit.
 _CACHE_LIMIT = 4096
-_ORDER_CACHE: dict[frozenset[str], tuple[str, ...]] = {}
+_ORDER_CACHE: dict[tuple[str, ...], tuple[str, ...]] = {}
 _STRING_CACHE: dict[str, str] = {}
 
 
@@ -76,7 +76,11 @@ def format_path(tasks: Sequence[Task], where: str) -> str:
 
 
 def format_task(task: Task) -> str:
-    return f"{task.skill}({','.join([f'{key}={format_value(value)}' for key, value in canonical_items(task)])})"
+    parts = []
+    for key, value in canonical_items(task):
+        text = _STRING_CACHE.get(value) if type(value) is str else None  # type: ignore[arg-type]
+        parts.append(f"{key}={text if text is not None else format_value(value)}")
+    return f"{task.skill}({','.join(parts)})"
 
 
 def canonical_items(task: Task) -> list[tuple[str, Value]]:
@@ -85,8 +89,8 @@ def canonical_items(task: Task) -> list[tuple[str, Value]]:
         raise TypeError(f"Expected a Task but got {type(task).__name__}")
     if task.skill not in SKILLS:
         raise ValueError(f"unknown skill {task.skill!r}; the Short DSL writes only catalog skills")
-    args = task.args
-    keys = frozenset(args)
+    items = task.args.as_dict()
+    keys = tuple(items)
     order = _ORDER_CACHE.get(keys)
     if order is None:
         for key in keys:
@@ -97,7 +101,7 @@ def canonical_items(task: Task) -> list[tuple[str, Value]]:
         order = tuple(sorted(keys, key=key_rank))
         if len(_ORDER_CACHE) < _CACHE_LIMIT:
             _ORDER_CACHE[keys] = order
-    return [(key, args[key]) for key in order]
+    return [(key, items[key]) for key in order]
 
 
 def format_value(value: Value) -> str:
