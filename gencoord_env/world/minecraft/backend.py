@@ -36,8 +36,6 @@ from .supervisor import Sidecar, SidecarOptions, free_tcp_port
 from .vanilla import VanillaServer, require_reachable
 
 SERVERS = ("embedded", "external", "vanilla")
-#: Usernames the sidecar's bots log in with when nothing else is known; made operators on a vanilla server.
-DEFAULT_OPERATORS: tuple[str, ...] = ("A", "B")
 
 
 class MinecraftWorld:
@@ -55,7 +53,7 @@ class MinecraftWorld:
         port: int | None = None,
         jar: str | os.PathLike[str] | None = None,
         accept_eula: bool = False,
-        operators: Sequence[str] = DEFAULT_OPERATORS,
+        operators: Sequence[str] = (),
         log_dir: str | os.PathLike[str] | None = None,
         transport: str | None = None,
         timeouts: Mapping[str, float] | None = None,
@@ -106,8 +104,8 @@ class MinecraftWorld:
     def log_path(self) -> Path | None:
         return self._sidecar.log_path if self._sidecar else None
 
-    def _options(self) -> SidecarOptions:
-        kw: dict[str, object] = {}
+    def _options(self, agents: tuple[str, ...]) -> SidecarOptions:
+        kw: dict[str, object] = {"agents": agents}
         if self.transport:
             kw["transport"] = self.transport
         if self.server != "embedded":
@@ -117,7 +115,7 @@ class MinecraftWorld:
             extra_args=self.sidecar_args, **kw,  # type: ignore[arg-type]
         )
 
-    def _start_vanilla(self) -> None:
+    def _start_vanilla(self, agents: tuple[str, ...]) -> None:
         if self._vanilla is not None and self._vanilla.alive:
             return
         if self._vanilla is not None:
@@ -126,10 +124,10 @@ class MinecraftWorld:
         self.port = self.port or free_tcp_port()
         assert self.jar is not None
         self._vanilla = VanillaServer(
-            self.jar, accept_eula=self.accept_eula, workdir=workdir, port=self.port, operators=self.operators,
+            self.jar, accept_eula=self.accept_eula, workdir=workdir, port=self.port, operators=self.operators or agents,
         )
 
-    def _ensure_sidecar(self) -> SidecarClient:
+    def _ensure_sidecar(self, agents: tuple[str, ...]) -> SidecarClient:
         if self._sidecar is not None and self._sidecar.alive and not self._broken:
             assert self._sidecar.client is not None
             return self._sidecar.client
@@ -138,10 +136,10 @@ class MinecraftWorld:
             self._sidecar = None
             self.restarts += 1
         if self.server == "vanilla":
-            self._start_vanilla()
+            self._start_vanilla(agents)
         if self.server != "embedded":
             require_reachable(self.host, int(self.port or 0))
-        self._sidecar = Sidecar.start(self.runtime, self._options())
+        self._sidecar = Sidecar.start(self.runtime, self._options(agents))
         self._broken = False
         assert self._sidecar.client is not None
         return self._sidecar.client
@@ -161,7 +159,7 @@ class MinecraftWorld:
     def reset(self, spec: WorldSpec) -> None:
         """Arrange the arena for one episode; starts (or restarts) the sidecar when needed."""
         self._spec = None
-        client = self._ensure_sidecar()
+        client = self._ensure_sidecar(tuple(spec.agents))
         try:
             client.call("reset", spec_to_map(spec))
         except Exception as e:

@@ -40,6 +40,7 @@ class SidecarOptions:
     """
 
     server: str = "embedded"
+    agents: tuple[str, ...] = ()  # bot usernames to connect at start (reset connects any others)
     mc_host: str = ""
     mc_port: int = 0
     transport: str = "ipc" if os.name == "posix" else "tcp"
@@ -66,15 +67,21 @@ def free_tcp_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def sidecar_argv(runtime: Runtime, endpoint: str, options: SidecarOptions) -> list[str]:
+def sidecar_argv(runtime: Runtime, endpoint: str, options: SidecarOptions, parent_pid: int | None = None) -> list[str]:
     """The command line that starts the sidecar.
 
-    >>> sidecar_argv(rt, "ipc:///tmp/x/s.sock", SidecarOptions())[2:]
-    ['--endpoint', 'ipc:///tmp/x/s.sock', '--server', 'embedded']
+    ``--parent-pid`` lets the sidecar exit by itself if this process dies without closing it.
+
+    >>> sidecar_argv(rt, "ipc:///tmp/x/s.sock", SidecarOptions(agents=("A", "B")), 42)[2:]
+    ['--endpoint', 'ipc:///tmp/x/s.sock', '--agents', 'A,B', '--parent-pid', '42']
     """
-    argv = [str(runtime.node), str(runtime.entry), "--endpoint", endpoint, "--server", options.server]
+    argv = [str(runtime.node), str(runtime.entry), "--endpoint", endpoint]
+    if options.agents:
+        argv += ["--agents", ",".join(options.agents)]
+    if parent_pid is not None:
+        argv += ["--parent-pid", str(parent_pid)]
     if options.server == "external":
-        argv += ["--mc-host", options.mc_host, "--mc-port", str(options.mc_port)]
+        argv += ["--server", "external", "--mc-host", options.mc_host, "--mc-port", str(options.mc_port)]
     return argv + list(options.extra_args)
 
 
@@ -164,8 +171,8 @@ class Sidecar:
             endpoint = f"ipc://{sock_path}"
         else:
             sock_path = ""
-            endpoint = f"tcp://127.0.0.1:{free_tcp_port()}"
-        argv = sidecar_argv(runtime, endpoint, options)
+            endpoint = "tcp://127.0.0.1:0"  # the sidecar binds a free port and reports it in READY
+        argv = sidecar_argv(runtime, endpoint, options, parent_pid=os.getpid())
         log = log_path.open("ab", buffering=0)
         log.write(f"$ {' '.join(argv)}\n".encode())
         env = {**os.environ, **options.env}

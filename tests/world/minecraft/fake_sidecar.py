@@ -34,7 +34,9 @@ def main() -> None:
         sys.exit(2)
     ctx = zmq.Context()
     sock = ctx.socket(zmq.ROUTER)
-    sock.bind(endpoint)
+    sock.bind(endpoint.replace(":0", ":*") if endpoint.startswith("tcp://") else endpoint)
+    endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT)
+    agents = argv[argv.index("--agents") + 1].split(",") if "--agents" in argv else ["agent_a", "agent_b"]
     if "no_ready" in flags:
         time.sleep(3600)
     print("READY " + json.dumps({"endpoint": endpoint, "protocol": 1}), flush=True)
@@ -63,7 +65,7 @@ def main() -> None:
             print(f"recv {op} #{counts[op]} id={rid}", file=log, flush=True)
             if op == "hello":
                 out = reply(rid, {"protocol": 2 if "protocol2" in flags else 1, "minecraft": "1.21.4",
-                                  "sidecar": "fake", "agents": ["A", "B"]})
+                                  "sidecar": "fake", "agents": agents})
             elif op == "ping":
                 if counts[op] <= drop_pings:
                     continue

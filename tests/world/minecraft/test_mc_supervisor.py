@@ -19,8 +19,8 @@ def _log(sc: Sidecar) -> str:
 
 
 def test_argv_for_embedded_and_external(fake_runtime: Runtime) -> None:
-    assert sidecar_argv(fake_runtime, "ipc:///x/s.sock", SidecarOptions())[2:] == [
-        "--endpoint", "ipc:///x/s.sock", "--server", "embedded"]
+    assert sidecar_argv(fake_runtime, "ipc:///x/s.sock", SidecarOptions(agents=("A", "B")), 42)[2:] == [
+        "--endpoint", "ipc:///x/s.sock", "--agents", "A,B", "--parent-pid", "42"]
     ext = SidecarOptions(server="external", mc_host="10.0.0.2", mc_port=25565)
     assert sidecar_argv(fake_runtime, "tcp://127.0.0.1:9", ext)[2:] == [
         "--endpoint", "tcp://127.0.0.1:9", "--server", "external", "--mc-host", "10.0.0.2", "--mc-port", "25565"]
@@ -30,9 +30,9 @@ def test_argv_for_embedded_and_external(fake_runtime: Runtime) -> None:
 
 @pytest.mark.parametrize("transport", ["ipc", "tcp"])
 def test_start_handshake_ping_and_close(fake_runtime: Runtime, transport: str) -> None:
-    sc = Sidecar.start(fake_runtime, SidecarOptions(transport=transport))
+    sc = Sidecar.start(fake_runtime, SidecarOptions(transport=transport, agents=("A", "B")))
     try:
-        assert sc.endpoint.startswith(f"{transport}://")
+        assert sc.endpoint.startswith(f"{transport}://") and not sc.endpoint.endswith(":0")
         assert sc.hello["agents"] == ["A", "B"]
         assert sc.ready_info["endpoint"] == sc.endpoint
         assert sc.client is not None and sc.client.call("ping") == "pong"
