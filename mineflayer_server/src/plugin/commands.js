@@ -1,0 +1,40 @@
+'use strict'
+// Chat commands: a numeric /give (stock flying-squid keeps the count as a string, so 4 + 3 = "43",
+// and ignores stack sizes) and /sync, the ordering barrier.
+
+const { UserError } = require('flying-squid')
+
+function server (serv, api) {
+  serv.once('asap', () => {
+    const give = serv.commands.uniqueHash.give
+    const parse = give.params.parse
+    give.params.parse = (args, ctx) => {
+      const parsed = parse(args, ctx)
+      if (!parsed) return parsed
+      const count = Number.parseInt(parsed.count, 10)
+      if (!Number.isInteger(count) || count < 1) throw new UserError('Count must be a positive integer')
+      return { ...parsed, count }
+    }
+    give.params.action = ({ players, item, count }) => {
+      const data = serv.registry.itemsByName[item]
+      if (!data) throw new UserError(`Unknown item '${item}'`)
+      for (const player of players) {
+        const left = api.addToInventory(player, new api.Item(data.id, count))
+        api.log('edit', `give ${player.username} ${item} ${count - left}${left ? ` (${left} did not fit)` : ''}`)
+      }
+    }
+  })
+
+  // Packets of one connection are handled in order, so the reply to `/sync <token>` proves that every
+  // earlier packet of that client (window clicks included) has been applied. mineflayer does not wait
+  // for the server after chest or furnace clicks; ground truth is read only after this barrier.
+  serv.commands.add({
+    base: 'sync',
+    info: 'ordering barrier: replies once earlier packets of this client are applied',
+    usage: '/sync <token>',
+    parse (str) { return /^[A-Za-z0-9_-]{1,64}$/.test(str) ? str : false },
+    action (token) { return 'sync:' + token }
+  })
+}
+
+module.exports = { server }

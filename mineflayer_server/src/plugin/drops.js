@@ -1,0 +1,74 @@
+'use strict'
+// Thrown items become item entities carrying the whole stack; a player standing close picks up the
+// whole stack. Stock flying-squid makes tossed items vanish. Every pickup of an item thrown by another
+// player is recorded in a ledger: the server-truth evidence of a handoff.
+
+const { Vec3 } = require('vec3')
+
+function server (serv, api, options) {
+  const registry = serv.registry
+  const itemType = registry.entitiesByName.item.id
+  const pickupDelayMs = options.pickupDelayMs ?? 400
+  const throwerDelayMs = options.throwerDelayMs ?? 2000
+  const ledger = []
+
+  /** Spawn an item entity thrown in the player's look direction. */
+  api.dropItem = (player, item) => {
+    if (!item || item.count <= 0) return null
+    // flying-squid keeps yaw/pitch as protocol angle bytes (256 = full turn).
+    const yaw = (player.yaw || 0) * 2 * Math.PI / 256
+    const pitch = (player.pitch || 0) * 2 * Math.PI / 256
+    const dir = new Vec3(-Math.sin(yaw) * Math.cos(pitch), -Math.sin(pitch), Math.cos(yaw) * Math.cos(pitch))
+    const entity = serv.spawnObject(itemType, player.world, player.position.offset(0, 1.3, 0), {
+      velocity: new Vec3(dir.x * 4, 2 + dir.y * 2, dir.z * 4),
+      itemId: item.type,
+      itemCount: item.count,
+      deathTime: 5 * 60 * 1000
+    })
+    entity.gcItem = new api.Item(item.type, item.count, item.metadata, item.nbt)
+    entity.gcThrower = player.username
+    entity.gcThrowerId = player.id
+    return entity
+  }
+
+  /** Pickups of items thrown by one player and collected by another: `{from, to, item, count, at}`. */
+  api.pickups = () => ledger
+  api.clearPickups = () => { ledger.length = 0 }
+
+  /** Remove every dropped item entity (reset). Returns how many were removed. */
+  api.clearDrops = () => {
+    let n = 0
+    for (const entity of Object.values(serv.entities)) {
+      if (entity.gcItem) { entity.gcItem = null; entity.destroy(); n++ }
+    }
+    return n
+  }
+
+  function near (player, entity) {
+    const dy = entity.position.y - player.position.y
+    return Math.hypot(player.position.x - entity.position.x, player.position.z - entity.position.z) < 1.5 && dy > -1 && dy < 2.5
+  }
+
+  serv.on('tick', () => {
+    const now = Date.now()
+    for (const entity of Object.values(serv.entities)) {
+      if (!entity.gcItem) continue
+      const age = now - entity.bornTime
+      if (age < pickupDelayMs) continue
+      const taker = serv.players.find(p => p.world === entity.world && p.gameMode !== 3 &&
+        !(p.id === entity.gcThrowerId && age < throwerDelayMs) && near(p, entity))
+      if (!taker) continue
+      const left = api.addToInventory(taker, entity.gcItem)
+      const taken = entity.gcItem.count - left
+      if (taken <= 0) continue
+      entity._writeOthersNearby('collect', { collectedEntityId: entity.id, collectorEntityId: taker.id, pickupItemCount: taken })
+      if (entity.gcThrower && entity.gcThrower !== taker.username) {
+        ledger.push({ from: entity.gcThrower, to: taker.username, item: entity.gcItem.name, count: taken, at: now })
+      }
+      if (left > 0) entity.gcItem.count = left
+      else { entity.gcItem = null; entity.destroy() }
+    }
+  })
+}
+
+module.exports = { server }

@@ -1,0 +1,28 @@
+'use strict'
+// The game-logic plugin for flying-squid 1.12.0 on Minecraft 1.21.4. Each module fills one gap
+// of the stock server; together they expose `serv.gencoord`, the API the world and tests use.
+//
+// Options (flying-squid settings.plugins[path]): { cookTicks, pickupDelayMs, throwerDelayMs, log }.
+
+const modules = [
+  require('./packetFixes'),
+  require('./inventory'),
+  require('./containers'),
+  require('./windows'),
+  require('./crafting'),
+  require('./furnace'),
+  require('./drops'),
+  require('./commands'),
+  require('./edits'),
+  require('./readback')
+]
+
+module.exports.server = function (serv) {
+  const options = (this && this.settings) || {}
+  const api = serv.gencoord = { log: options.log || ((scope, msg) => process.stderr.write(`[${scope}] ${msg}\n`)) }
+  for (const m of modules) if (m.server) m.server(serv, api, options)
+}
+
+module.exports.player = function (player, serv) {
+  for (const m of modules) if (m.player) m.player(player, serv, serv.gencoord)
+}

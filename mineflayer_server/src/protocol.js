@@ -1,0 +1,72 @@
+'use strict'
+// The sidecar wire protocol: one msgpack map per message.
+//   request  {v, id, op, args}
+//   reply    {v, id, ok: true, result} | {v, id, ok: false, error: {type, message}}
+// This module is the only place that turns bytes into requests and replies into bytes.
+
+const { encode, decode } = require('@msgpack/msgpack')
+
+const PROTOCOL_VERSION = 1
+const DEFAULT_MAX_BYTES = 1024 * 1024
+const ERROR_TYPES = Object.freeze(['BadRequest', 'TooLarge', 'VersionMismatch', 'SkillFailed', 'Internal'])
+
+/** A request the sidecar refuses; `type` is one of ERROR_TYPES and travels to the client. */
+class ProtocolError extends Error {
+  constructor (type, message) {
+    super(message)
+    if (!ERROR_TYPES.includes(type)) throw new Error(`unknown protocol error type ${type}`)
+    this.name = 'ProtocolError'
+    this.type = type
+  }
+}
+
+const badRequest = message => new ProtocolError('BadRequest', message)
+const isMap = v => v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Uint8Array)
+
+/**
+ * Decode and check one request. Returns `{id, op, args}`; throws ProtocolError whose `id` is set when the
+ * request id could be read, so the reply can still be matched by the client.
+ */
+function decodeRequest (payload, maxBytes = DEFAULT_MAX_BYTES) {
+  if (payload.length > maxBytes) {
+    throw new ProtocolError('TooLarge', `message of ${payload.length} bytes exceeds the ${maxBytes}-byte cap; send less per request`)
+  }
+  let msg
+  try {
+    msg = decode(payload)
+  } catch (err) {
+    throw badRequest(`message is not valid msgpack: ${err.message}`)
+  }
+  if (!isMap(msg)) throw badRequest('message must be a msgpack map {v, id, op, args}')
+  const id = Number.isSafeInteger(msg.id) ? msg.id : null
+  const fail = err => { err.id = id; return err }
+  if (msg.v !== PROTOCOL_VERSION) {
+    throw fail(new ProtocolError('VersionMismatch',
+      `request uses protocol v=${JSON.stringify(msg.v)} but this sidecar speaks v=${PROTOCOL_VERSION}; install the matching gencoord_env and mineflayer_server versions`))
+  }
+  if (id === null) throw fail(badRequest('field "id" must be an integer'))
+  if (typeof msg.op !== 'string' || !msg.op) throw fail(badRequest('field "op" must be a non-empty string'))
+  const args = msg.args === undefined || msg.args === null ? {} : msg.args
+  if (!isMap(args)) throw fail(badRequest('field "args" must be a map'))
+  return { id, op: msg.op, args }
+}
+
+function encodeResult (id, result) {
+  return encode({ v: PROTOCOL_VERSION, id, ok: true, result: result === undefined ? null : result })
+}
+
+function encodeError (id, type, message) {
+  return encode({ v: PROTOCOL_VERSION, id: id ?? null, ok: false, error: { type, message } })
+}
+
+module.exports = {
+  PROTOCOL_VERSION,
+  DEFAULT_MAX_BYTES,
+  ERROR_TYPES,
+  ProtocolError,
+  badRequest,
+  isMap,
+  decodeRequest,
+  encodeResult,
+  encodeError
+}

@@ -1,0 +1,61 @@
+'use strict'
+// The embedded Minecraft server: flying-squid in offline mode on loopback, an in-memory superflat
+// world, view distance 2, and our game-logic plugin.
+
+const path = require('path')
+const squid = require('flying-squid')
+const { Vec3 } = require('vec3')
+
+const MINECRAFT_VERSION = '1.21.4'
+const PLUGIN_PATH = path.resolve(__dirname, 'plugin', 'index.js')
+
+/** Highest y at (0, 0) that holds a block, plus one: the first air layer, i.e. the arena floor. */
+async function findFloorY (world) {
+  for (let y = 255; y > -64; y--) {
+    const block = await world.getBlock(new Vec3(0, y, 0))
+    if (block && block.name !== 'air' && block.name !== 'void_air' && block.name !== 'cave_air') return y + 1
+  }
+  throw new Error('the superflat world has no ground at (0, 0)')
+}
+
+/**
+ * Start the server. Resolves to `{serv, port, floorY, api}` once it listens.
+ * `port` 0 picks a free port. `log(scope, message)` receives every world edit.
+ */
+async function startServer ({ port = 0, cookTicks = 200, log, pickupDelayMs, throwerDelayMs } = {}) {
+  const serv = squid.createMCServer({
+    motd: 'gencoord',
+    port,
+    host: '127.0.0.1',
+    'max-players': 8,
+    'online-mode': false,
+    logging: false, // true would also write a log file
+    noConsoleOutput: true, // stdout is reserved for the READY line
+    debug: () => {}, // also keeps flying-squid from installing process-wide crash handlers per player
+    gameMode: 0,
+    difficulty: 0,
+    worldFolder: undefined, // in memory: nothing touches the disk
+    generation: { name: 'superflat', options: { seed: 1 } },
+    kickTimeout: 30000,
+    plugins: { [PLUGIN_PATH]: { cookTicks, log, pickupDelayMs, throwerDelayMs } },
+    modpe: false,
+    'view-distance': 2,
+    'player-list-text': { header: { text: '' }, footer: { text: '' } },
+    'everybody-op': true,
+    'max-entities': 200,
+    version: MINECRAFT_VERSION
+  })
+  serv.on('error', err => log && log('server', `error: ${err && err.stack ? err.stack : err}`))
+  await serv.waitForReady(15000)
+  const floorY = await findFloorY(serv.overworld)
+  // Vanilla-like random spawn points would make positions differ between runs; reset teleports anyway.
+  serv.getSpawnPoint = async () => new Vec3(0.5, floorY, 0.5)
+  return { serv, port: serv.listeningPort, floorY, api: serv.gencoord }
+}
+
+/** Close the server's socket and stop its tick loop. */
+async function stopServer (serv) {
+  try { serv.quit('shutdown') } catch (err) { /* already closed */ }
+}
+
+module.exports = { startServer, stopServer, MINECRAFT_VERSION }

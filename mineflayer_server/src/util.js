@@ -1,0 +1,48 @@
+'use strict'
+// Small async helpers shared by the sidecar, the world and the skills.
+
+/** Resolve after `ms` milliseconds. */
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+
+/** Error raised when an awaited action takes longer than its budget. */
+class TimeoutError extends Error {
+  constructor (what, ms) {
+    super(`timed out after ${ms} ms: ${what}`)
+    this.name = 'TimeoutError'
+  }
+}
+
+/** Race `promise` against a timer; the timer is always cleared so it never keeps the process alive. */
+function withTimeout (promise, ms, what) {
+  let timer
+  const timeout = new Promise((resolve, reject) => {
+    timer = setTimeout(() => reject(new TimeoutError(what, ms)), ms)
+  })
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}
+
+/** Poll `predicate` every `stepMs` until it is truthy; throws TimeoutError after `ms`. */
+async function waitFor (predicate, ms, what, stepMs = 10) {
+  const start = Date.now()
+  for (;;) {
+    const value = await predicate()
+    if (value) return value
+    if (Date.now() - start > ms) throw new TimeoutError(what, ms)
+    await sleep(stepMs)
+  }
+}
+
+/**
+ * A FIFO lock: `run(fn)` starts `fn` after every earlier `run` has settled.
+ * Used to serialize skills per bot and replies on the ZeroMQ socket.
+ */
+class SerialQueue {
+  constructor () { this.tail = Promise.resolve() }
+  run (fn) {
+    const result = this.tail.then(fn, fn)
+    this.tail = result.then(() => {}, () => {})
+    return result
+  }
+}
+
+module.exports = { sleep, withTimeout, waitFor, TimeoutError, SerialQueue }

@@ -1,0 +1,62 @@
+'use strict'
+// Argument validation shared by reset specs and skill calls. Every failure is a BadRequest whose
+// message names the field and what was expected; unknown item names get close-match suggestions.
+
+const { badRequest, isMap } = require('./protocol')
+
+function suggest (name, options) {
+  const close = options.filter(o => o.includes(name) || name.includes(o)).slice(0, 3)
+  return close.length ? `; did you mean ${close.map(c => JSON.stringify(c)).join(' or ')}?` : ''
+}
+
+const check = {
+  map (value, field) {
+    if (!isMap(value)) throw badRequest(`${field} must be a map, got ${JSON.stringify(value)}`)
+    return value
+  },
+  string (value, field, { allowEmpty = false } = {}) {
+    if (typeof value !== 'string' || (!allowEmpty && value === '')) {
+      throw badRequest(`${field} must be a ${allowEmpty ? '' : 'non-empty '}string, got ${JSON.stringify(value)}`)
+    }
+    if (value.length > 128) throw badRequest(`${field} is longer than 128 characters`)
+    return value
+  },
+  count (value, field, { min = 1, max = 64 * 36 } = {}) {
+    if (!Number.isInteger(value) || value < min || value > max) {
+      throw badRequest(`${field} must be an integer in [${min}, ${max}], got ${JSON.stringify(value)}`)
+    }
+    return value
+  },
+  pos (value, field) {
+    if (!Array.isArray(value) || value.length !== 3 || !value.every(v => Number.isInteger(v) && Math.abs(v) <= 1000)) {
+      throw badRequest(`${field} must be [x, y, z] integers within +-1000, got ${JSON.stringify(value)}`)
+    }
+    return value
+  },
+  item (registry, value, field) {
+    check.string(value, field)
+    if (!registry.itemsByName[value]) {
+      throw badRequest(`${field}: unknown item ${JSON.stringify(value)} (names are minecraft-data 1.21.4 item names)` +
+        suggest(value, Object.keys(registry.itemsByName)))
+    }
+    return value
+  },
+  /** {item: count} with known items and positive counts. */
+  counts (registry, value, field) {
+    check.map(value, field)
+    const out = {}
+    for (const [name, n] of Object.entries(value)) {
+      check.item(registry, name, `${field} item`)
+      out[name] = check.count(n, `${field}[${name}]`, { min: 0 })
+    }
+    for (const name of Object.keys(out)) if (out[name] === 0) delete out[name]
+    return out
+  },
+  /** Reject keys outside `allowed` so a typo is not silently ignored. */
+  keys (value, allowed, field) {
+    const extra = Object.keys(value).filter(k => !allowed.includes(k))
+    if (extra.length) throw badRequest(`${field} has unknown field(s) ${extra.join(', ')}; expected ${allowed.join(', ')}`)
+  }
+}
+
+module.exports = { check }
