@@ -1,0 +1,277 @@
+"""Typed contract checker: a parsed proposal x the episode's public instantiation -> violations.
+
+The parser accepts any identifier-shaped key and any primitive value; this stage decides whether the
+proposal means something executable in this episode: every skill gets only its catalog keys, each with
+the right type, quantities are positive, agents, references and bindings exist in the episode, and
+items are Minecraft items the episode allows. It returns *every* violation with a reason, because an
+agent's mistake is data (it becomes ``FailureCode.CONTRACT_REJECT`` with these reasons in the trace),
+never an exception.
+
+>>> from gencoord_env.dsl import parse
+>>> scope = PublicScope(agents=("agent_a", "agent_b"), agent="agent_a",
+...                     references=frozenset({"order_chest"}), bindings=frozenset())
+>>> check(parse("SELF resource.obtain(q=0,item=oak_planks)\\nREQ -"), scope)[0].code
+'non_positive'
+"""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gencoord_env.catalog import CATALOG, Catalog, SkillSpec, minecraft_items
+from gencoord_env.dsl.model import PeerRequest, Proposal, Task, Value
+from gencoord_env.dsl.syntax import ATOM_RE, MAX_PATH_TASKS
+
+
+@dataclass(frozen=True)
+class PublicScope:
+    """The public episode instantiation xi_pub, as the checker sees it.
+
+    ``items`` is the set of items this episode allows; ``None`` allows any Minecraft item.
+    """
+
+    agents: tuple[str, ...]
+    agent: str
+    references: frozenset[str]
+    bindings: frozenset[str]
+    items: frozenset[str] | None = None
+
+    def __post_init__(self) -> None:
+        # A malformed scope is a bug in the caller, not an agent mistake: fail early and say what to fix.
+        object.__setattr__(self, "agents", tuple(self.agents))
+        object.__setattr__(self, "references", frozenset(self.references))
+        object.__setattr__(self, "bindings", frozenset(self.bindings))
+        if self.items is not None:
+            object.__setattr__(self, "items", frozenset(self.items))
+        for name in ("agents", "references", "bindings", "items"):
+            values = getattr(self, name)
+            if values is not None and not all(isinstance(v, str) for v in values):
+                raise TypeError(f"Expected PublicScope.{name} to hold str values but got {sorted(map(repr, values))}")
+        if not isinstance(self.agent, str):
+            raise TypeError(f"Expected PublicScope.agent to be a str but got {type(self.agent).__name__}")
+        if self.agent not in self.agents:
+            raise ValueError(f"PublicScope.agent {self.agent!r} is not one of the episode's agents {self.agents}")
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One reason a proposal is rejected.
+
+    ``where`` points into the proposal (``self_plan[1].q``, ``peer_requests[0].target``), ``code`` is a
+    short machine code, ``message`` says what was wrong and what was expected.
+    """
+
+    where: str
+    code: str
+    message: str
+
+
+#: Every code ``check`` can return, for consumers that tabulate them.
+VIOLATION_CODES = frozenset(
+    {
+        "unknown_skill",
+        "unknown_key",
+        "missing_key",
+        "one_of",
+        "wrong_type",
+        "non_positive",
+        "unknown_agent",
+        "self_target",
+        "not_minecraft_item",
+        "item_not_in_episode",
+        "inadmissible_binding",
+        "unknown_reference",
+        "empty_plan",
+        "path_too_long",
+        "too_many_requests",
+    }
+)
+
+
+def check(proposal: Proposal, scope: PublicScope, catalog: Catalog = CATALOG) -> tuple[Violation, ...]:
+    """Every contract violation of ``proposal`` in ``scope``; ``()`` means the proposal is valid.
+
+    Tasks in ``self_plan`` are run by ``scope.agent``; tasks in a ``requested_plan`` are run by the
+    request's target, so ``to`` must name a peer of *that* agent.
+    """
+    if not isinstance(proposal, Proposal):
+        raise TypeError(f"Expected a Proposal but got {type(proposal).__name__}")
+    if not isinstance(scope, PublicScope):
+        raise TypeError(f"Expected a PublicScope but got {type(scope).__name__}")
+    found: list[Violation] = []
+    _check_path(proposal.self_plan, "self_plan", scope.agent, scope, catalog, found)
+    if len(proposal.peer_requests) > 1:
+        found.append(
+            Violation(
+                "peer_requests",
+                "too_many_requests",
+                f"at most one peer request per proposal; got {len(proposal.peer_requests)}",
+            )
+        )
+    for index, request in enumerate(proposal.peer_requests):
+        if not isinstance(request, PeerRequest):
+            raise TypeError(f"Expected a PeerRequest but got {type(request).__name__}")
+        where = f"peer_requests[{index}]"
+        target = request.target
+        if target == scope.agent:
+            found.append(
+                Violation(
+                    f"{where}.target",
+                    "self_target",
+                    f"a request must go to a peer, not to the proposing agent {target!r}; "
+                    f"expected one of {_peers(scope, scope.agent)}",
+                )
+            )
+        elif target not in scope.agents:
+            found.append(
+                Violation(
+                    f"{where}.target",
+                    "unknown_agent",
+                    f"{target!r} is not an agent of this episode; expected one of {_peers(scope, scope.agent)}",
+                )
+            )
+        if not request.requested_plan:
+            found.append(Violation(f"{where}.requested_plan", "empty_plan", "a peer request needs 1 to 5 tasks"))
+        _check_path(request.requested_plan, f"{where}.requested_plan", target, scope, catalog, found)
+    return tuple(found)
+
+
+def _peers(scope: PublicScope, actor: str) -> list[str]:
+    return [agent for agent in scope.agents if agent != actor]
+
+
+def _check_path(
+    tasks: tuple[Task, ...], where: str, actor: str, scope: PublicScope, catalog: Catalog, found: list[Violation]
+) -> None:
+    if len(tasks) > MAX_PATH_TASKS:
+        found.append(
+            Violation(where, "path_too_long", f"a path has at most {MAX_PATH_TASKS} tasks; got {len(tasks)}")
+        )
+    for index, task in enumerate(tasks):
+        if not isinstance(task, Task):
+            raise TypeError(f"Expected a Task in {where} but got {type(task).__name__}")
+        _check_task(task, f"{where}[{index}]", actor, scope, catalog, found)
+
+
+def _check_task(
+    task: Task, where: str, actor: str, scope: PublicScope, catalog: Catalog, found: list[Violation]
+) -> None:
+    spec = catalog.skills.get(task.skill)
+    if spec is None:
+        found.append(
+            Violation(f"{where}.skill", "unknown_skill", f"unknown skill {task.skill!r}{_suggest(task.skill, catalog.skills)}")
+        )
+        return
+    for key, value in task.args.items():
+        type_name = spec.key_type(key)
+        if type_name is None:
+            found.append(
+                Violation(
+                    f"{where}.{key}",
+                    "unknown_key",
+                    f"{spec.name} takes no key {key!r}{_suggest(key, spec.keys)}; "
+                    f"expected keys: {', '.join(_ordered_keys(spec, catalog))}",
+                )
+            )
+            continue
+        violation = _check_value(type_name, key, value, actor, scope)
+        if violation is not None:
+            code, message = violation
+            found.append(Violation(f"{where}.{key}", code, message))
+    for key in spec.required:
+        if key not in task.args:
+            found.append(
+                Violation(f"{where}.{key}", "missing_key", f"{spec.name} requires the key {key!r} ({_TYPE_TEXT[spec.required[key]]})")
+            )
+    if spec.exactly_one_of:
+        given = [key for key in spec.exactly_one_of if key in task.args]
+        if len(given) != 1:
+            choices = " or ".join(repr(key) for key in spec.exactly_one_of)
+            got = f"got {' and '.join(repr(k) for k in given)}" if given else "got neither"
+            found.append(Violation(where, "one_of", f"{spec.name} takes exactly one of {choices}; {got}"))
+
+
+def _ordered_keys(spec: SkillSpec, catalog: Catalog) -> list[str]:
+    rank = {key: i for i, key in enumerate(catalog.key_order)}
+    return sorted(spec.keys, key=lambda key: (rank.get(key, len(rank)), key))
+
+
+def _suggest(word: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+_TYPE_TEXT = {
+    "positive_int": "a positive integer",
+    "agent": "an agent id of the episode",
+    "peer": "a peer agent id",
+    "reference": "a grounding reference of the episode",
+    "binding": "an admissible binding id",
+    "item": "a Minecraft item name",
+    "atom": "an atom [A-Za-z0-9_.:/+-]+",
+}
+
+
+def _show(value: Value) -> str:
+    """A value with its type, since ``1``, ``1.0`` and ``true`` mean different things here."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true (a boolean)" if value else "false (a boolean)"
+    if isinstance(value, str):
+        return f"{value!r} (a string)"
+    return f"{value!r} (a {type(value).__name__})"
+
+
+def _check_value(type_name: str, key: str, value: Value, actor: str, scope: PublicScope) -> tuple[str, str] | None:
+    """``(code, message)`` if ``value`` does not fit ``type_name`` in ``scope``, else ``None``."""
+    if type_name == "positive_int":
+        if type(value) is not int:
+            return "wrong_type", f"{key} must be a positive integer, got {_show(value)}"
+        if value <= 0:
+            return "non_positive", f"{key} must be a positive integer, got {value}"
+        return None
+    if not isinstance(value, str):
+        return "wrong_type", f"{key} must be {_TYPE_TEXT[type_name]} (a string), got {_show(value)}"
+    if type_name in ("agent", "peer"):
+        candidates = _peers(scope, actor) if type_name == "peer" else list(scope.agents)
+        if type_name == "peer" and value == actor:
+            return "self_target", f"{key} must name a peer of {actor!r}, not {actor!r} itself; expected one of {candidates}"
+        if value not in scope.agents:
+            return "unknown_agent", f"{key}={value!r} is not an agent of this episode; expected one of {candidates}"
+        return None
+    if type_name == "reference":
+        if value not in scope.references:
+            return (
+                "unknown_reference",
+                f"{key}={value!r} is not a grounding reference of this episode"
+                f"{_suggest(value, scope.references)}; expected one of {sorted(scope.references)}",
+            )
+        return None
+    if type_name == "binding":
+        if value not in scope.bindings:
+            return (
+                "inadmissible_binding",
+                f"{key}={value!r} is not an admissible binding of this episode; expected one of {sorted(scope.bindings)}",
+            )
+        return None
+    if type_name == "item":
+        if value not in minecraft_items():
+            hint = (
+                "; write item names without the 'minecraft:' namespace"
+                if value.startswith("minecraft:")
+                else _suggest(value, minecraft_items())
+            )
+            return "not_minecraft_item", f"{key}={value!r} is not a Minecraft 1.21.4 item name{hint}"
+        if scope.items is not None and value not in scope.items:
+            return (
+                "item_not_in_episode",
+                f"{key}={value!r} is not an item of this episode; expected one of {sorted(scope.items)}",
+            )
+        return None
+    if type_name == "atom":
+        if ATOM_RE.fullmatch(value) is None:
+            return "wrong_type", f"{key} must be an atom [A-Za-z0-9_.:/+-]+, got {_show(value)}"
+        return None
+    raise AssertionError(f"catalog type {type_name!r} has no check; add it to contract._check_value")
