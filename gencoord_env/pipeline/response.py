@@ -1,0 +1,70 @@
+"""The bounded, model-free response policy of the Goal x Capability suite and its validity check.
+
+The peer's capability is the set of workcell stations that exist in its true world. ACCEPT when every
+station the requested path needs exists there; COUNTER with the finished-handoff alternative when the
+path needs a transformation the peer cannot perform but the peer can receive the finished item; REJECT
+when neither. Every response carries a reason code.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from gencoord_env.dsl.model import PeerRequest
+from gencoord_env.tasks.episode import Episode
+
+DECISIONS: tuple[str, ...] = ("ACCEPT", "REJECT", "COUNTER")
+
+_TRANSFORMS = ("craft.item", "transform.supply_input", "transform.supply_fuel", "transform.collect_output")
+
+
+@dataclass(frozen=True)
+class Response:
+    decision: str
+    reason_code: str
+    counter_offer_id: str | None = None
+
+    def wire(self) -> str:
+        """The message as it crosses the agent boundary (its UTF-8 length is the wire bytes)."""
+        body = {"decision": self.decision, "reason_code": self.reason_code}
+        if self.counter_offer_id is not None:
+            body["counter_offer_id"] = self.counter_offer_id
+        return json.dumps(body, separators=(",", ":"))
+
+
+def _needs(request: PeerRequest) -> set[str]:
+    refs = set()
+    for t in request.requested_plan:
+        for key in ("station", "dst", "site", "loc"):
+            v = t.args.get(key)
+            if isinstance(v, str):
+                refs.add(v)
+    return refs
+
+
+def respond(request: PeerRequest, episode: Episode) -> Response:
+    """The peer's bounded response to ``request`` in its true world (no model call)."""
+    built = {s.name for s in episode.world.stations}
+    missing = _needs(request) - built
+    if not missing:
+        return Response("ACCEPT", "PEER_CAN_EXECUTE")
+    transforms = [t for t in request.requested_plan if t.skill in _TRANSFORMS]
+    alternative = episode.prior.goal_capability.counter_offer_id
+    finished_route = {n.loc for n in episode.branch_nodes(alternative) if n.role == episode.roles[1]}
+    if transforms and finished_route <= built and alternative in episode.template.bindings:
+        return Response("COUNTER", "PEER_RECEIVES_FINISHED_ONLY", alternative)
+    return Response("REJECT", "PEER_CANNOT_EXECUTE")
+
+
+def response_valid(response: Response, episode: Episode) -> str | None:
+    """None when the response fits the finite schema, else what is wrong."""
+    if response.decision not in DECISIONS:
+        return f"unknown decision {response.decision!r}; expected one of {DECISIONS}"
+    if not response.reason_code:
+        return "a response needs a reason code"
+    if response.decision == "COUNTER":
+        if response.counter_offer_id not in episode.template.bindings:
+            return f"counter_offer_id {response.counter_offer_id!r} is not an admissible alternative"
+    elif response.counter_offer_id is not None:
+        return f"{response.decision} must not carry a counter_offer_id"
+    return None

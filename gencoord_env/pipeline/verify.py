@@ -1,0 +1,52 @@
+"""Verify from world truth: execution events, the handoff, then the terminal predicate.
+
+The handoff is verified only by a ``handoff`` event, which both backends emit after reading the
+recipient's inventory; success only when every clause of the true binding's terminal predicate holds in
+the ground truth read back after execution.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gencoord_env.outcomes import FailureCode
+from gencoord_env.pipeline.types import DispatchPlan, Verdict
+from gencoord_env.world.types import GroundTruth, WorldEvent
+
+
+def _count(truth: GroundTruth, kind: str, where: str, item: str) -> int:
+    if kind == "container":
+        return int(truth.containers.get(where, {}).get(item, 0))
+    if kind == "inventory":
+        return int(truth.inventories.get(where, {}).get(item, 0))
+    if kind == "site":
+        return sum(1 for cell in truth.sites.get(where, ()) if cell[3] == item)
+    raise ValueError(f"unknown terminal clause kind {kind!r}")
+
+
+def verify(plan: DispatchPlan, events: Sequence[WorldEvent], truth: GroundTruth) -> Verdict:
+    failed = next((e for e in events if not e.ok), None)
+    producer, receiver, item, count = plan.handoff
+    handoff_ok = any(
+        e.kind == "handoff" and e.ok and e.data.get("from") == producer and e.data.get("to") == receiver
+        and e.data.get("item") == item and int(e.data.get("count", 0)) == count
+        for e in events
+    )
+    clauses: list[dict[str, Any]] = []
+    for c in plan.terminal:
+        have = _count(truth, c.kind, c.where, c.item)
+        clauses.append({"kind": c.kind, "where": c.where, "item": c.item, "expected": c.count, "observed": have,
+                        "ok": have == c.count})
+    terminal_ok = all(c["ok"] for c in clauses)
+    checks = {"handoff": {"producer": producer, "receiver": receiver, "item": item, "count": count, "ok": handoff_ok},
+              "terminal": clauses}
+    if failed is not None:
+        return Verdict(FailureCode.EXECUTION_FAILURE, handoff_ok, terminal_ok,
+                       (f"{failed.call_id} {failed.actor} {failed.op}: {failed.reason}",), checks)
+    if not handoff_ok:
+        return Verdict(FailureCode.HANDOFF_FAILURE, False, terminal_ok,
+                       (f"no verified handoff of {count} {item} from {producer} to {receiver}",), checks)
+    if not terminal_ok:
+        bad = [f"{c['kind']} {c['where']}: {c['observed']} {c['item']}, expected {c['expected']}" for c in clauses if not c["ok"]]
+        return Verdict(FailureCode.TERMINAL_FAILURE, True, False, tuple(bad), checks)
+    return Verdict(FailureCode.SUCCESS, True, True, (), checks)
