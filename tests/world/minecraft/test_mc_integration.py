@@ -1,0 +1,91 @@
+"""End-to-end against the real sidecar (Node, embedded flying-squid, two Mineflayer bots).
+
+Skipped only when the sidecar's Node packages are not installed (``gencoord setup`` installs them).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from gencoord_env.world.minecraft import MinecraftWorld, RuntimeMissing, SidecarDied, locate
+from gencoord_env.world.types import SkillCall, Station, WorldSpec
+
+try:
+    locate()
+    _MISSING = ""
+except RuntimeMissing as e:
+    _MISSING = str(e)
+
+pytestmark = pytest.mark.skipif(bool(_MISSING), reason=f"sidecar runtime not installed: {_MISSING}")
+
+SPEC = WorldSpec(
+    agents=("agent_a", "agent_b"),
+    stations=(
+        Station("chest1", "chest", (4, 0, 2)),
+        Station("site", "site", (0, 0, 6), cells=((0, 0, 6), (1, 0, 6))),
+    ),
+    positions={"agent_a": (0, 0, 0), "agent_b": (3, 0, 0)},
+    inventories={"agent_a": {"oak_log": 1}, "agent_b": {"oak_planks": 4}},
+    containers={"chest1": {"cobblestone": 2}},
+)
+CALLS = [
+    SkillCall("a1", "agent_a", "craft", {"item": "oak_planks", "count": 4, "station": ""}),
+    SkillCall("a2", "agent_a", "deposit", {"station": "chest1", "item": "oak_planks", "count": 4}, after=("a1",)),
+    SkillCall("b1", "agent_b", "craft", {"item": "crafting_table", "count": 1, "station": ""}),
+    SkillCall("b2", "agent_b", "withdraw", {"station": "chest1", "item": "cobblestone", "count": 2}),
+    SkillCall("b3", "agent_b", "place", {"site": "site", "item": "cobblestone", "count": 2}, after=("b2",)),
+]
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[MinecraftWorld]:
+    w = MinecraftWorld()
+    yield w
+    w.close()
+
+
+def test_episode_verified_from_server_truth(world: MinecraftWorld) -> None:
+    for _ in range(2):  # the second episode checks that reset restores the arena
+        world.reset(SPEC)
+        events = world.run(CALLS)
+        assert sorted((e.call_id, e.ok) for e in events) == [(c.id, True) for c in sorted(CALLS, key=lambda c: c.id)], events
+        truth = world.observe()
+        assert truth.inventories == {"agent_a": {}, "agent_b": {"crafting_table": 1}}
+        assert truth.containers == {"chest1": {"oak_planks": 4}}
+        assert truth.sites == {"site": ((0, 0, 6, "cobblestone"), (1, 0, 6, "cobblestone"))}
+
+
+def test_failed_skill_is_a_value_and_stops_new_calls(world: MinecraftWorld) -> None:
+    world.reset(SPEC)
+    events = world.run([
+        SkillCall("a1", "agent_a", "deposit", {"station": "chest1", "item": "diamond", "count": 1}),
+        SkillCall("a2", "agent_a", "craft", {"item": "oak_planks", "count": 4, "station": ""}, after=("a1",)),
+    ])
+    assert [(e.call_id, e.ok) for e in events] == [("a1", False)] and events[0].reason
+    assert world.observe().inventories["agent_a"] == {"oak_log": 1}
+
+
+def test_ping_round_trip(world: MinecraftWorld) -> None:
+    world.reset(SPEC)
+    assert world.ping() < 0.5  # a health check, not a benchmark: see benchmarks/minecraft_ping.py
+
+
+def test_killed_sidecar_raises_within_10s_and_next_reset_recovers() -> None:
+    w = MinecraftWorld()
+    try:
+        w.reset(SPEC)
+        proc = w.sidecar.process  # type: ignore[union-attr]
+        threading.Timer(0.5, proc.kill).start()
+        t0 = time.monotonic()
+        with pytest.raises(SidecarDied, match="call reset\\(\\) to start a fresh sidecar"):
+            w.run([SkillCall("a1", "agent_a", "wait", {"ticks": 200}), SkillCall("b1", "agent_b", "wait", {"ticks": 200})])
+        assert time.monotonic() - t0 < 10
+        w.reset(SPEC)
+        assert w.restarts == 1 and w.sidecar is not None and w.sidecar.process is not proc
+        assert all(e.ok for e in w.run(CALLS))
+        assert w.observe().containers == {"chest1": {"oak_planks": 4}}
+    finally:
+        w.close()
