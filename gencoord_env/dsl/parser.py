@@ -65,10 +65,13 @@ def parse(text: str) -> Proposal:
 
 def parse_full(src: str) -> Proposal:
     """The grammar rule by rule; the reference that ``parse_fast`` must agree with."""
-    for forbidden, what in (("\r", "a carriage return (lines end with LF only)"), ("\t", "a tab (use spaces)")):
+    for forbidden, message in (
+        ("\r", "a carriage return is not allowed; lines end with LF only"),
+        ("\t", "a tab is not allowed; use spaces"),
+    ):
         at = src.find(forbidden)
         if at >= 0:
-            raise DSLSyntaxError(f"unexpected {what}", src, at)
+            raise DSLSyntaxError(message, src, at)
     pos, self_plan = parse_self_line(src, 0)
     if pos >= len(src):
         raise DSLSyntaxError("expected a line break and then the REQ line, found end of input", src, pos)
@@ -250,7 +253,7 @@ def parse_path(src: str, pos: Pos) -> tuple[Pos, tuple[Task, ...]]:
             )
         if len(tasks) == MAX_PATH_TASKS:
             raise DSLSyntaxError(
-                f"a path has at most {MAX_PATH_TASKS} tasks; found a task number {MAX_PATH_TASKS + 1}", src, pos
+                f"a path has at most {MAX_PATH_TASKS} tasks; this is task {MAX_PATH_TASKS + 1}", src, pos
             )
 
 

@@ -1,0 +1,2 @@
+SELF resource.obtain(count=4,item=oak_planks,quantity=5)
+REQ -

@@ -1,0 +1,2 @@
+SELF -
+REQ agent_b

@@ -1,0 +1,2 @@
+SELF -
+REQ agent!b control.wait()

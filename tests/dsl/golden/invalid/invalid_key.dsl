@@ -1,0 +1,2 @@
+SELF resource.obtain(1q=4)
+REQ -

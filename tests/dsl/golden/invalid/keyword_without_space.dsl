@@ -1,0 +1,2 @@
+SELFcontrol.wait()
+REQ -

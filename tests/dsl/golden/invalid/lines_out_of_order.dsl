@@ -1,0 +1,2 @@
+REQ agent_b craft.item(q=1,item=crafting_table)
+SELF -

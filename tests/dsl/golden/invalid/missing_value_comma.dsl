@@ -1,0 +1,2 @@
+SELF resource.obtain(q=,item=oak_planks)
+REQ -

@@ -1,0 +1,2 @@
+SELF control.wait(ticks=1e999)
+REQ -

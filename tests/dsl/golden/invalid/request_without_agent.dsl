@@ -1,0 +1,2 @@
+SELF -
+REQ craft.item(q=1,item=crafting_table)

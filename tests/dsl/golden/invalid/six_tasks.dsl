@@ -1,0 +1,2 @@
+SELF control.wait() > control.wait() > control.wait() > control.wait() > control.wait() > control.wait()
+REQ -

@@ -1,0 +1,2 @@
+SELF resource.obtain(q=4,item="oak"x)
+REQ -

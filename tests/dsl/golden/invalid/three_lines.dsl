@@ -1,0 +1,3 @@
+SELF -
+REQ -
+REQ -

@@ -1,0 +1,2 @@
+SELF fly(q=1)
+REQ -

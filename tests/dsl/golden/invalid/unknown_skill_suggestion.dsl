@@ -1,0 +1,2 @@
+SELF craft.items(q=1,item=crafting_table)
+REQ -

@@ -1,0 +1,2 @@
+SELF resource.obtain(count=2,item=oak_log,from_agent_id=agent_b,location_ref=log_chest) > resource.deliver(quantity=2,item=oak_log,target_agent_ref=agent_b)
+REQ agent_b resource.deliver(binding_id=B1,q=1,item=oak_log,to_agent_id=agent_a) > resource.deliver(q=1,item=oak_log,destination=order_chest,destination_role=output)

@@ -1,0 +1,2 @@
+SELF resource.obtain(q=3,item=raw_iron,loc=ore_chest) > transform.supply_input(q=3,item=raw_iron,station=furnace_a) > transform.supply_fuel(q=1,item=coal,station=furnace_a) > transform.collect_output(q=3,input=raw_iron,item=iron_ingot,station=furnace_a) > build.component(q=3,item=iron_ingot,site=site_a)
+REQ -

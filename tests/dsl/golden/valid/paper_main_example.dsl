@@ -1,0 +1,2 @@
+SELF resource.obtain(q=4,item=oak_planks) > resource.deliver(q=4,item=oak_planks,to=agent_b)
+REQ agent_b craft.item(q=1,input=oak_planks,item=crafting_table) > resource.deliver(q=1,item=crafting_table,dst=order_chest)
