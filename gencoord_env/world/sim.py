@@ -12,7 +12,10 @@ State
 
 Running calls
     :meth:`SimWorld.run` executes calls strictly in the given order (the compiler emits a topological
-    order) and stops after the first failed call; the returned events include that failed call's event.
+    order; the Minecraft backend may overlap calls of different actors, which the ``after`` lists make
+    equivalent) and stops after the first failed call; the returned events include that failed call's
+    event. Successful call ids are remembered until the next ``reset``, so ``after`` may name a call of an
+    earlier ``run`` of the same episode.
     Each call is checked in this order, and the first problem fails it (within an op, the failure codes
     listed below are also checked in the order given):
 
@@ -46,8 +49,8 @@ so the actor's position becomes the station's even when the op then fails on ite
                    ``self_handoff``, ``missing_items``.
     await_handoff  succeeds when at least ``count`` of ``item`` are in flight from ``from`` to the actor;
                    *all* of them arrive (a tossed stack is picked up whole). ``{from, item, count,
-                   received}``, followed by a second event ``kind="handoff"`` for the same call with
-                   ``data={from, to, item, count: received}``. Fails: ``unknown_agent``,
+                   received}``, followed by a second event ``kind="handoff"`` for the same call and
+                   actor (the receiver) with ``data={from, to, item, count: received}``. Fails: ``unknown_agent``,
                    ``self_handoff``, ``nothing_in_flight``.
     craft          at least ``count`` outputs in whole recipe batches (:meth:`RecipeBook.craft_plan`).
                    ``station == ""`` uses the 2x2 inventory grid; otherwise the station must be a
@@ -72,6 +75,9 @@ so the actor's position becomes the station's even when the op then fails on ite
 Item conservation is strict: only ``craft`` (``consumed`` -> ``produced``) and settling furnaces
 (``smelted`` inputs -> outputs, ``burned`` fuel destroyed) change the total of any item over
 inventories, chests, furnace slots, site blocks and items in flight.
+
+Positions are not ground truth (bots stand *near* a station in Minecraft); :meth:`SimWorld.positions`
+exposes the sim's for tests and traces.
 
 Speed: state is plain dicts mutated in place; frozen values are built only in :meth:`observe`.
 """
@@ -135,6 +141,38 @@ def _counts(what: str, counts: object) -> dict[str, int]:
 
 def _missing(where: str, have: int, item: str, need: int) -> _Result:
     return _fail("missing_items", f"{where} holds {have} {item}, expected at least {need}")
+
+
+_Layout = tuple[dict[str, Station], tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+#: Validated layouts by the identity of their ``stations`` tuple: an episode object builds its
+#: WorldSpec once and is reset many times, so identity hits are the common case; validating a layout
+#: costs more than the rest of ``reset``, and comparing layouts by value costs almost as much. Bounded.
+_LAYOUTS: dict[int, tuple[tuple[Station, ...], _Layout]] = {}
+_LAYOUT_CACHE_SIZE = 4096
+
+
+def _build_layout(stations: tuple[Station, ...]) -> _Layout:
+    """Station lookup plus the names of chests, furnaces and sites; raises for an inconsistent layout."""
+    by_name: dict[str, Station] = {}
+    for s in stations:
+        if not isinstance(s, Station):
+            raise TypeError(f"Expected WorldSpec.stations to hold Station values but got {type(s).__name__}")
+        if s.kind not in STATION_BLOCKS:
+            close = difflib.get_close_matches(s.kind, list(STATION_BLOCKS), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise WorldSpecError(f"station {s.name!r} has unknown kind {s.kind!r}; expected one of "
+                                 f"{sorted(STATION_BLOCKS)}{hint}")
+        if s.name in by_name or not s.name:
+            raise WorldSpecError(f"station names must be distinct and non-empty, got {s.name!r} twice or empty")
+        if s.cells and s.kind != "site":
+            raise WorldSpecError(f"station {s.name!r} of kind {s.kind!r} has cells; only sites have cells")
+        if len(set(s.cells)) != len(s.cells):
+            raise WorldSpecError(f"site {s.name!r} lists a cell twice: {s.cells!r}")
+        by_name[s.name] = s
+    return (by_name,
+            tuple(n for n, s in by_name.items() if s.kind == "chest"),
+            tuple(n for n, s in by_name.items() if s.kind == "furnace"),
+            tuple(n for n, s in by_name.items() if s.kind == "site"))
 
 
 class SimWorld:
@@ -263,26 +301,13 @@ class SimWorld:
     # ------------------------------------------------------------------ internals
 
     def _load_layout(self, stations: tuple[Station, ...]) -> None:
-        by_name: dict[str, Station] = {}
-        for s in stations:
-            if not isinstance(s, Station):
-                raise TypeError(f"Expected WorldSpec.stations to hold Station values but got {type(s).__name__}")
-            if s.kind not in STATION_BLOCKS:
-                close = difflib.get_close_matches(s.kind, list(STATION_BLOCKS), n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise WorldSpecError(f"station {s.name!r} has unknown kind {s.kind!r}; expected one of "
-                                     f"{sorted(STATION_BLOCKS)}{hint}")
-            if s.name in by_name or not s.name:
-                raise WorldSpecError(f"station names must be distinct and non-empty, got {s.name!r} twice or empty")
-            if s.cells and s.kind != "site":
-                raise WorldSpecError(f"station {s.name!r} of kind {s.kind!r} has cells; only sites have cells")
-            if len(set(s.cells)) != len(s.cells):
-                raise WorldSpecError(f"site {s.name!r} lists a cell twice: {s.cells!r}")
-            by_name[s.name] = s
-        self._stations = by_name
-        self._chest_names = tuple(n for n, s in by_name.items() if s.kind == "chest")
-        self._furnace_names = tuple(n for n, s in by_name.items() if s.kind == "furnace")
-        self._site_names = tuple(n for n, s in by_name.items() if s.kind == "site")
+        entry = _LAYOUTS.get(id(stations))
+        if entry is None or entry[0] is not stations:
+            entry = (stations, _build_layout(stations))
+            if len(_LAYOUTS) >= _LAYOUT_CACHE_SIZE:
+                _LAYOUTS.clear()
+            _LAYOUTS[id(stations)] = entry  # holding ``stations`` keeps its id from being reused
+        self._stations, self._chest_names, self._furnace_names, self._site_names = entry[1]
         self._layout_src = stations
 
     def _execute(self, call: SkillCall) -> _Result:

@@ -546,3 +546,15 @@ def test_episode_is_deterministic() -> None:
     events, truth, _ = runs[0]
     assert all(e.ok for e in events) and len(events) == 7
     assert truth["containers"] == {"chest_a": {}, "chest_b": {"chest": 1}}
+
+
+def test_layout_is_validated_again_for_a_new_stations_tuple() -> None:
+    w = SimWorld()
+    w.reset(spec())
+    bad = WorldSpec(agents=(A, B), stations=(Station("c", "oven", (0, 0, 0)),), positions=spec().positions,
+                    inventories={}, containers={})
+    for _ in range(2):  # a failed layout is never cached
+        with pytest.raises(WorldSpecError, match="unknown kind 'oven'"):
+            w.reset(bad)
+    w.reset(spec(chest_a={"oak_log": 1}))
+    assert w.observe().containers == {"chest_a": {"oak_log": 1}, "chest_b": {}}
