@@ -4,8 +4,8 @@ Each sidecar gets a private endpoint (an ipc path in its own temporary directory
 127.0.0.1) so several environments coexist on one machine. The sidecar prints ``READY <json>`` on
 stdout once its socket is bound and its bots are in the world; everything else it prints goes to a log
 file whose path fault messages quote. The process is shut down by ``close()``, by garbage collection of
-the Sidecar, and at interpreter exit (``weakref.finalize``), and killed if it does not exit in time.
-Its stdin stays an open pipe so the sidecar can notice that its parent vanished (EOF).
+the Sidecar, and at interpreter exit (``weakref.finalize``: SIGTERM, then SIGKILL after 2 s). The
+sidecar is also told our pid (``--parent-pid``) so it exits by itself if this process is killed.
 """
 from __future__ import annotations
 
@@ -96,19 +96,16 @@ def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def _stop_process(proc: subprocess.Popen[bytes], kill_after_s: float, sock_path: str) -> None:
-    """Wait for a process to exit, then terminate, then kill; remove its ipc socket file."""
+def _stop_process(proc: subprocess.Popen[bytes], sock_path: str) -> None:
+    """Terminate (the sidecar shuts down cleanly on SIGTERM), kill if that takes over 2 s, clean up."""
     try:
         if proc.poll() is None:
+            proc.terminate()
             try:
-                proc.wait(kill_after_s)
+                proc.wait(2.0)
             except subprocess.TimeoutExpired:
-                proc.terminate()
-                try:
-                    proc.wait(2.0)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(5.0)
+                proc.kill()
+                proc.wait(5.0)
         for stream in (proc.stdin, proc.stdout):
             if stream is not None:
                 stream.close()
@@ -156,7 +153,7 @@ class Sidecar:
         self.hello: dict[str, Any] = {}
         self.client: SidecarClient | None = None
         self._ready = threading.Event()
-        self._stop = weakref.finalize(self, _stop_process, proc, options.kill_after_s, sock_path)
+        self._stop = weakref.finalize(self, _stop_process, proc, sock_path)
 
     @classmethod
     def start(cls, runtime: Runtime, options: SidecarOptions | None = None) -> Sidecar:
@@ -241,13 +238,14 @@ class Sidecar:
         return text + (f"; last lines:\n{tail}" if tail else "")
 
     def close(self) -> None:
-        """Ask the sidecar to shut down, then make sure the process is gone."""
+        """Ask the sidecar to shut down, wait ``kill_after_s`` for it to exit, then terminate or kill it."""
         if self.client is not None and not self.client.closed:
             if self.alive:
                 try:
                     self.client.call("shutdown", timeout=min(self.options.kill_after_s, 3.0))
+                    self.process.wait(self.options.kill_after_s)
                 except Exception:
-                    pass  # it is stopped below regardless
+                    pass  # stopped below regardless
             self.client.close()
         self._stop()
 

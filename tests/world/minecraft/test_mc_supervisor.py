@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 import subprocess
 import sys
 import time
@@ -115,3 +116,24 @@ def test_dead_process_detected_while_waiting() -> None:
         proc.wait()
     assert e.value.returncode == 5
     assert time.monotonic() - t0 < 2.0
+
+
+def test_sidecar_is_stopped_at_interpreter_exit(fake_runtime: Runtime, tmp_path: Path) -> None:
+    import os
+
+    script = tmp_path / "leave_running.py"
+    script.write_text(
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from gencoord_env.world.minecraft.runtime import Runtime\n"
+        "from gencoord_env.world.minecraft.supervisor import Sidecar\n"
+        f"rt = Runtime(Path(sys.executable), (22, 0, 0), Path({str(fake_runtime.sidecar_dir)!r}))\n"
+        "sc = Sidecar.start(rt)\n"
+        "print(sc.process.pid, flush=True)\n"  # exits without close()
+    )
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    pid = int(out.stdout.split()[0])
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
