@@ -1,0 +1,250 @@
+"""Contract checker and skill catalog: every violation code, valid proposals, catalog validation."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from gencoord_env.catalog import CATALOG, CATALOG_PATH, CatalogError, load_catalog, minecraft_items, parse_catalog
+from gencoord_env.contract import VIOLATION_CODES, PublicScope, Violation, check
+from gencoord_env.dsl import PeerRequest, Proposal, Task, parse
+
+SCOPE = PublicScope(
+    agents=("agent_a", "agent_b"),
+    agent="agent_a",
+    references=frozenset({"order_chest", "furnace_a", "table_a", "site_a"}),
+    bindings=frozenset({"WORK_BRANCH", "B2"}),
+    items=frozenset({"oak_planks", "crafting_table", "raw_iron", "iron_ingot", "coal"}),
+)
+
+
+def violations(text: str, scope: PublicScope = SCOPE) -> list[tuple[str, str]]:
+    return [(v.where, v.code) for v in check(parse(text), scope)]
+
+
+VALID = [
+    "SELF resource.obtain(q=4,item=oak_planks) > resource.deliver(q=4,item=oak_planks,to=agent_b)\n"
+    "REQ agent_b craft.item(q=1,input=oak_planks,item=crafting_table) > "
+    "resource.deliver(q=1,item=crafting_table,dst=order_chest)",
+    "SELF -\nREQ agent_b craft.item(bind=WORK_BRANCH,q=1,input=oak_planks,item=crafting_table,station=table_a)",
+    "SELF control.wait() > control.wait(ticks=20,bind=B2,loc=site_a)\nREQ -",
+    "SELF resource.obtain(q=3,item=raw_iron,from=agent_b,loc=order_chest) > "
+    "transform.supply_input(q=3,item=raw_iron,station=furnace_a) > transform.supply_fuel(q=1,item=coal,station=furnace_a) > "
+    "transform.collect_output(q=3,input=raw_iron,item=iron_ingot,station=furnace_a) > "
+    "build.component(q=3,item=iron_ingot,site=site_a)\nREQ -",
+    "SELF resource.deliver(q=1,item=coal,dst=order_chest,dst_role=fuel)\nREQ -",
+    # requested tasks are run by the target, so 'to' may name the proposer
+    "SELF -\nREQ agent_b resource.deliver(q=2,item=coal,to=agent_a)",
+    # 'from' is any agent of the episode, the actor included
+    "SELF resource.obtain(q=1,item=coal,from=agent_a)\nREQ -",
+    # compatibility keys are canonicalized before checking
+    "SELF resource.obtain(count=1,item=coal,location_ref=order_chest,binding_id=B2)\nREQ -",
+]
+
+
+@pytest.mark.parametrize("text", VALID)
+def test_valid_proposals_have_no_violations(text: str) -> None:
+    assert check(parse(text), SCOPE) == ()
+
+
+def test_any_minecraft_item_when_scope_items_is_none() -> None:
+    scope = PublicScope(("agent_a", "agent_b"), "agent_a", frozenset(), frozenset())
+    assert check(parse("SELF resource.obtain(q=1,item=diamond_pickaxe)\nREQ -"), scope) == ()
+    assert violations("SELF resource.obtain(q=1,item=diamond_pickaxe)\nREQ -") == [
+        ("self_plan[0].item", "item_not_in_episode")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("SELF craft.item(q=1,item=crafting_table,speed=2)\nREQ -", [("self_plan[0].speed", "unknown_key")]),
+        ("SELF craft.item(q=1,item=crafting_table,to=agent_b)\nREQ -", [("self_plan[0].to", "unknown_key")]),
+        ("SELF craft.item(q=1)\nREQ -", [("self_plan[0].item", "missing_key")]),
+        ("SELF transform.supply_fuel(q=1,item=coal)\nREQ -", [("self_plan[0].station", "missing_key")]),
+        ("SELF build.component(item=oak_planks)\nREQ -",
+         [("self_plan[0].q", "missing_key"), ("self_plan[0].site", "missing_key")]),
+        ("SELF resource.deliver(q=1,item=coal)\nREQ -", [("self_plan[0]", "one_of")]),
+        ("SELF resource.deliver(q=1,item=coal,to=agent_b,dst=order_chest)\nREQ -", [("self_plan[0]", "one_of")]),
+        ("SELF craft.item(q=1.0,item=crafting_table)\nREQ -", [("self_plan[0].q", "wrong_type")]),
+        ("SELF craft.item(q=true,item=crafting_table)\nREQ -", [("self_plan[0].q", "wrong_type")]),
+        ('SELF craft.item(q="1",item=crafting_table)\nREQ -', [("self_plan[0].q", "wrong_type")]),
+        ("SELF craft.item(q=1,item=7)\nREQ -", [("self_plan[0].item", "wrong_type")]),
+        ("SELF resource.deliver(q=1,item=coal,to=null)\nREQ -", [("self_plan[0].to", "wrong_type")]),
+        ('SELF resource.deliver(q=1,item=coal,dst=order_chest,dst_role="a b")\nREQ -',
+         [("self_plan[0].dst_role", "wrong_type")]),
+        ("SELF control.wait(ticks=2.5)\nREQ -", [("self_plan[0].ticks", "wrong_type")]),
+        ("SELF craft.item(q=0,item=crafting_table)\nREQ -", [("self_plan[0].q", "non_positive")]),
+        ("SELF control.wait(ticks=-3)\nREQ -", [("self_plan[0].ticks", "non_positive")]),
+        ("SELF resource.deliver(q=1,item=coal,to=agent_c)\nREQ -", [("self_plan[0].to", "unknown_agent")]),
+        ("SELF resource.obtain(q=1,item=coal,from=agent_z)\nREQ -", [("self_plan[0].from", "unknown_agent")]),
+        ("SELF -\nREQ agent_c control.wait()", [("peer_requests[0].target", "unknown_agent")]),
+        ("SELF resource.deliver(q=1,item=coal,to=agent_a)\nREQ -", [("self_plan[0].to", "self_target")]),
+        ("SELF -\nREQ agent_a control.wait()", [("peer_requests[0].target", "self_target")]),
+        ("SELF -\nREQ agent_b resource.deliver(q=1,item=coal,to=agent_b)",
+         [("peer_requests[0].requested_plan[0].to", "self_target")]),
+        ("SELF resource.obtain(q=1,item=oak_plank)\nREQ -", [("self_plan[0].item", "not_minecraft_item")]),
+        ("SELF craft.item(q=1,item=crafting_table,input=minecraft:oak_planks)\nREQ -",
+         [("self_plan[0].input", "not_minecraft_item")]),
+        ("SELF resource.obtain(q=1,item=diamond)\nREQ -", [("self_plan[0].item", "item_not_in_episode")]),
+        ("SELF craft.item(bind=B9,q=1,item=crafting_table)\nREQ -", [("self_plan[0].bind", "inadmissible_binding")]),
+        ("SELF resource.deliver(q=1,item=coal,dst=chest_b)\nREQ -", [("self_plan[0].dst", "unknown_reference")]),
+        ("SELF build.component(q=1,item=oak_planks,site=site_b)\nREQ -", [("self_plan[0].site", "unknown_reference")]),
+        ("SELF control.wait(loc=nowhere)\nREQ -", [("self_plan[0].loc", "unknown_reference")]),
+        ("SELF transform.supply_input(q=1,item=raw_iron,station=furnace_b)\nREQ -",
+         [("self_plan[0].station", "unknown_reference")]),
+    ],
+)
+def test_each_violation_code(text: str, expected: list[tuple[str, str]]) -> None:
+    assert violations(text) == expected
+
+
+def test_every_violation_is_reported_with_a_reason() -> None:
+    text = (
+        "SELF resource.obtain(q=0,item=oak_plank,zz=1) > resource.deliver(q=1,item=coal,to=agent_a,dst=x)\n"
+        "REQ agent_c craft.item(bind=X,q=true,station=table_b)"
+    )
+    found = check(parse(text), SCOPE)
+    assert [(v.where, v.code) for v in found] == [
+        ("self_plan[0].q", "non_positive"),
+        ("self_plan[0].item", "not_minecraft_item"),
+        ("self_plan[0].zz", "unknown_key"),
+        ("self_plan[1].to", "self_target"),
+        ("self_plan[1].dst", "unknown_reference"),
+        ("self_plan[1]", "one_of"),
+        ("peer_requests[0].target", "unknown_agent"),
+        ("peer_requests[0].requested_plan[0].bind", "inadmissible_binding"),
+        ("peer_requests[0].requested_plan[0].q", "wrong_type"),
+        ("peer_requests[0].requested_plan[0].station", "unknown_reference"),
+        ("peer_requests[0].requested_plan[0].item", "missing_key"),
+    ]
+    assert all(isinstance(v, Violation) and v.code in VIOLATION_CODES and v.message for v in found)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("SELF craft.item(q=1,item=crafting_table,speed=2)\nREQ -",
+         "craft.item takes no key 'speed'; expected keys: bind, q, input, item, loc, station"),
+        ("SELF craft.item(q=1,item=crafting_table,statoin=table_a)\nREQ -",
+         "craft.item takes no key 'statoin' (did you mean 'station'?); expected keys: bind, q, input, item, loc, station"),
+        ("SELF craft.item(q=1.0,item=crafting_table)\nREQ -", "q must be a positive integer, got 1.0 (a float)"),
+        ("SELF craft.item(q=true,item=crafting_table)\nREQ -", "q must be a positive integer, got true (a boolean)"),
+        ("SELF craft.item(q=0,item=crafting_table)\nREQ -", "q must be a positive integer, got 0"),
+        ("SELF craft.item(q=1,item=7)\nREQ -", "item must be a Minecraft item name (a string), got 7 (a int)"),
+        ("SELF resource.obtain(q=1,item=oak_plank)\nREQ -",
+         "item='oak_plank' is not a Minecraft 1.21.4 item name (did you mean 'oak_planks'?)"),
+        ("SELF resource.obtain(q=1,item=minecraft:coal)\nREQ -",
+         "item='minecraft:coal' is not a Minecraft 1.21.4 item name; write item names without the 'minecraft:' namespace"),
+        ("SELF resource.obtain(q=1,item=diamond)\nREQ -",
+         "item='diamond' is not an item of this episode; expected one of "
+         "['coal', 'crafting_table', 'iron_ingot', 'oak_planks', 'raw_iron']"),
+        ("SELF resource.deliver(q=1,item=coal,to=agent_a)\nREQ -",
+         "to must name a peer of 'agent_a', not 'agent_a' itself; expected one of ['agent_b']"),
+        ("SELF resource.deliver(q=1,item=coal,to=agent_c)\nREQ -",
+         "to='agent_c' is not an agent of this episode; expected one of ['agent_b']"),
+        ("SELF -\nREQ agent_a control.wait()",
+         "a request must go to a peer, not to the proposing agent 'agent_a'; expected one of ['agent_b']"),
+        ("SELF craft.item(bind=B9,q=1,item=crafting_table)\nREQ -",
+         "bind='B9' is not an admissible binding of this episode; expected one of ['B2', 'WORK_BRANCH']"),
+        ("SELF resource.deliver(q=1,item=coal,dst=order_chst)\nREQ -",
+         "dst='order_chst' is not a grounding reference of this episode (did you mean 'order_chest'?); "
+         "expected one of ['furnace_a', 'order_chest', 'site_a', 'table_a']"),
+        ("SELF craft.item(q=1)\nREQ -", "craft.item requires the key 'item' (a Minecraft item name)"),
+        ("SELF resource.deliver(q=1,item=coal)\nREQ -", "resource.deliver takes exactly one of 'to' or 'dst'; got neither"),
+    ],
+)
+def test_messages_say_what_was_wrong_and_what_was_expected(text: str, message: str) -> None:
+    found = check(parse(text), SCOPE)
+    assert len(found) == 1
+    assert found[0].message == message
+
+
+def test_structural_violations_of_hand_built_proposals() -> None:
+    wait = Task("control.wait", {})
+    proposal = Proposal(
+        self_plan=(wait,) * 6 + (Task("fly", {}),),
+        peer_requests=(PeerRequest("agent_b", ()), PeerRequest("agent_b", (wait,))),
+    )
+    assert [(v.where, v.code) for v in check(proposal, SCOPE)] == [
+        ("self_plan", "path_too_long"),
+        ("self_plan[6].skill", "unknown_skill"),
+        ("peer_requests", "too_many_requests"),
+        ("peer_requests[0].requested_plan", "empty_plan"),
+    ]
+
+
+def test_every_code_is_exercised() -> None:
+    """The parametrized cases above cover every code the checker can return."""
+    texts = [text for text, _ in test_each_violation_code.pytestmark[0].args[1]]  # type: ignore[attr-defined]
+    codes = {v.code for text in texts for v in check(parse(text), SCOPE)}
+    assert codes | {"unknown_skill", "path_too_long", "too_many_requests", "empty_plan"} == VIOLATION_CODES
+
+
+def test_wrong_argument_types_raise_type_error() -> None:
+    with pytest.raises(TypeError, match="Expected a Proposal but got str"):
+        check("SELF -\nREQ -", SCOPE)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="Expected a PublicScope but got dict"):
+        check(parse("SELF -\nREQ -"), {})  # type: ignore[arg-type]
+
+
+def test_public_scope_validation() -> None:
+    with pytest.raises(ValueError, match=re.escape("PublicScope.agent 'agent_c' is not one of the episode's agents")):
+        PublicScope(("agent_a", "agent_b"), "agent_c", frozenset(), frozenset())
+    scope = PublicScope(["agent_a", "agent_b"], "agent_a", {"r"}, {"b"}, {"coal"})  # type: ignore[arg-type]
+    assert scope.agents == ("agent_a", "agent_b") and scope.references == frozenset({"r"})
+    assert isinstance(scope.items, frozenset)
+
+
+# ---- skill catalog ---------------------------------------------------------------------------
+
+
+def test_catalog_contract() -> None:
+    assert CATALOG.skill_names == (
+        "control.wait", "resource.obtain", "resource.deliver", "craft.item",
+        "transform.supply_input", "transform.supply_fuel", "transform.collect_output", "build.component",
+    )
+    assert CATALOG.key_order == ("bind", "q", "input", "item", "from", "to", "dst", "dst_role", "site", "loc", "station")
+    assert dict(CATALOG.key_aliases) == {
+        "count": "q", "quantity": "q", "target_agent_ref": "to", "to_agent_id": "to", "destination": "dst",
+        "destination_role": "dst_role", "from_agent_id": "from", "location_ref": "loc", "binding_id": "bind",
+    }
+    for spec in CATALOG.skills.values():
+        assert spec.optional["bind"] == "binding" and spec.optional["loc"] == "reference"
+    deliver = CATALOG.skills["resource.deliver"]
+    assert dict(deliver.exactly_one_of) == {"to": "peer", "dst": "reference"}
+    assert set(CATALOG.skills["transform.collect_output"].required) == {"q", "item", "station"}
+    assert CATALOG.skills["control.wait"].key_type("ticks") == "positive_int"
+    assert CATALOG.skills["control.wait"].key_type("q") is None
+
+
+def test_minecraft_items() -> None:
+    items = minecraft_items()
+    assert len(items) > 1000
+    assert {"oak_planks", "crafting_table", "furnace", "raw_iron", "iron_ingot", "coal", "cobblestone"} <= items
+    assert "oak_plank" not in items and "minecraft:coal" not in items
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda c: c["skills"]["craft.item"]["required"].update(q="number"), "catalog.skills.craft.item.required.q: unknown type 'number'"),
+        (lambda c: c["skills"]["craft.item"]["optional"].update(item="item"), "catalog.skills.craft.item: keys ['item'] are listed twice"),
+        (lambda c: c["key_aliases"].update(amount="qty"), "catalog.key_aliases.amount: 'qty' is not a compact key of key_order"),
+        (lambda c: c["skills"]["craft.item"]["optional"].update(count="positive_int"),
+         "catalog.skills.craft.item: 'count' is an alias; use the compact key 'q'"),
+        (lambda c: c.pop("skills"), "catalog: missing field 'skills'"),
+    ],
+)
+def test_catalog_validation(mutate, message: str) -> None:  # type: ignore[no-untyped-def]
+    raw = json.loads(CATALOG_PATH.read_text(encoding="utf-8"))
+    mutate(raw)
+    with pytest.raises(CatalogError, match=re.escape(message)):
+        parse_catalog(raw)
+
+
+def test_load_catalog_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(CatalogError, match="is missing; reinstall gencoord_env"):
+        load_catalog(tmp_path / "nope.json")
