@@ -48,9 +48,10 @@ so the actor's position becomes the station's even when the op then fails on ite
                    in neither inventory, so not in ground truth. Fails: ``unknown_agent``,
                    ``self_handoff``, ``missing_items``.
     await_handoff  succeeds when at least ``count`` of ``item`` are in flight from ``from`` to the actor;
-                   *all* of them arrive (a tossed stack is picked up whole). ``{from, item, count,
-                   received}``, followed by a second event ``kind="handoff"`` for the same call and
-                   actor (the receiver) with ``data={from, to, item, count: received}``. Fails: ``unknown_agent``,
+                   exactly ``count`` arrive (more in flight stay there for a later await, as the Minecraft
+                   side claims ``count`` from its pickup ledger). ``{from, item, count}``, followed by a
+                   second event ``kind="handoff"`` for the same call and actor (the receiver) with
+                   ``data={from, to, item, count}``. Fails: ``unknown_agent``,
                    ``self_handoff``, ``nothing_in_flight``.
     craft          at least ``count`` outputs in whole recipe batches (:meth:`RecipeBook.craft_plan`).
                    ``station == ""`` uses the 2x2 inventory grid; otherwise the station must be a
@@ -66,8 +67,8 @@ so the actor's position becomes the station's even when the op then fails on ite
                    ``unknown_station``, ``wrong_station_kind``, ``not_smeltable``, ``missing_items``,
                    ``slot_busy`` (slot holds another item), ``slot_full`` (over one stack).
     furnace_fuel   inventory -> fuel slot, then settle. Same data; ``not_fuel`` instead of ``not_smeltable``.
-    furnace_output succeeds when the output slot holds at least ``count`` of ``item``; takes the whole
-                   output stack (one click). ``{station, item, count, taken}``. Fails:
+    furnace_output succeeds when the output slot holds at least ``count`` of ``item``; takes exactly
+                   ``count``. ``{station, item, count}``. Fails:
                    ``unknown_station``, ``wrong_station_kind``, ``output_missing``.
     wait           no-op. ``{ticks}``
     ============== =========================================================================================
@@ -263,7 +264,7 @@ class SimWorld:
             if call.op == "await_handoff":
                 append(_event(call.id, call.actor, call.op, True, "handoff", "",
                               {"from": data["from"], "to": call.actor, "item": data["item"],
-                               "count": data["received"]}))
+                               "count": data["count"]}))
         return events
 
     def observe(self) -> GroundTruth:
@@ -459,10 +460,13 @@ class SimWorld:
         if flying < count:
             return _fail("nothing_in_flight", f"await_handoff: {flying} {item} in flight from {peer!r} to "
                                               f"{actor!r}, expected at least {count}")
-        del self._flight[key]
+        if flying == count:
+            del self._flight[key]
+        else:
+            self._flight[key] = flying - count
         inv = self._inv[actor]
-        inv[item] = inv.get(item, 0) + flying
-        return True, "", {"from": peer, "item": item, "count": count, "received": flying}
+        inv[item] = inv.get(item, 0) + count
+        return True, "", {"from": peer, "item": item, "count": count}
 
     def _craft(self, actor: str, args: Mapping[str, Any]) -> _Result:
         item, count, name = args["item"], args["count"], args["station"]
@@ -564,10 +568,13 @@ class SimWorld:
         if have < count:
             return _fail("output_missing", f"furnace_output: furnace {station.name!r} has {slots.describe()}; "
                                            f"expected at least {count} {item} in the output slot")
-        slots.output_item, slots.output_count = "", 0
+        if have == count:
+            slots.output_item, slots.output_count = "", 0
+        else:
+            slots.output_count = have - count
         inv = self._inv[actor]
-        inv[item] = inv.get(item, 0) + have
-        return True, "", {"station": station.name, "item": item, "count": count, "taken": have}
+        inv[item] = inv.get(item, 0) + count
+        return True, "", {"station": station.name, "item": item, "count": count}
 
     def _wait(self, actor: str, args: Mapping[str, Any]) -> _Result:
         return True, "", {"ticks": args["ticks"]}

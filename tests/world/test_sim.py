@@ -306,8 +306,7 @@ def test_give_and_await_handoff_events() -> None:
     ])
     assert events == [
         WorldEvent("g", A, "give", True, "skill", "", {"to": B, "item": "oak_planks", "count": 4, "in_flight": 4}),
-        WorldEvent("h", B, "await_handoff", True, "skill", "",
-                   {"from": A, "item": "oak_planks", "count": 4, "received": 4}),
+        WorldEvent("h", B, "await_handoff", True, "skill", "", {"from": A, "item": "oak_planks", "count": 4}),
         WorldEvent("h", B, "await_handoff", True, "handoff", "", {"from": A, "to": B, "item": "oak_planks", "count": 4}),
     ]
     assert inv(w, A) == {} and inv(w, B) == {"oak_planks": 4}
@@ -327,17 +326,21 @@ def test_unawaited_give_leaves_items_in_flight() -> None:
     assert inv(w, A) == {"oak_planks": 1} and inv(w, B) == {}
 
 
-def test_await_handoff_picks_up_everything_in_flight() -> None:
+def test_await_handoff_takes_exactly_count_from_flight() -> None:
     w = world(inv_a={"oak_planks": 4})
     events = w.run([
         call("g1", A, "give", to=B, item="oak_planks", count=1),
         call("g2", A, "give", to=B, item="oak_planks", count=3),
-        call("h", B, "await_handoff", from_=A, item="oak_planks", count=2),
+        call("h1", B, "await_handoff", from_=A, item="oak_planks", count=2),
     ])
     assert events[1].data["in_flight"] == 4
-    assert events[2].data == {"from": A, "item": "oak_planks", "count": 2, "received": 4}
-    assert events[3].kind == "handoff" and events[3].data["count"] == 4
-    assert inv(w, B) == {"oak_planks": 4}
+    assert events[2].data == {"from": A, "item": "oak_planks", "count": 2}
+    assert events[3].kind == "handoff" and events[3].data == {"from": A, "to": B, "item": "oak_planks", "count": 2}
+    assert inv(w, B) == {"oak_planks": 2}
+    assert w.in_flight() == {(A, B, "oak_planks"): 2}
+    assert [e.kind for e in w.run([call("h2", B, "await_handoff", from_=A, item="oak_planks", count=2)])] == [
+        "skill", "handoff"]
+    assert inv(w, B) == {"oak_planks": 4} and w.in_flight() == {}
 
 
 def test_handoff_failures() -> None:
@@ -460,7 +463,7 @@ def test_furnace_smelts_once_input_and_fuel_are_in() -> None:
     assert e2.data == {"station": "furnace", "item": "coal", "count": 1, "smelted": 3, "burned": 1}
     assert w.observe().furnaces["furnace"] == {"input": {}, "fuel": {}, "output": {"stone": 3}}
     e3 = run1(w, call("f3", A, "furnace_output", station="furnace", item="stone", count=3))
-    assert e3.data == {"station": "furnace", "item": "stone", "count": 3, "taken": 3}
+    assert e3.data == {"station": "furnace", "item": "stone", "count": 3}
     assert inv(w, A) == {"stone": 3}
     assert w.observe().furnaces["furnace"] == {"input": {}, "fuel": {}, "output": {}}
 
@@ -472,13 +475,14 @@ def test_furnace_fuel_first_then_input() -> None:
     assert (e2.data["smelted"], e2.data["burned"]) == (2, 2)
 
 
-def test_furnace_output_takes_whole_stack() -> None:
+def test_furnace_output_takes_exactly_count() -> None:
     w = world(inv_a={"sand": 3, "coal": 1})
     w.run([call("f1", A, "furnace_input", station="furnace", item="sand", count=3),
            call("f2", A, "furnace_fuel", station="furnace", item="coal", count=1)])
     event = run1(w, call("f3", A, "furnace_output", station="furnace", item="glass", count=2))
-    assert event.data["taken"] == 3
-    assert inv(w, A) == {"glass": 3}
+    assert event.data == {"station": "furnace", "item": "glass", "count": 2}
+    assert inv(w, A) == {"glass": 2}
+    assert w.observe().furnaces["furnace"]["output"] == {"glass": 1}
 
 
 def test_furnace_output_fails_when_fuel_is_short() -> None:
