@@ -7,10 +7,12 @@ from typing import Any
 
 import pytest
 
+from gencoord_env.world.recipes import load_recipes
 from gencoord_env.world.sim import SimWorld, WorldNotResetError, WorldSpecError, _event
 from gencoord_env.world.types import SKILL_OPS, SkillCall, Station, WorldEvent, WorldSpec
 
 A, B = "agent_a", "agent_b"
+BOOK = load_recipes()
 SITE_CELLS = ((5, 0, 5), (6, 0, 5), (5, 1, 5))
 STATIONS = (
     Station("chest_a", "chest", (0, 0, 0)),
@@ -440,7 +442,7 @@ def test_place_failures() -> None:
     failed(w, call("p1", A, "place", site="site_a", item="oak_planks", count=4), "site_full",
            "place: site 'site_a' has 3 free cells, expected at least 4")
     failed(w, call("p2", A, "place", site="site_a", item="stick", count=1), "not_a_block",
-           f"place: 'stick' does not place as a block; expected one of {sorted(SimWorld()._book.blocks)}")
+           f"place: 'stick' does not place as a block; expected one of {sorted(BOOK.blocks)}")
     failed(w, call("p3", A, "place", site="chest_a", item="oak_planks", count=1), "wrong_station_kind",
            "place: station 'chest_a' is a chest, expected a site")
     failed(w, call("p4", A, "place", site="site_a", item="cobblestone", count=1), "missing_items",
@@ -502,9 +504,9 @@ def test_furnace_load_failures() -> None:
     w = world(inv_a={"cobblestone": 80, "sand": 1, "coal": 2, "oak_log": 1, "stick": 1})
     failed(w, call("f1", A, "furnace_input", station="furnace", item="stick", count=1), "not_smeltable",
            "furnace_input: 'stick' does not smelt; expected one of "
-           f"{sorted(SimWorld()._book.smelting)}")
+           f"{sorted(BOOK.smelting)}")
     failed(w, call("f2", A, "furnace_fuel", station="furnace", item="sand", count=1), "not_fuel",
-           f"furnace_fuel: 'sand' is not a fuel; expected one of {sorted(SimWorld()._book.fuel_ticks)}")
+           f"furnace_fuel: 'sand' is not a fuel; expected one of {sorted(BOOK.fuel_ticks)}")
     failed(w, call("f3", A, "furnace_input", station="furnace", item="raw_iron", count=1), "missing_items",
            "furnace_input: agent_a's inventory holds 0 raw_iron, expected at least 1")
     failed(w, call("f4", A, "furnace_input", station="chest_a", item="sand", count=1), "wrong_station_kind",
