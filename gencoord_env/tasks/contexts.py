@@ -33,6 +33,7 @@ def build_context(
     agent: str,
     stage: str,
     *,
+    route: str = "forward",
     view: str = "full",
     history: Sequence[str] = (),
     messages: Sequence[str] = (),
@@ -58,6 +59,7 @@ def build_context(
         "role": role,
         "peer": peer,
         "stage": stage,
+        "route": route,
         "task": {"template": t.id, "family": t.family, "title": t.title,
                  "order": t.order.format(q=episode.quantities["q"], goal="the goal item")},
         "private": private,
@@ -74,6 +76,7 @@ def build_context(
         "messages": list(messages),
         "prior": {
             "view": view,
+            "roles": list(t.roles),
             "codebook": list(t.bindings),
             "nodes": [_node_dict(n, view) for n in nodes],
         },
@@ -109,6 +112,7 @@ def render(context: Mapping[str, Any]) -> str:
         f"ROLE {c['role']}",
         f"PEER {c['peer']}",
         f"STAGE {c['stage']}",
+        f"ROUTE {c['route']}",
         f"TASK {c['task']['template']} ({c['task']['family']}): {c['task']['order']}",
     ]
     lines += [f"PRIVATE {k}={v}" for k, v in c["private"].items()] or ["PRIVATE -"]
@@ -121,7 +125,7 @@ def render(context: Mapping[str, Any]) -> str:
     lines += [f"HISTORY {h}" for h in c["history"]] or ["HISTORY -"]
     lines += [f"MESSAGE {m}" for m in c["messages"]] or ["MESSAGE -"]
     p = c["prior"]
-    lines.append(f"PRIOR view={p['view']} codebook={','.join(p['codebook'])}")
+    lines.append(f"PRIOR view={p['view']} roles={','.join(p['roles'])} codebook={','.join(p['codebook'])}")
     for n in p["nodes"]:
         fields = [n["id"], f"actor={n['actor']}", f"branch={n['branch']}"]
         if "stage" in n:

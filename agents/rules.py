@@ -1,0 +1,200 @@
+"""Rule agents (zero model calls), all behind ``act(observation, info) -> str``.
+
+- ``RuleMinimalRequest``: the sender forwards its private binding; the public composer builds both
+  role-local paths; the receiver realizes the delivered REQ; the requester follows the bounded response.
+- ``ExplicitFactorComposer``: composes from canonical factors (template, binding, quantity) through the
+  template table, not from the context's rendered DAG.
+- ``CompleteCaseTable``: looks up whole sender cases seen in a training pool; unseen cases get no plan.
+- ``RequesterLocal`` (A-only): plans from its own view only, always the default branch, never asks.
+- ``RandomAgent``: a random admissible branch (or random text), seeded.
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from typing import Any
+
+from gencoord_env import dsl
+from gencoord_env.dsl.model import PeerRequest, Proposal, Task
+from gencoord_env.tasks import Cluster, Episode, pool as load_pool
+from gencoord_env.tasks.compose import role_paths
+from gencoord_env.tasks.prior import GOAL_CAPABILITY, prior
+
+from agents.base import RulePolicy
+from agents.context_view import codebook, compose, delivered_request, response, roles
+
+NO_PLAN = "SELF -\nREQ -"
+
+
+def _joint(first: tuple[Task, ...], second: tuple[Task, ...], peer: str) -> str:
+    return dsl.format(Proposal(first, (PeerRequest(peer, second),)))
+
+
+def _self_only(path: tuple[Task, ...]) -> str:
+    return dsl.format(Proposal(path, ()))
+
+
+class RuleMinimalRequest(RulePolicy):
+    """Rule-Minimal-Request: forward the private binding; compose paths from the shared prior."""
+
+    name = "rule"
+
+    def __init__(self, surface: str = "dsl") -> None:
+        self.surface = surface
+
+    def _out(self, text: str) -> str:
+        return text if self.surface == "dsl" else dsl.to_json(dsl.parse(text))
+
+    def binding(self, ctx: Mapping[str, Any]) -> str | None:
+        """The branch this agent can justify from its own context."""
+        private = ctx["private"]
+        if "active_binding_id" in private:
+            return str(private["active_binding_id"])
+        if "workcell_mode" in private:  # a merged (centralized) view exposes the peer's mode
+            return prior().goal_capability.modes[private["workcell_mode"]]
+        return None
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        ctx = info.get("context")
+        if not ctx:
+            return NO_PLAN
+        return self._out(self.decide(ctx))
+
+    def decide(self, ctx: Mapping[str, Any]) -> str:
+        stage, peer = ctx["stage"], ctx["peer"]
+        first, second = roles(ctx)
+        if stage == "receiver_after_request":
+            req = delivered_request(ctx)
+            if req is not None:
+                return _self_only(req.requested_plan)
+            return _self_only(compose(ctx, self.guess(ctx), first, second)[1])
+        if stage == "centralized":
+            b = self.binding(ctx) or self.binding(ctx.get("peer_context", {"private": {}})) or self.guess(ctx)
+            return _joint(*compose(ctx, b, first, second), peer)
+        if stage in ("requester_initial", "requester_after_response"):
+            b = self.requester_branch(ctx)
+            return _joint(*compose(ctx, b, first, second), peer)
+        b = self.binding(ctx) or self.guess(ctx)
+        mine, theirs = compose(ctx, b, first, second)
+        if ctx["route"] == "single_step":
+            if stage == "sender_initial":
+                return _self_only(mine[:1])
+            done = sum(1 for h in ctx["history"] if h.startswith("DONE "))
+            return _joint(mine[done:], theirs, peer)
+        return _joint(mine, theirs, peer)
+
+    def guess(self, ctx: Mapping[str, Any]) -> str:
+        """Without the deciding fact: the first admissible branch (a fixed, view-only choice)."""
+        return str(codebook(ctx)[0])
+
+    def requester_branch(self, ctx: Mapping[str, Any]) -> str:
+        r = response(ctx)
+        default = prior().goal_capability.initial_branch if ctx["task"]["template"] == GOAL_CAPABILITY else self.guess(ctx)
+        if r is None or r["decision"] == "ACCEPT":
+            return default
+        return str(r.get("counter_offer_id") or default)
+
+
+class RequesterLocal(RuleMinimalRequest):
+    """A-only: plans from the requester's own view and ignores any response."""
+
+    name = "requester_local"
+
+    def requester_branch(self, ctx: Mapping[str, Any]) -> str:
+        return prior().goal_capability.initial_branch if ctx["task"]["template"] == GOAL_CAPABILITY else self.guess(ctx)
+
+
+class ExplicitFactorComposer(RuleMinimalRequest):
+    """Composes from canonical factors (template id, binding, order quantity) via the template table."""
+
+    name = "factor"
+
+    def decide(self, ctx: Mapping[str, Any]) -> str:
+        b = self.binding(ctx)
+        if ctx["stage"] not in ("sender_initial", "centralized") or b is None or ctx["route"] == "single_step":
+            return super().decide(ctx)
+        return self.compose_factors(ctx["task"]["template"], b, ctx["quantity"] if "quantity" in ctx else _q(ctx), ctx["agent"], ctx["peer"])
+
+    @staticmethod
+    def compose_factors(template: str, binding: str, q: int, agent: str, peer: str) -> str:
+        perm = 0 if agent == "agent_a" else 1
+        ep = Episode(Cluster("factors", template, binding, q, prior().variants[0].id, prior().decoys[0].id), perm)
+        first, second = role_paths(ep, binding)
+        return _joint(first, second, peer)
+
+
+def _q(ctx: Mapping[str, Any]) -> int:
+    """The order quantity factor, read from the public order text of the context."""
+    import re
+
+    m = re.search(r"\d+", ctx["task"]["order"])
+    if not m:
+        raise ValueError(f"no quantity in order text {ctx['task']['order']!r}")
+    return int(m.group())
+
+
+class CompleteCaseTable(RuleMinimalRequest):
+    """Looks up the whole sender case (template, binding, every observed factor) in a training pool."""
+
+    name = "table"
+
+    def __init__(self, pool: str = "train", seed: int = 0, surface: str = "dsl") -> None:
+        super().__init__(surface)
+        self.table: dict[tuple[Any, ...], str] = {}
+        for c in load_pool(pool, seed):
+            for perm in (0, 1):
+                ep = Episode(c, perm)
+                first, second = role_paths(ep, ep.binding)
+                self.table[self._case(ep.first, c.template, c.binding, c.q)] = _joint(first, second, ep.second)
+
+    @staticmethod
+    def _case(agent: str, template: str, binding: str, q: int) -> tuple[Any, ...]:
+        return (agent, template, binding, q)
+
+    def decide(self, ctx: Mapping[str, Any]) -> str:
+        b = self.binding(ctx)
+        if ctx["stage"] != "sender_initial" or b is None:
+            return super().decide(ctx)
+        return self.table.get(self._case(ctx["agent"], ctx["task"]["template"], b, _q(ctx)), NO_PLAN)
+
+
+class RandomAgent(RuleMinimalRequest):
+    """Chooses a uniformly random admissible branch (``garbage=True``: random printable text)."""
+
+    name = "random"
+
+    def __init__(self, seed: int = 0, garbage: bool = False, surface: str = "dsl") -> None:
+        super().__init__(surface)
+        self.rng = random.Random(seed)
+        self.garbage = garbage
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        if self.garbage:
+            import string
+
+            return "".join(self.rng.choice(string.printable) for _ in range(self.rng.randint(0, 80)))
+        return super().act(observation, info)
+
+    def binding(self, ctx: Mapping[str, Any]) -> str | None:
+        return str(self.rng.choice(list(codebook(ctx))))
+
+    guess = binding  # type: ignore[assignment]
+    requester_branch = binding  # type: ignore[assignment]
+
+
+POLICIES = {
+    "rule": RuleMinimalRequest,
+    "factor": ExplicitFactorComposer,
+    "table": CompleteCaseTable,
+    "requester_local": RequesterLocal,
+    "random": RandomAgent,
+}
+
+
+def make_policy(name: str, **kwargs: Any) -> RulePolicy:
+    if name not in POLICIES:
+        import difflib
+
+        hint = difflib.get_close_matches(name, POLICIES, n=1)
+        raise ValueError(f"unknown policy {name!r}; expected one of {sorted(POLICIES)}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+    return POLICIES[name](**kwargs)

@@ -1,0 +1,270 @@
+"""One episode of one route: whose turn it is, what each agent sees, and the stage chain after each action.
+
+``EpisodeSession`` is the state machine behind the ParallelEnv's ``step``: an agent's action goes through
+parse -> contract check -> (deliver / respond) -> resolve -> materialize -> compile -> execute -> verify.
+Agent mistakes end the episode with a failure code; nothing here raises for agent input.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from gencoord_env.dsl.errors import DSLSyntaxError
+from gencoord_env.dsl.model import PeerRequest, Proposal
+from gencoord_env.envs.gencoord.routes import ROUTES, Decision
+from gencoord_env.envs.gencoord.stages import Stages
+from gencoord_env.envs.gencoord.surfaces import Surface
+from gencoord_env.outcomes import FailureCode
+from gencoord_env.pipeline.compile import lower
+from gencoord_env.pipeline.materialize import MaterializationError
+from gencoord_env.pipeline.types import DispatchTask, Resolution
+from gencoord_env.tasks.contexts import build_context, render
+from gencoord_env.tasks.episode import Episode
+from gencoord_env.world.types import SkillCall, World
+
+F = FailureCode
+
+
+class EpisodeSession:
+    def __init__(self, episode: Episode, route: str, view: str, surface: Surface, stages: Stages, world: World,
+                 private_fact: str = "id", describe: Any = None) -> None:
+        if route not in ROUTES:
+            raise ValueError(f"unknown route {route!r}; expected one of {sorted(ROUTES)}")
+        self.episode = episode
+        self.route = route
+        self.decisions: tuple[Decision, ...] = ROUTES[route]
+        self.view = view
+        self.surface = surface
+        self.stages = stages
+        self.world = world
+        self.private_fact = private_fact
+        self.describe = describe
+        self.index = 0
+        self.outcome: FailureCode | None = None
+        self.reason = ""
+        self.trace: list[dict[str, Any]] = []
+        self.messages: dict[str, list[str]] = {a: [] for a in episode.agent_of.values()}
+        self.history: dict[str, list[str]] = {a: [] for a in episode.agent_of.values()}
+        self.proposals: dict[str, Proposal] = {}
+        self.executed: list[Any] = []  # single-step: tasks already discharged, in order
+        self.events: list[Any] = []
+        self.response: Any = None
+        self.last_context: dict[str, Any] = {}
+        self.metrics: dict[str, Any] = {
+            "decisions": 0, "raw_validity": True, "commitment_validity": False, "handoff_verified": False,
+            "wire_bytes": 0, "wire_messages": 0, "time_to_commitment": None, "episode_seconds": None,
+        }
+        self.t0 = time.perf_counter()
+        world.reset(episode.world)
+
+    # --- who decides, what they see ---------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        return self.outcome is not None
+
+    @property
+    def decision(self) -> Decision:
+        return self.decisions[self.index]
+
+    @property
+    def turn(self) -> str:
+        return self.episode.first if self.decision.role == 0 else self.episode.second
+
+    def context(self, agent: str, stage: str | None = None) -> dict[str, Any]:
+        return build_context(
+            self.episode, agent, stage or self.decision.stage, route=self.route, view=self.view, history=self.history[agent],
+            messages=self.messages[agent], private_fact=self.private_fact, describe=self.describe,
+        )
+
+    def observation(self, agent: str) -> str:
+        if self.done:
+            return f"AGENT {agent}\nSTAGE done\nOUTCOME {self.outcome}"
+        if agent != self.turn:
+            return f"AGENT {agent}\nSTAGE wait\nTURN {self.turn}"
+        ctx = self.context(agent)
+        text = render(ctx)
+        if self.decision.stage == "centralized":
+            peer_ctx = self.context(self.episode.second, "centralized_peer_view")
+            upload = render(peer_ctx)
+            self._wire(upload)
+            ctx = {**ctx, "peer_context": peer_ctx}
+            text = text + "\n" + upload
+        self.last_context = ctx
+        return text
+
+    # --- stage chain -----------------------------------------------------------------------------
+    def _record(self, entry: dict[str, Any]) -> None:
+        self.trace.append(entry)
+
+    def _wire(self, payload: str) -> None:
+        self.metrics["wire_bytes"] += len(payload.encode("utf-8"))
+        self.metrics["wire_messages"] += 1
+
+    def _end(self, code: FailureCode, reason: str = "") -> None:
+        self.outcome = code
+        self.reason = reason
+        self.metrics["episode_seconds"] = time.perf_counter() - self.t0
+
+    def _read(self, agent: str, stage: str, observation: str, action: Any) -> Proposal | None:
+        """Parse and contract-check one action; on failure end the episode and return None."""
+        self.metrics["decisions"] += 1
+        entry: dict[str, Any] = {"stage": stage, "agent": agent, "observation": observation, "action": action}
+        self._record(entry)
+        if not isinstance(action, str):
+            entry["parse"] = {"error": f"expected the action to be a str, got {type(action).__name__}"}
+            self.metrics["raw_validity"] = False
+            self._end(F.PARSE_FAILURE, entry["parse"]["error"])
+            return None
+        try:
+            proposal = self.surface.parse(action)
+        except DSLSyntaxError as e:
+            entry["parse"] = {"error": str(e)}
+            self.metrics["raw_validity"] = False
+            self._end(F.PARSE_FAILURE, str(e))
+            return None
+        entry["parse"] = proposal
+        violations = self.stages.check(proposal, self.episode.scope(agent))
+        entry["violations"] = violations
+        if violations:
+            self._end(F.CONTRACT_REJECT, "; ".join(f"{v.where}: {v.message}" for v in violations))
+            return None
+        self.proposals[stage] = proposal
+        return proposal
+
+    def _shape(self, ok: bool, reason: str) -> bool:
+        if not ok:
+            self._end(F.CONTRACT_REJECT, reason)
+        return ok
+
+    def act(self, action: Any, observation: str = "") -> None:
+        """Consume the deciding agent's action and run every stage it unlocks."""
+        if self.done:
+            return
+        stage, agent = self.decision.stage, self.turn
+        q = self._read(agent, stage, observation, action)
+        if q is None:
+            return
+        handler = getattr(self, f"_on_{stage}")
+        handler(q, agent)
+
+    def _one_request(self, q: Proposal, who: str) -> bool:
+        return self._shape(len(q.peer_requests) == 1 and bool(q.peer_requests[0].requested_plan),
+                           f"{who} must send exactly one non-empty REQ")
+
+    def _on_sender_initial(self, q: Proposal, agent: str) -> None:
+        if self.route == "single_step":
+            if not self._shape(len(q.self_plan) == 1 and not q.peer_requests,
+                               "single-step: the first decision is one SELF task and REQ -"):
+                return
+            self._execute_now(q.self_plan[0], agent)
+            return
+        if not self._one_request(q, "the sender"):
+            return
+        self._deliver(q.peer_requests[0], agent)
+
+    def _on_sender_after_obtain(self, q: Proposal, agent: str) -> None:
+        if not self._one_request(q, "the sender"):
+            return
+        self._deliver(q.peer_requests[0], agent)
+
+    def _deliver(self, request: PeerRequest, sender: str) -> None:
+        delivered = self.stages.deliver(request, self.episode, self._record)
+        payload = self.surface.request_payload(request)
+        shown = self.surface.request_payload(delivered) if delivered is not None else None
+        self._record({"stage": "deliver", "sent": payload, "delivered": shown})
+        if shown is not None:
+            self._wire(shown)
+            self.messages[request.target].append(f"REQ from {sender}: {shown}")
+        self.index += 1
+
+    def _on_receiver_after_request(self, q: Proposal, agent: str) -> None:
+        if not self._shape(bool(q.self_plan) and not q.peer_requests, "the receiver must answer with a SELF path and REQ -"):
+            return
+        sender_stage = "sender_after_obtain" if self.route == "single_step" else "sender_initial"
+        q_snd = self.proposals[sender_stage]
+        if self.executed:
+            q_snd = Proposal(tuple(self.executed) + q_snd.self_plan, q_snd.peer_requests)
+        self._commit(self.stages.resolve_forward(q_snd, q, self.episode))
+
+    def _on_requester_initial(self, q: Proposal, agent: str) -> None:
+        if not self._one_request(q, "the requester"):
+            return
+        if self.route == "requester_only":
+            self._wire(self.surface.request_payload(q.peer_requests[0]))
+            self._commit(self.stages.resolve_joint(q, self.episode))
+            return
+        self._wire(self.surface.request_payload(q.peer_requests[0]))
+        response = self.stages.respond(q.peer_requests[0], self.episode, self._record)
+        self._record({"stage": "respond", "response": response})
+        from gencoord_env.pipeline.response import response_valid
+
+        problem = response_valid(response, self.episode)
+        if problem:
+            self._end(F.CONTRACT_REJECT, f"invalid response: {problem}")
+            return
+        self._wire(response.wire())
+        self.response = response
+        if response.decision == "REJECT":
+            self._commit(Resolution(None, F.NO_COMMITMENT, response.reason_code))
+            return
+        self.messages[agent] += [f"PROPOSAL {self.surface.show(q).replace(chr(10), ' | ')}", f"RESPONSE {response.wire()}"]
+        self.index += 1
+
+    def _on_requester_after_response(self, q: Proposal, agent: str) -> None:
+        if not self._one_request(q, "the requester"):
+            return
+        q0 = self.proposals["requester_initial"]
+        if not self._shape(q.peer_requests[0].target == q0.peer_requests[0].target, "the revision must keep the target peer"):
+            return
+        self._commit(self.stages.resolve_feedback(q0, self.response, q, self.episode))
+
+    def _on_centralized(self, q: Proposal, agent: str) -> None:
+        if not self._one_request(q, "the joint plan"):
+            return
+        self._commit(self.stages.resolve_joint(q, self.episode))
+
+    # --- world ----------------------------------------------------------------------------------
+    def _execute_now(self, task: Any, agent: str) -> None:
+        """Single-step: run one SELF task in the world right away."""
+        dt = DispatchTask(f"s{len(self.executed) + 1}", "", agent, task, self.episode.location(task, agent), ())
+        steps = lower(dt, "")
+        calls = [SkillCall(f"s{len(self.events) + i + 1}", a, op, args, (), dt.id) for i, (a, op, args) in enumerate(steps)]
+        events = self.world.run(calls)
+        self.events += events
+        self._record({"stage": "execute", "calls": calls, "events": events})
+        if any(not e.ok for e in events):
+            bad = next(e for e in events if not e.ok)
+            self._end(F.EXECUTION_FAILURE, f"{bad.op}: {bad.reason}")
+            return
+        self.executed.append(task)
+        from gencoord_env.dsl.serializer import format_task
+
+        self.history[agent].append(f"DONE {format_task(task)} ok")
+        self.index += 1
+
+    def _commit(self, resolution: Resolution) -> None:
+        self._record({"stage": "resolve", "resolution": resolution})
+        if resolution.commitment is None:
+            self._end(resolution.code or F.RESOLUTION_CONFLICT, resolution.reason)
+            return
+        self.metrics["commitment_validity"] = True
+        self.metrics["time_to_commitment"] = time.perf_counter() - self.t0
+        try:
+            plan = self.stages.materialize(resolution.commitment, self.episode)
+        except MaterializationError as e:
+            self._record({"stage": "materialize", "error": str(e)})
+            self._end(F.MATERIALIZATION_FAILURE, str(e))
+            return
+        done_nodes = set(resolution.commitment.node_ids[0][: len(self.executed)])
+        skip = {t.id for t in plan.tasks if t.node in done_nodes}
+        calls = self.stages.compile(plan, skip)
+        events = self.world.run(calls)
+        self.events += events
+        truth = self.world.observe()
+        verdict = self.stages.verify(plan, self.events, truth)
+        self._record({"stage": "materialize", "plan": plan})
+        self._record({"stage": "compile", "calls": calls})
+        self._record({"stage": "execute", "events": events})
+        self._record({"stage": "verify", "verdict": verdict, "ground_truth": truth})
+        self.metrics["handoff_verified"] = verdict.handoff_verified
+        self._end(verdict.code, "; ".join(verdict.reasons))

@@ -1,0 +1,30 @@
+"""Communication surfaces: how an agent's action string becomes a proposal, and what crosses the wire.
+
+``dsl`` is the Short DSL (default); ``json`` serializes the same canonical fields (GenCoord-JSON). Wire
+bytes count the REQ payload for structured surfaces (supplement, "Metrics and Statistics").
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gencoord_env import dsl
+from gencoord_env.dsl.model import PeerRequest, Proposal
+
+
+@dataclass(frozen=True)
+class Surface:
+    name: str
+    parse: Callable[[str], Proposal]
+    show: Callable[[Proposal], str]
+
+    def request_payload(self, request: PeerRequest) -> str:
+        """The delivered request as this surface writes it (what the receiver reads)."""
+        text = self.show(Proposal((), (request,)))
+        return text.split("\n", 1)[1] if self.name == "dsl" else text
+
+
+SURFACES: dict[str, Surface] = {
+    "dsl": Surface("dsl", dsl.parse, dsl.format),
+    "json": Surface("json", dsl.from_json, dsl.to_json),
+}
