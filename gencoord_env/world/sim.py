@@ -8,7 +8,8 @@ State
     Inventories (agent -> item counts), chest contents, furnace slots (:mod:`.furnace`), site cells and
     items *in flight* (tossed by ``give`` and not yet picked up by ``await_handoff``). Stations do not
     move. Inventories and chests have no capacity limit here (tasks stay far below Minecraft's 36 and 27
-    stacks); a furnace slot holds one item kind, one stack at most.
+    stacks); a furnace slot holds one item kind, one stack at most. Time does not pass: furnaces settle
+    at once and ``wait`` does nothing, so ``WorldSpec.cook_ticks`` has no effect here.
 
 Running calls
     :meth:`SimWorld.run` executes calls strictly in the given order (the compiler emits a topological
