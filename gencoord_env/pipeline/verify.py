@@ -1,6 +1,7 @@
 """Verify from world truth: execution events, the handoff, then the terminal predicate.
 
-The handoff is verified only by a ``handoff`` event, which both backends emit after reading the
+A failed ``await_handoff`` (the items never reached the recipient) is ``HANDOFF_FAILURE``; any other
+failed call is ``EXECUTION_FAILURE``. The handoff is verified only by a ``handoff`` event, which both backends emit after reading the
 recipient's inventory; success only when every clause of the true binding's terminal predicate holds in
 the ground truth read back after execution.
 """
@@ -41,7 +42,9 @@ def verify(plan: DispatchPlan, events: Sequence[WorldEvent], truth: GroundTruth)
     checks = {"handoff": {"producer": producer, "receiver": receiver, "item": item, "count": count, "ok": handoff_ok},
               "terminal": clauses}
     if failed is not None:
-        return Verdict(FailureCode.EXECUTION_FAILURE, handoff_ok, terminal_ok,
+        # a handoff that never reached the recipient is a handoff failure, whatever stopped it
+        code = FailureCode.HANDOFF_FAILURE if failed.op == "await_handoff" else FailureCode.EXECUTION_FAILURE
+        return Verdict(code, handoff_ok, terminal_ok,
                        (f"{failed.call_id} {failed.actor} {failed.op}: {failed.reason}",), checks)
     if not handoff_ok:
         return Verdict(FailureCode.HANDOFF_FAILURE, False, terminal_ok,

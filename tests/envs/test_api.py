@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import re
+
+import pytest
+from pettingzoo.test import parallel_api_test
+
+import gencoord_env
+from gencoord_env.envs import gencoord_v0
+from gencoord_env.envs.gencoord.routes import ROUTES
+from gencoord_env.tasks.compose import VIEWS
+
+ROUTE_POOLS = {"forward": "heldout", "single_step": "heldout", "centralized": "heldout",
+               "feedback": "goal_capability", "requester_only": "goal_capability"}
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+@pytest.mark.parametrize("view", VIEWS)
+def test_parallel_api(route: str, view: str) -> None:
+    env = gencoord_v0.parallel_env(pool=ROUTE_POOLS[route], route=route, view=view)
+    parallel_api_test(env, num_cycles=50)
+
+
+def test_spaces_are_cached_and_have_an_explicit_charset() -> None:
+    env = gencoord_env.parallel_env()
+    for a in env.possible_agents:
+        assert env.observation_space(a) is env.observation_space(a)
+        assert env.action_space(a) is env.action_space(a)
+        assert "\n" in env.action_space(a).character_set and ">" in env.action_space(a).character_set
+
+
+def test_metadata_and_aec_form() -> None:
+    assert gencoord_v0.raw_env.metadata["name"] == "gencoord_v0"
+    aec = gencoord_v0.env()
+    aec.reset(seed=1)
+    assert aec.agent_selection in aec.possible_agents
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [({"route": "forwrd"}, "did you mean 'forward'"), ({"view": "ful"}, "did you mean 'full'"),
+     ({"backend": "mc"}, "expected one of ['sim', 'minecraft']"), ({"pool": "heldot"}, "did you mean 'heldout'")],
+)
+def test_bad_options_say_what_was_expected(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        gencoord_env.parallel_env(**kwargs)
+
+
+def test_step_before_reset_raises_a_clear_error() -> None:
+    env = gencoord_env.parallel_env()
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step({})
