@@ -19,16 +19,16 @@ def materialize(commitment: Commitment, episode: Episode) -> DispatchPlan:
     id_of: dict[str, str] = {}
     paths = ((commitment.first, commitment.first_path, commitment.node_ids[0]),
              (commitment.second, commitment.second_path, commitment.node_ids[1]))
-    order = []
-    for actor, path, ids in paths:
-        for task, node_id in zip(path, ids):
-            order.append((actor, task, node_id))
+    preds_of: dict[str, set[str]] = {}
+    for a, b in commitment.edges:
+        preds_of.setdefault(b, set()).add(a)
+    pending = [(actor, task, node_id) for actor, path, ids in paths for task, node_id in zip(path, ids)]
     # one global order that respects the merged relation: Kahn over node ids, stable in path order
-    pending = list(order)
     done: set[str] = set()
+    producer, receiver, item, _ = commitment.handoff
     while pending:
         for i, (actor, task, node_id) in enumerate(pending):
-            preds = {a for a, b in commitment.edges if b == node_id}
+            preds = preds_of.get(node_id, set())
             if preds <= done:
                 pending.pop(i)
                 break
@@ -39,7 +39,6 @@ def materialize(commitment: Commitment, episode: Episode) -> DispatchPlan:
             raise MaterializationError(f"{node_id}: location {loc!r} is not a reference of this episode")
         tid = f"t{len(tasks) + 1}"
         id_of[node_id] = tid
-        producer, receiver, item, _ = commitment.handoff
         checks = ("handoff",) if task.skill == "resource.deliver" and task.args.get("to") == receiver and actor == producer else ()
         tasks.append(DispatchTask(tid, node_id, actor, task, loc, tuple(id_of[p] for p in sorted(preds)), checks))
         done.add(node_id)

@@ -17,6 +17,7 @@ views are identical across the two workcell modes: nothing here depends on the h
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from gencoord_env.dsl import format as format_dsl
@@ -43,44 +44,62 @@ def build_context(
     """The structured local context of ``agent`` at decision ``stage``.
 
     ``describe(binding, form, episode)`` renders a naturalized private fact; it is only used when
-    ``private_fact`` is not ``"id"``.
+    ``private_fact`` is not ``"id"``. The ``observation`` and ``prior`` parts are shared between calls for
+    the same episode, agent and view: treat the returned dict as read-only.
     """
-    role = episode.role_of[agent]
-    peer = episode.second if agent == episode.first else episode.first
     private = dict(episode.private_fields(agent))
     if "active_binding_id" in private and private_fact != "id":
         private = {"active_fact": describe(private["active_binding_id"], private_fact, episode)}
-    world = episode.world
-    own_chests = {s.name for s in episode.prior.stations if s.owner == agent}
-    t = episode.template
-    nodes = view_order(episode.nodes, view)
+    head, observation, prior_part = _static(episode, agent, view)
     return {
-        "agent": agent,
-        "role": role,
-        "peer": peer,
+        **head,
         "stage": stage,
         "route": route,
-        "task": {"template": t.id, "family": t.family, "title": t.title,
-                 "order": t.order.format(q=episode.quantities["q"], goal="the goal item")},
         "private": private,
-        "observation": {
-            "position": list(world.positions[agent]),
-            "inventory": dict(sorted(world.inventories.get(agent, {}).items())),
-            "stations": [
-                {"name": s.name, "kind": s.kind, "pos": list(s.pos),
-                 **({"contents": dict(sorted(world.containers.get(s.name, {}).items()))} if s.name in own_chests else {})}
-                for s in _visible_stations(episode)
-            ],
-        },
+        "observation": observation,
         "history": list(history),
         "messages": list(messages),
-        "prior": {
-            "view": view,
-            "roles": list(t.roles),
-            "codebook": list(t.bindings),
-            "nodes": [_node_dict(n, view) for n in nodes],
-        },
+        "prior": prior_part,
     }
+
+
+#: Rendered text of the shared (cached) observation and prior parts, keyed by object identity.
+_RENDERED: dict[int, tuple[object, str]] = {}
+
+
+@lru_cache(maxsize=4096)
+def _static(episode: Episode, agent: str, view: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The parts of a context that do not change during an episode, built once per (episode, agent, view)."""
+    world = episode.world
+    t = episode.template
+    own_chests = {s.name for s in episode.prior.stations if s.owner == agent}
+    head = {
+        "agent": agent,
+        "role": episode.role_of[agent],
+        "peer": episode.second if agent == episode.first else episode.first,
+        "task": {"template": t.id, "family": t.family, "title": t.title,
+                 "order": t.order.format(q=episode.quantities["q"], goal="the goal item")},
+    }
+    observation = {
+        "position": list(world.positions[agent]),
+        "inventory": dict(sorted(world.inventories.get(agent, {}).items())),
+        "stations": [
+            {"name": s.name, "kind": s.kind, "pos": list(s.pos),
+             **({"contents": dict(sorted(world.containers.get(s.name, {}).items()))} if s.name in own_chests else {})}
+            for s in _visible_stations(episode)
+        ],
+    }
+    prior_part = {
+        "view": view,
+        "roles": list(t.roles),
+        "codebook": list(t.bindings),
+        "nodes": [_node_dict(n, view) for n in view_order(episode.nodes, view)],
+    }
+    if len(_RENDERED) > 4 * 4096:
+        _RENDERED.clear()
+    _RENDERED[id(observation)] = (observation, _render_observation(observation))
+    _RENDERED[id(prior_part)] = (prior_part, _render_prior(prior_part))
+    return head, observation, prior_part
 
 
 def _visible_stations(episode: Episode):  # type: ignore[no-untyped-def]
@@ -116,16 +135,28 @@ def render(context: Mapping[str, Any]) -> str:
         f"TASK {c['task']['template']} ({c['task']['family']}): {c['task']['order']}",
     ]
     lines += [f"PRIVATE {k}={v}" for k, v in c["private"].items()] or ["PRIVATE -"]
-    obs = c["observation"]
-    lines.append(f"POSITION {tuple(obs['position'])}")
-    lines.append("INVENTORY " + _counts(obs["inventory"]))
+    lines.append(_cached(c["observation"], _render_observation))
+    lines += [f"HISTORY {h}" for h in c["history"]] or ["HISTORY -"]
+    lines += [f"MESSAGE {m}" for m in c["messages"]] or ["MESSAGE -"]
+    lines.append(_cached(c["prior"], _render_prior))
+    return "\n".join(lines)
+
+
+def _cached(part: Mapping[str, Any], fn: Any) -> str:
+    hit = _RENDERED.get(id(part))
+    return hit[1] if hit is not None and hit[0] is part else fn(part)  # type: ignore[no-any-return]
+
+
+def _render_observation(obs: Mapping[str, Any]) -> str:
+    lines = [f"POSITION {tuple(obs['position'])}", "INVENTORY " + _counts(obs["inventory"])]
     for s in obs["stations"]:
         extra = f" contents={_counts(s['contents'])}" if "contents" in s else ""
         lines.append(f"STATION {s['name']} {s['kind']} {tuple(s['pos'])}{extra}")
-    lines += [f"HISTORY {h}" for h in c["history"]] or ["HISTORY -"]
-    lines += [f"MESSAGE {m}" for m in c["messages"]] or ["MESSAGE -"]
-    p = c["prior"]
-    lines.append(f"PRIOR view={p['view']} roles={','.join(p['roles'])} codebook={','.join(p['codebook'])}")
+    return "\n".join(lines)
+
+
+def _render_prior(p: Mapping[str, Any]) -> str:
+    lines = [f"PRIOR view={p['view']} roles={','.join(p['roles'])} codebook={','.join(p['codebook'])}"]
     for n in p["nodes"]:
         fields = [n["id"], f"actor={n['actor']}", f"branch={n['branch']}"]
         if "stage" in n:

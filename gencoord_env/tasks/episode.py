@@ -213,12 +213,16 @@ class Episode:
         return tuple(s for s in self.prior.stations if s.suite in (None, suite))
 
     def scope(self, agent: str) -> PublicScope:
+        """The public instantiation xi_pub as the contract checker sees it for ``agent``."""
+        return self._scopes[agent]
+
+    @cached_property
+    def _scopes(self) -> Mapping[str, PublicScope]:
         from gencoord_env.contract import PublicScope
 
-        return PublicScope(
-            agents=AGENTS, agent=agent, references=frozenset(s.name for s in self.public_stations),
-            bindings=frozenset(self.template.bindings),
-        )
+        references = frozenset(s.name for s in self.public_stations)
+        bindings = frozenset(self.template.bindings)
+        return {a: PublicScope(agents=AGENTS, agent=a, references=references, bindings=bindings) for a in AGENTS}
 
     def _place(self, pos: Pos) -> Pos:
         v = self.prior.variant(self.cluster.variant)
