@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from json import JSONDecodeError
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]  # C-accelerated, stdlib
 
 from gencoord_env.dsl.errors import DSLSyntaxError
 from gencoord_env.dsl.model import Args, PeerRequest, Proposal, Task, Value
@@ -96,11 +96,12 @@ def parse_fast(src: str) -> Proposal | None:
         return None
     self_line, req_line = lines
     if self_line == "SELF -":
-        self_plan: tuple[Task, ...] | None = ()
+        self_plan: tuple[Task, ...] = ()
     elif self_line.startswith("SELF "):
-        self_plan = split_path(self_line[5:].lstrip(" "))
-        if self_plan is None:
+        split = split_path(self_line[5:].lstrip(" "))
+        if split is None:
             return None
+        self_plan = split
     else:
         return None
     if req_line == "REQ -":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]  # C-accelerated, stdlib
+from json.encoder import encode_basestring_ascii  # C-accelerated, stdlib
 
 from gencoord_env.dsl.model import PeerRequest, Proposal, Task, Value
 from gencoord_env.dsl.syntax import (
@@ -78,7 +78,7 @@ def format_path(tasks: Sequence[Task], where: str) -> str:
 def format_task(task: Task) -> str:
     parts = []
     for key, value in canonical_items(task):
-        text = _STRING_CACHE.get(value) if type(value) is str else None  # type: ignore[arg-type]
+        text = _STRING_CACHE.get(value) if type(value) is str else None
         parts.append(f"{key}={text if text is not None else format_value(value)}")
     return f"{task.skill}({','.join(parts)})"
 
@@ -107,20 +107,23 @@ def canonical_items(task: Task) -> list[tuple[str, Value]]:
 def format_value(value: Value) -> str:
     kind = type(value)
     if kind is str:
-        text = _STRING_CACHE.get(value)  # type: ignore[arg-type]
+        assert isinstance(value, str)
+        text = _STRING_CACHE.get(value)
         if text is None:
-            text = value if is_bare_string(value) else encode_basestring_ascii(value)  # type: ignore[arg-type]
+            text = value if is_bare_string(value) else encode_basestring_ascii(value)
             if len(_STRING_CACHE) < _CACHE_LIMIT:
-                _STRING_CACHE[value] = text  # type: ignore[index]
+                _STRING_CACHE[value] = text
         return text
     if kind is int:
-        return str(value)
+        return repr(value)
+    if kind is float:
+        assert isinstance(value, float)
+        if not math.isfinite(value):
+            raise ValueError(f"cannot write the non-finite number {value!r}; JSON numbers are finite")
+        return repr(value)
     if kind is bool:
         return "true" if value else "false"
     if value is None:
         return "null"
-    if kind is float:
-        if not math.isfinite(value):  # type: ignore[arg-type]
-            raise ValueError(f"cannot write the non-finite number {value!r}; JSON numbers are finite")
-        return repr(value)
+    # Subclasses (str enums, numpy scalars) are refused: they would read back as a different type.
     raise ValueError(f"cannot write a value of type {kind.__name__}; expected str, int, float, bool or None")
