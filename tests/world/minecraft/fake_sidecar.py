@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import time
+from typing import Any
 
 import msgpack
 import zmq
@@ -26,7 +27,7 @@ import zmq
 def main() -> None:
     argv = sys.argv[1:]
     endpoint = argv[argv.index("--endpoint") + 1]
-    flags = dict(f.split("=", 1) if "=" in f else (f, "1") for f in os.environ.get("FAKE_SIDECAR", "").split(",") if f)
+    flags = {f.partition("=")[0]: f.partition("=")[2] or "1" for f in os.environ.get("FAKE_SIDECAR", "").split(",") if f}
     log = sys.stderr
     print(f"fake sidecar argv {argv}", file=log, flush=True)
     if "exit_early" in flags:
@@ -48,7 +49,7 @@ def main() -> None:
     counts: dict[str, int] = {}
 
     def reply(rid: int, result: object = None, error: tuple[str, str] | None = None) -> bytes:
-        msg = {"v": 1, "id": rid, "ok": error is None}
+        msg: dict[str, Any] = {"v": 1, "id": rid, "ok": error is None}
         if error:
             msg["error"] = {"type": error[0], "message": error[1]}
         else:
