@@ -89,3 +89,25 @@ def test_killed_sidecar_raises_within_10s_and_next_reset_recovers() -> None:
         assert w.observe().containers == {"chest1": {"oak_planks": 4}}
     finally:
         w.close()
+
+
+def _sidecar_supports_external() -> bool:
+    if _MISSING:
+        return False
+    cli = locate().sidecar_dir / "src" / "cli.js"
+    return cli.exists() and "--mc-host" in cli.read_text()
+
+
+@pytest.mark.skipif(not _sidecar_supports_external(), reason="the sidecar has no --server external yet")
+def test_external_server_bots_join_a_running_server(world: MinecraftWorld) -> None:
+    # The embedded server of one sidecar stands in for an external Minecraft server.
+    world.reset(SPEC)
+    assert world.sidecar is not None
+    port = int(world.sidecar.ready_info["mc_port"])
+    other = WorldSpec(agents=("ext_a", "ext_b"), stations=(), positions={"ext_a": (10, 0, 10), "ext_b": (12, 0, 10)},
+                      inventories={"ext_a": {"oak_log": 1}, "ext_b": {}}, containers={})
+    with MinecraftWorld(server="external", host="127.0.0.1", port=port) as ext:
+        ext.reset(other)
+        events = ext.run([SkillCall("e1", "ext_a", "craft", {"item": "oak_planks", "count": 4, "station": ""})])
+        assert [e.ok for e in events] == [True]
+        assert ext.observe().inventories["ext_a"] == {"oak_planks": 4}
