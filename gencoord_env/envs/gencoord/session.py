@@ -49,6 +49,7 @@ class EpisodeSession:
         self.executed: list[Any] = []  # single-step: tasks already discharged, in order
         self.events: list[Any] = []
         self.response: Any = None
+        self.delivered: PeerRequest | None = None  # what the deliver stage handed the receiver
         self.last_context: dict[str, Any] = {}
         self.metrics: dict[str, Any] = {
             "decisions": 0, "raw_validity": True, "commitment_validity": False, "handoff_verified": False,
@@ -168,13 +169,21 @@ class EpisodeSession:
         self._deliver(q.peer_requests[0], agent)
 
     def _deliver(self, request: PeerRequest, sender: str) -> None:
+        # The deliver stage returns the request, a rewritten one, None (nothing arrives) or a tuple of
+        # copies (a duplicating channel); the receiver reads every copy and each one crosses the wire.
         delivered = self.stages.deliver(request, self.episode, self._record)
+        copies = delivered if isinstance(delivered, tuple) else (() if delivered is None else (delivered,))
+        self.delivered = copies[0] if copies else None
         payload = self.surface.request_payload(request)
-        shown = self.surface.request_payload(delivered) if delivered is not None else None
-        self._record({"stage": "deliver", "sent": payload, "delivered": shown})
-        if shown is not None:
-            self._wire(shown)
-            self.messages[request.target].append(f"REQ from {sender}: {shown}")
+        shown = self.surface.request_payload(copies[0]) if copies else None
+        entry: dict[str, Any] = {"stage": "deliver", "sent": payload, "delivered": shown}
+        if len(copies) > 1:
+            entry["copies"] = len(copies)
+        self._record(entry)
+        for copy in copies:
+            text = self.surface.request_payload(copy)
+            self._wire(text)
+            self.messages[request.target].append(f"REQ from {sender}: {text}")
         self.index += 1
 
     def _on_receiver_after_request(self, q: Proposal, agent: str) -> None:
@@ -182,6 +191,12 @@ class EpisodeSession:
             return
         sender_stage = "sender_after_obtain" if self.route == "single_step" else "sender_initial"
         q_snd = self.proposals[sender_stage]
+        if self.delivered != q_snd.peer_requests[0]:
+            # An intervention rewrote or removed the REQ: the commitment is formed from what the receiver
+            # was actually given (paper: validity is checked against the delivered request when present);
+            # with nothing delivered, the receiver's SELF path is its only obligation.
+            obligation = self.delivered or PeerRequest(agent, q.self_plan)
+            q_snd = Proposal(q_snd.self_plan, (obligation,))
         if self.executed:
             q_snd = Proposal(tuple(self.executed) + q_snd.self_plan, q_snd.peer_requests)
         self._commit(self.stages.resolve_forward(q_snd, q, self.episode))

@@ -32,7 +32,8 @@ def respond_truthfully(request: PeerRequest, episode: Episode, record: Callable[
 @dataclass(frozen=True)
 class Stages:
     check: Callable[..., Any] = contract.check
-    deliver: Callable[[PeerRequest, Episode, Callable[[dict[str, Any]], None]], PeerRequest | None] = deliver_as_sent
+    # returns the request as received, None when nothing arrives, or a tuple of copies (duplication)
+    deliver: Callable[[PeerRequest, Episode, Callable[[dict[str, Any]], None]], PeerRequest | tuple[PeerRequest, ...] | None] = deliver_as_sent
     respond: Callable[[PeerRequest, Episode, Callable[[dict[str, Any]], None]], Response] = respond_truthfully
     resolve_forward: Callable[..., Any] = resolve_forward
     resolve_feedback: Callable[..., Any] = resolve_feedback

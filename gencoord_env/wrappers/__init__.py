@@ -1,0 +1,48 @@
+"""Interventions on the gencoord env: each swaps one named stage and records what it changed.
+
+| wrapper | stage | routes | effect |
+| --- | --- | --- | --- |
+| ``RequestRemoval`` | ``deliver`` | forward, single_step | the receiver gets no REQ; the sender's SELF is kept |
+| ``RequestReplacement`` | ``deliver`` | forward, single_step | the REQ of the paired binding is delivered instead |
+| ``CounterfactualFeedback`` | ``respond`` | feedback | the paired workcell mode's bounded response is injected |
+| ``UnreliableChannel`` | ``deliver`` | forward, single_step | seeded drop / delay / duplicate of the REQ |
+| ``TraceRecorder`` | (none) | all | one JSONL record per finished episode (see ``gencoord_env.replay``) |
+
+Every intervention writes ``{"stage": "intervention", "intervention": <name>, ...}`` into the trace.
+Two interventions on the same stage cannot be stacked (construction raises ``ValueError``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from gencoord_env.wrappers.base import StageIntervention, interventions
+from gencoord_env.wrappers.counterfactual_feedback import CounterfactualFeedback
+from gencoord_env.wrappers.request_removal import RequestRemoval
+from gencoord_env.wrappers.request_replacement import RequestReplacement
+from gencoord_env.wrappers.trace_recorder import TraceRecorder
+from gencoord_env.wrappers.unreliable_channel import UnreliableChannel
+
+#: Interventions by name, as ``StageIntervention.spec()`` writes them.
+INTERVENTIONS: dict[str, type[StageIntervention]] = {
+    cls.__name__: cls for cls in (RequestRemoval, RequestReplacement, CounterfactualFeedback, UnreliableChannel)
+}
+
+
+def apply(env: Any, specs: list[dict[str, Any]]) -> Any:
+    """Wrap ``env`` in the interventions ``specs`` names (innermost first), e.g. from a trace record."""
+    for spec in specs:
+        name = spec.get("name")
+        if name not in INTERVENTIONS:
+            import difflib
+
+            hint = difflib.get_close_matches(str(name), INTERVENTIONS, n=1)
+            raise ValueError(f"unknown intervention {name!r}; expected one of {sorted(INTERVENTIONS)}"
+                             + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+        env = INTERVENTIONS[name](env, **spec.get("args", {}))
+    return env
+
+
+__all__ = [
+    "INTERVENTIONS", "CounterfactualFeedback", "RequestRemoval", "RequestReplacement", "StageIntervention",
+    "TraceRecorder", "UnreliableChannel", "apply", "interventions",
+]

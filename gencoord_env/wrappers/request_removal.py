@@ -1,0 +1,34 @@
+"""RequestRemoval: the receiver gets no REQ; the sender's SELF plan is kept.
+
+The sender still decides and its proposal is still read and checked; only the delivery of its request is
+suppressed, so the receiver decides from a context that is identical across the two paired bindings.
+With the rule receiver (which then takes the first admissible branch) this exposes the construction's
+paired-ambiguity ceiling: 50% (paper, "Delivered Binding Determines Peer Execution").
+
+Trace record: ``{"stage": "intervention", "intervention": "RequestRemoval", "removed": PeerRequest}``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from gencoord_env.dsl.model import PeerRequest
+from gencoord_env.tasks.episode import Episode
+from gencoord_env.wrappers.base import Record, StageIntervention
+
+
+class RequestRemoval(StageIntervention):
+    """Swap ``deliver`` for a channel that delivers nothing.
+
+    >>> import gencoord_env
+    >>> env = RequestRemoval(gencoord_env.parallel_env(pool="request"))
+    """
+
+    stage = "deliver"
+    routes = ("forward", "single_step")
+
+    def __call__(self, request: PeerRequest, episode: Episode, record: Record) -> None:
+        self.provenance(record, removed=request)
+        return None
+
+
+__all__ = ["RequestRemoval"]

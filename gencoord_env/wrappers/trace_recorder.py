@@ -1,0 +1,129 @@
+"""TraceRecorder: one JSONL record per finished episode, with every stage of its trace.
+
+A record holds what is needed to re-run the episode (the cluster and role permutation, the env's
+arguments, the intervention stack and the deciding agents' actions in order) and what it produced (the
+outcome, reason, metrics and the full stage trace). ``gencoord_env.replay`` re-runs a record and checks
+that it reproduces the same outcome and trace.
+
+Record layout (keys sorted in the file, so records of equal episodes are byte-identical)::
+
+    {"version": 1, "episode_id": str, "episode": {"cluster": {...}, "perm": 0|1},
+     "env": {"pool", "backend", "route", "view", "surface", "private_fact"},
+     "interventions": [{"name": str, "args": {...}}, ...],   # innermost wrapper first
+     "actions": [{"agent": str, "action": str}, ...],
+     "outcome": str, "reason": str, "metrics": {...}, "trace": [stage records]}
+
+Trace values are made JSON-safe by ``jsonable``: a ``Task`` becomes its Short DSL text, other frozen
+dataclasses (proposals, requests, violations, resolutions, plans, skill calls, world events, verdicts,
+``GroundTruth``) become objects of their fields, enums their value, tuples lists.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import os
+from collections.abc import Mapping
+from typing import IO, Any
+
+from pettingzoo.utils.wrappers import BaseParallelWrapper
+
+from gencoord_env.dsl.model import Task
+from gencoord_env.dsl.serializer import format_task
+from gencoord_env.wrappers.base import interventions
+
+RECORD_VERSION = 1
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON types (see the module docstring for how each type is written)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value.value if isinstance(value, enum.Enum) else value
+    if isinstance(value, enum.Enum):
+        return jsonable(value.value)
+    if isinstance(value, Task):
+        return format_task(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [jsonable(v) for v in value]
+        return sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items
+    if isinstance(value, BaseException):
+        return {"error": type(value).__name__, "message": str(value)}
+    raise TypeError(f"cannot write a {type(value).__name__} into a trace record: {value!r:.120}")
+
+
+def dumps(record: Mapping[str, Any]) -> str:
+    """One JSONL line: sorted keys, no whitespace, ASCII-only."""
+    return json.dumps(jsonable(record), sort_keys=True, separators=(",", ":"))
+
+
+def episode_record(env: Any, actions: list[dict[str, Any]], info: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSONL record of the episode that just ended in ``env`` (``info``: a final ``infos`` entry)."""
+    base = env.unwrapped
+    session = base.session
+    episode = session.episode
+    return {
+        "version": RECORD_VERSION,
+        "episode_id": episode.id,
+        "episode": {"cluster": dataclasses.asdict(episode.cluster), "perm": episode.perm},
+        "env": {"pool": base.pool_name, "backend": base.backend, "route": base.route, "view": base.view,
+                "surface": base.surface.name, "private_fact": base.private_fact},
+        "interventions": interventions(env),
+        "actions": actions,
+        "outcome": info["outcome"],
+        "reason": info["reason"],
+        "metrics": info["metrics"],
+        "trace": info["trace"],
+    }
+
+
+class TraceRecorder(BaseParallelWrapper):
+    """Append one JSONL record to ``path`` (or a text stream) each time an episode ends.
+
+    Wrap it outermost so that it sees every intervention below it:
+
+    >>> import gencoord_env, io
+    >>> from gencoord_env.wrappers import RequestRemoval
+    >>> env = TraceRecorder(RequestRemoval(gencoord_env.parallel_env(pool="request")), io.StringIO())
+    """
+
+    def __init__(self, env: Any, path: str | os.PathLike[str] | IO[str]) -> None:
+        super().__init__(env)
+        self.path = path
+        self.records_written = 0
+        self._actions: list[dict[str, Any]] = []
+        self._turn: str | None = None
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+        obs, infos = self.env.reset(seed=seed, options=options)
+        self._actions = []
+        self._turn = _deciding(infos)
+        return obs, infos
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        if self._turn is not None:
+            self._actions.append({"agent": self._turn, "action": actions.get(self._turn, "")})
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        self._turn = _deciding(infos)
+        first = next(iter(infos.values()), {})
+        if first.get("stage") == "done":
+            self.write(dumps(episode_record(self, self._actions, first)))
+        return obs, rewards, terms, truncs, infos
+
+    def write(self, line: str) -> None:
+        if hasattr(self.path, "write"):
+            self.path.write(line + "\n")  # type: ignore[union-attr]
+        else:
+            with open(self.path, "a", encoding="utf-8") as f:  # type: ignore[arg-type]
+                f.write(line + "\n")
+        self.records_written += 1
+
+
+def _deciding(infos: Mapping[str, Mapping[str, Any]]) -> str | None:
+    return next((a for a, i in infos.items() if i.get("deciding")), None)
+
+
+__all__ = ["RECORD_VERSION", "TraceRecorder", "dumps", "episode_record", "jsonable"]

@@ -1,0 +1,81 @@
+"""UnreliableChannel: drop, delay or duplicate the peer REQ with given probabilities (beyond the paper).
+
+The paper's messaging is reliable. This wrapper swaps the ``deliver`` stage for a lossy channel so that
+robustness to message faults can be measured under the same protocol. In the two-call forward protocol
+(and the single-step route) exactly one peer message crosses the boundary, the sender's REQ, and the
+receiver decides exactly once, right after delivery. The three faults therefore mean:
+
+- ``drop``: the REQ is lost. The receiver decides without it (as under ``RequestRemoval``); nothing
+  crosses the wire.
+- ``delay``: the REQ arrives after the receiver's only decision, i.e. after the commitment is formed. The
+  receiver decides without it; the trace marks the message as late rather than lost. Wire bytes count
+  traffic before commitment (paper, "Metrics and Statistics"), so a late REQ adds none. In this protocol
+  a delay is as harmful as a drop; the distinction is kept so that analyses can tell the two apart.
+- ``duplicate``: the REQ arrives twice. The receiver's context lists both copies and each copy counts as
+  wire bytes; an idempotent receiver is unaffected.
+
+Which fault hits an episode is a pure function of ``(seed, episode id)``: the same episode always meets
+the same channel, whatever order the episodes run in, so recorded traces replay exactly. Vary ``seed``
+for independent channels. The bounded response of the feedback route is not routed through this
+channel (it is a schema-bounded reply formed by the environment, not an agent message).
+
+Trace record: ``{"stage": "intervention", "intervention": "UnreliableChannel", "fault": "drop" | "delay"
+| "duplicate" | "none", "draw": float, "request": PeerRequest}``.
+"""
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from gencoord_env.dsl.model import PeerRequest
+from gencoord_env.tasks.episode import Episode
+from gencoord_env.wrappers.base import Record, StageIntervention
+
+FAULTS: tuple[str, ...] = ("drop", "delay", "duplicate")
+
+
+class UnreliableChannel(StageIntervention):
+    """Swap ``deliver`` for a seeded lossy channel.
+
+    >>> import gencoord_env
+    >>> env = UnreliableChannel(gencoord_env.parallel_env(), drop=0.1, duplicate=0.1, seed=7)
+    """
+
+    stage = "deliver"
+    routes = ("forward", "single_step")
+
+    def __init__(self, env: Any, drop: float = 0.0, delay: float = 0.0, duplicate: float = 0.0, seed: int = 0) -> None:
+        probabilities = {"drop": drop, "delay": delay, "duplicate": duplicate}
+        for name, p in probabilities.items():
+            if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0.0 <= p <= 1.0:
+                raise ValueError(f"{name} must be a probability in [0, 1], got {p!r}")
+        if sum(probabilities.values()) > 1.0 + 1e-12:
+            raise ValueError(f"drop + delay + duplicate must be at most 1, got {sum(probabilities.values())}")
+        self.probabilities = probabilities
+        self.seed = int(seed)
+        super().__init__(env)
+
+    def spec(self) -> dict[str, Any]:
+        return {"name": "UnreliableChannel", "args": {**self.probabilities, "seed": self.seed}}
+
+    def fault(self, episode: Episode) -> tuple[str, float]:
+        """(fault, uniform draw) for ``episode``: cumulative thresholds drop, delay, duplicate."""
+        draw = random.Random(f"{self.seed}:{episode.id}").random()
+        edge = 0.0
+        for name in FAULTS:
+            edge += self.probabilities[name]
+            if draw < edge:
+                return name, draw
+        return "none", draw
+
+    def __call__(self, request: PeerRequest, episode: Episode, record: Record) -> PeerRequest | tuple[PeerRequest, ...] | None:
+        fault, draw = self.fault(episode)
+        self.provenance(record, fault=fault, draw=draw, request=request)
+        if fault in ("drop", "delay"):
+            return None
+        if fault == "duplicate":
+            return (request, request)
+        return request
+
+
+__all__ = ["FAULTS", "UnreliableChannel"]

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import io
+import json
+
+from agents.rollout import rollout
+from agents.rules import make_policy
+
+import gencoord_env
+from gencoord_env.wrappers import RequestReplacement, TraceRecorder
+
+
+def test_one_sorted_record_per_episode_with_every_stage(tmp_path):
+    path = tmp_path / "trace.jsonl"
+    env = TraceRecorder(RequestReplacement(gencoord_env.parallel_env(pool="request")), path)
+    infos = rollout(env, make_policy("rule"), episodes=3)
+    lines = path.read_text().splitlines()
+    assert len(lines) == 3 == env.records_written
+    rec = json.loads(lines[0])
+    assert list(rec) == sorted(rec)
+    assert rec["episode_id"] == infos[0]["episode_id"]
+    assert rec["interventions"] == [{"name": "RequestReplacement", "args": {}}]
+    assert [a["agent"] for a in rec["actions"]] == [s["agent"] for s in rec["trace"] if "action" in s]
+    stages = [s["stage"] for s in rec["trace"]]
+    assert stages == ["sender_initial", "intervention", "deliver", "receiver_after_request", "resolve",
+                      "materialize", "compile", "execute", "verify"]
+    assert rec["outcome"] == str(infos[0]["outcome"])
+    # frozen dataclasses are objects of their fields, tasks their DSL text, GroundTruth included
+    intervention = rec["trace"][1]
+    assert intervention["replacement"]["target"] in ("agent_a", "agent_b")
+    assert all(isinstance(t, str) and "(" in t for t in intervention["replacement"]["requested_plan"])
+    assert rec["env"] == {"pool": "request", "backend": "sim", "route": "forward", "view": "full",
+                          "surface": "dsl", "private_fact": "id"}
+
+
+def test_records_are_deterministic_apart_from_timings():
+    def record() -> dict:
+        buf = io.StringIO()
+        rollout(TraceRecorder(gencoord_env.parallel_env(pool="heldout"), buf), make_policy("rule"), episodes=1)
+        rec = json.loads(buf.getvalue())
+        rec["metrics"].pop("episode_seconds"), rec["metrics"].pop("time_to_commitment")
+        return rec
+
+    assert record() == record()
+    verify = record()["trace"][-1]
+    assert verify["stage"] == "verify" and set(verify["ground_truth"]) >= {"inventories", "containers", "sites"}
