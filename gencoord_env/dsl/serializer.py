@@ -76,32 +76,44 @@ def format_path(tasks: Sequence[Task], where: str) -> str:
 
 
 def format_task(task: Task) -> str:
+    items = _checked_items(task)
+    string_cache = _STRING_CACHE
     parts = []
-    for key, value in canonical_items(task):
-        text = _STRING_CACHE.get(value) if type(value) is str else None
+    for key in key_order(task.skill, items):
+        value = items[key]
+        text = string_cache.get(value) if type(value) is str else None
         parts.append(f"{key}={text if text is not None else format_value(value)}")
     return f"{task.skill}({','.join(parts)})"
 
 
 def canonical_items(task: Task) -> list[tuple[str, Value]]:
     """The task's arguments in canonical key order, after checking that the DSL can express them."""
+    items = _checked_items(task)
+    return [(key, items[key]) for key in key_order(task.skill, items)]
+
+
+def _checked_items(task: Task) -> dict[str, Value]:
     if not isinstance(task, Task):
         raise TypeError(f"Expected a Task but got {type(task).__name__}")
     if task.skill not in SKILLS:
         raise ValueError(f"unknown skill {task.skill!r}; the Short DSL writes only catalog skills")
-    items = task.args.as_dict()
+    return task.args.as_dict()
+
+
+def key_order(skill: str, items: dict[str, Value]) -> tuple[str, ...]:
+    """The keys of ``items`` in canonical order; refuses keys the parser would not read back unchanged."""
     keys = tuple(items)
     order = _ORDER_CACHE.get(keys)
     if order is None:
         for key in keys:
             if not isinstance(key, str) or KEY_RE.fullmatch(key) is None:
-                raise ValueError(f"key {key!r} of {task.skill!r} is not an identifier [A-Za-z][A-Za-z0-9_]*")
+                raise ValueError(f"key {key!r} of {skill!r} is not an identifier [A-Za-z][A-Za-z0-9_]*")
             if key in KEY_ALIASES:
-                raise ValueError(f"key {key!r} of {task.skill!r} is an alias; use the compact key {KEY_ALIASES[key]!r}")
+                raise ValueError(f"key {key!r} of {skill!r} is an alias; use the compact key {KEY_ALIASES[key]!r}")
         order = tuple(sorted(keys, key=key_rank))
         if len(_ORDER_CACHE) < _CACHE_LIMIT:
             _ORDER_CACHE[keys] = order
-    return [(key, items[key]) for key in order]
+    return order
 
 
 def format_value(value: Value) -> str:
