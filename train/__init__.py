@@ -1,0 +1,1 @@
+"""Training side: programmatic SFT data (``data``), supervised fine-tuning (``sft``), closed-loop evaluation (``evaluate``)."""

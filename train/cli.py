@@ -1,0 +1,110 @@
+"""Command line for the training side: ``data``, ``sft`` and ``evaluate`` (``python -m train <command>``).
+
+Each command is also a function taking ``argv`` (:func:`data_main`, :func:`sft_main`,
+:func:`evaluate_main`) so a top-level CLI can mount them as ``gencoord train ...``.
+
+Examples::
+
+    python -m train data --out runs/data
+    python -m train sft --data runs/data/forward.jsonl --out runs/scratch --scratch qwen3 --lr 1e-3 --epochs 12
+    python -m train evaluate --model runs/scratch/final --pool heldout --route forward --out runs/heldout.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def data_main(argv: Sequence[str] | None = None) -> int:
+    from train.data import DATASETS, build_all
+
+    p = argparse.ArgumentParser(prog="train data", description="Write the programmatic SFT sets and their manifest.")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--sets", nargs="*", choices=sorted(DATASETS), help="sets to build (default: all)")
+    p.add_argument("--seed", type=int, default=0, help="pool seed")
+    a = p.parse_args(argv)
+    manifest = build_all(a.out, a.sets, a.seed)
+    for name, f in manifest["files"].items():
+        print(f"{name:15s} {f['rows']:5d} rows  sha256 {f['sha256'][:16]}  {f['stages']}")
+    return 0
+
+
+def sft_main(argv: Sequence[str] | None = None) -> int:
+    from train.sft import SCRATCH_LR, ScratchConfig, SFTConfig, train
+
+    p = argparse.ArgumentParser(prog="train sft", description="Supervised fine-tuning (target + EOS loss) with provenance.")
+    p.add_argument("--data", nargs="+", required=True, help="JSONL files written by `train data`")
+    p.add_argument("--out", required=True, help="run directory (final/ and provenance.json)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--base-model", help="checkpoint directory or hub id to fine-tune")
+    src.add_argument("--scratch", choices=["qwen3", "qwen3_5", "qwen3_5_08b"], help="train from random weights")
+    p.add_argument("--hidden-size", type=int, default=256)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--vocab-size", type=int, default=2048)
+    p.add_argument("--lr", type=float, help=f"default 1e-5 (pretrained) or {SCRATCH_LR} (scratch)")
+    p.add_argument("--epochs", type=float, default=2.0)
+    p.add_argument("--max-steps", type=int)
+    p.add_argument("--micro-batch", type=int, default=4)
+    p.add_argument("--grad-accum", type=int, default=4)
+    p.add_argument("--max-length", type=int, default=2048)
+    p.add_argument("--seed", type=int, default=2026073101)
+    p.add_argument("--no-save", action="store_true", help="skip writing the checkpoint (timing runs)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    a = p.parse_args(argv)
+    scratch = ScratchConfig(a.scratch, a.vocab_size, a.hidden_size, a.layers) if a.scratch else None
+    lr = a.lr if a.lr is not None else (SCRATCH_LR if scratch else 1e-5)
+    config = SFTConfig(
+        data=tuple(a.data), out_dir=a.out, base_model=a.base_model, scratch=scratch, lr=lr, epochs=a.epochs,
+        max_steps=a.max_steps, micro_batch=a.micro_batch, grad_accum=a.grad_accum, max_length=a.max_length,
+        seed=a.seed, save=not a.no_save, progress=not a.quiet,
+    )
+    result = train(config)
+    prov = result.provenance
+    print(json.dumps({k: prov[k] for k in ("optimizer_steps", "train_seconds", "loss_first", "loss_final", "token_exposure")}
+                     | {"parameters": prov["base_model"]["parameters"], "device": prov["libraries"]["device_name"],
+                        "checkpoint": str(result.checkpoint) if result.checkpoint else None}, indent=2))
+    return 0
+
+
+def evaluate_main(argv: Sequence[str] | None = None) -> int:
+    from agents.lm.generate import GenerationConfig
+    from agents.lm.policy import load_policy
+    from train.evaluate import evaluate
+
+    p = argparse.ArgumentParser(prog="train evaluate", description="Closed-loop evaluation of a checkpoint in the env.")
+    p.add_argument("--model", required=True, help="checkpoint directory or hub id")
+    p.add_argument("--policy", choices=["direct", "factor_code"], default="direct")
+    p.add_argument("--pool", default="heldout")
+    p.add_argument("--route", default="forward")
+    p.add_argument("--view", default="full")
+    p.add_argument("--surface", default="dsl")
+    p.add_argument("--backend", default="sim")
+    p.add_argument("--episodes", type=int)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--decode", choices=["auto", "static", "generate"], default="auto", help="generation backend")
+    p.add_argument("--device")
+    p.add_argument("--out", help="write the full report (every episode) as JSON here")
+    a = p.parse_args(argv)
+    policy = load_policy(a.model, a.policy, device=a.device, config=GenerationConfig(backend=a.decode))
+    report = evaluate(policy, a.pool, route=a.route, view=a.view, surface=a.surface, backend=a.backend,
+                      episodes=a.episodes, batch_size=a.batch_size)
+    report["model"] = a.model
+    if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.out).write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    print(json.dumps({"pool": a.pool, "route": a.route, "policy": a.policy, **report["metrics"]}, indent=2, default=str))
+    return 0
+
+
+COMMANDS = {"data": data_main, "sft": sft_main, "evaluate": evaluate_main}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] not in COMMANDS:
+        print(f"usage: python -m train {{{','.join(COMMANDS)}}} ...", file=sys.stderr)
+        return 2
+    return COMMANDS[args[0]](args[1:])

@@ -1,0 +1,332 @@
+"""Supervised fine-tuning on the programmatic rows: loss on the target and EOS only, one provenance JSON per run.
+
+The paper's recipe (supplement, "Training and Checkpoint Provenance") is the default: AdamW, learning
+rate 1e-5, weight decay 0.01, cosine schedule with 3% warm-up, gradient-norm clip 1.0, micro-batch 4 x
+accumulation 4 (effective 16), bfloat16 autocast where the device supports it, maximum length 2,048,
+two epochs (1,920 rows -> 240 optimizer steps), final-step checkpoint.
+
+Where no pretrained weights exist, ``scratch`` trains a byte-level BPE tokenizer on the training rows and
+builds a small Qwen3 / Qwen3.5 model from a config written in code. A random-weight model does not learn
+at 1e-5; :data:`SCRATCH_LR` (1e-3) does, and needs more epochs than a pretrained model.
+
+Loss: prompt positions carry label -100. The loss is the sum of token losses over the target and EOS
+tokens of the whole effective batch divided by their count, so gradient accumulation gives the same
+update as one large batch. Only target positions go through the output head: with a 248k-token
+vocabulary the full logits of a 1,000-token prompt would cost more than the rest of the step.
+Batches are right-padded and run without an attention mask: causal attention (and the recurrent
+Gated-DeltaNet layers) never let a real token see the padding after it, and padded labels are -100.
+
+Example::
+
+    result = train(SFTConfig(data=("runs/data/forward.jsonl",), out_dir="runs/sft",
+                             scratch=ScratchConfig(), lr=SCRATCH_LR, epochs=20))
+    result.checkpoint, result.provenance["checkpoint"]["tree_sha256"]
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import platform
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+import torch.nn.functional as F  # noqa: N812
+from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_cosine_schedule_with_warmup
+
+from agents.lm.loading import build_qwen35_08b_config, build_tiny, load_model, train_tokenizer
+from agents.lm.policy import prompt_text
+from train.data import Row, file_sha256, load_rows
+
+__all__ = ["SCRATCH_LR", "Encoded", "RunResult", "SFTConfig", "ScratchConfig", "encode", "masked_loss", "train", "tree_sha256"]
+
+#: Learning rate that trains a randomly initialised small model on these rows (1e-5 does not).
+SCRATCH_LR = 1e-3
+
+
+@dataclass(frozen=True)
+class ScratchConfig:
+    """A model trained from random weights: offline BPE tokenizer plus an architecture built in code.
+
+    ``arch``: ``qwen3`` / ``qwen3_5`` (small, sized by the fields below) or ``qwen3_5_08b`` (the
+    Qwen3.5-0.8B text architecture, for timing; its vocabulary is larger than the offline tokenizer's).
+    """
+
+    arch: Literal["qwen3", "qwen3_5", "qwen3_5_08b"] = "qwen3"
+    vocab_size: int = 2048
+    hidden_size: int = 256
+    num_layers: int = 4
+
+
+@dataclass(frozen=True)
+class SFTConfig:
+    data: tuple[str, ...]
+    out_dir: str
+    base_model: str | None = None  # a checkpoint directory or hub id; None with ``scratch``
+    scratch: ScratchConfig | None = None
+    lr: float = 1e-5
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.03
+    max_grad_norm: float = 1.0
+    micro_batch: int = 4
+    grad_accum: int = 4
+    epochs: float = 2.0
+    max_steps: int | None = None  # overrides epochs when set
+    max_length: int = 2048
+    seed: int = 2026073101
+    bf16: bool | None = None  # None: bfloat16 autocast on CUDA devices that support it
+    device: str | None = None
+    save: bool = True
+    log_every: int = 10
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if (self.base_model is None) == (self.scratch is None):
+            raise ValueError("give exactly one of base_model (a checkpoint to fine-tune) and scratch (train from random weights)")
+        if not self.data:
+            raise ValueError("SFTConfig.data needs at least one JSONL file from train.data.build_all")
+        if self.micro_batch < 1 or self.grad_accum < 1:
+            raise ValueError(f"micro_batch and grad_accum must be >= 1, got {self.micro_batch} and {self.grad_accum}")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["data"] = [Path(p).name for p in self.data]  # hashes identify the data, not where it lies
+        for key in ("out_dir", "device", "progress", "log_every", "save"):
+            d.pop(key)
+        return d
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One row as token ids; ``labels`` is -100 on the prompt and the ids on target + EOS."""
+
+    input_ids: list[int]
+    labels: list[int]
+    row_id: str
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(1 for x in self.labels if x == -100)
+
+    @property
+    def target_tokens(self) -> int:
+        return len(self.labels) - self.prompt_tokens
+
+
+@dataclass(frozen=True)
+class RunResult:
+    checkpoint: Path | None
+    provenance: dict[str, Any]
+    losses: list[float] = field(repr=False)
+
+
+def encode(rows: Sequence[Row], tokenizer: PreTrainedTokenizerBase, max_length: int = 2048) -> list[Encoded]:
+    """Tokenize prompt (chat template) and target + EOS; raises when a row is longer than ``max_length``."""
+    if tokenizer.eos_token_id is None:
+        raise ValueError("the tokenizer has no EOS token; set tokenizer.eos_token before training")
+    out = []
+    for r in rows:
+        prompt = tokenizer(prompt_text(tokenizer, r.prompt), add_special_tokens=False)["input_ids"]
+        target = tokenizer(r.target, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        if len(prompt) + len(target) > max_length:
+            raise ValueError(
+                f"row {r.id} has {len(prompt) + len(target)} tokens, over max_length={max_length}; "
+                "raise max_length (truncating would cut the target)"
+            )
+        out.append(Encoded(prompt + target, [-100] * len(prompt) + target, r.id))
+    return out
+
+
+def _collate(items: Sequence[Encoded], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(e.input_ids) for e in items)
+    ids = torch.full((len(items), width), pad_id, dtype=torch.long)
+    labels = torch.full((len(items), width), -100, dtype=torch.long)
+    for i, e in enumerate(items):
+        ids[i, : len(e.input_ids)] = torch.tensor(e.input_ids)
+        labels[i, : len(e.labels)] = torch.tensor(e.labels)
+    return ids.to(device, non_blocking=True), labels.to(device, non_blocking=True)
+
+
+def masked_loss(model: PreTrainedModel, input_ids: torch.Tensor, labels: torch.Tensor, n_items: int | None = None) -> torch.Tensor:
+    """Summed cross-entropy of the positions whose next-token label is not -100, divided by ``n_items``.
+
+    ``n_items`` defaults to the number of such positions in this batch (a plain mean).
+    """
+    shifted = labels[:, 1:]
+    keep = shifted != -100
+    count = int(keep.sum()) if n_items is None else n_items
+    if count == 0:
+        raise ValueError("no target tokens in the batch: every label is -100")
+    decoder = getattr(model, "model", None)
+    head = model.get_output_embeddings()
+    if decoder is None or head is None:  # an architecture without the usual decoder/head split
+        out = model(input_ids=input_ids, labels=labels, num_items_in_batch=count)
+        return out.loss
+    hidden = decoder(input_ids=input_ids, use_cache=False).last_hidden_state[:, :-1]
+    logits = head(hidden[keep]).float()
+    return F.cross_entropy(logits, shifted[keep], reduction="sum") / count
+
+
+def tree_sha256(directory: str | os.PathLike[str]) -> tuple[str, dict[str, str]]:
+    """A content hash of a checkpoint directory: SHA-256 over the sorted (name, file hash) lines."""
+    files = {p.relative_to(directory).as_posix(): file_sha256(p) for p in sorted(Path(directory).rglob("*")) if p.is_file()}
+    digest = hashlib.sha256("".join(f"{name} {h}\n" for name, h in files.items()).encode()).hexdigest()
+    return digest, files
+
+
+def _config_sha256(config: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _libraries(device: torch.device) -> dict[str, str]:
+    import tokenizers
+    import transformers
+
+    out = {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
+           "tokenizers": tokenizers.__version__}
+    if device.type == "cuda":
+        out["cuda"] = str(torch.version.cuda)
+        out["device_name"] = torch.cuda.get_device_name(device)
+    else:
+        out["device_name"] = platform.processor() or platform.machine()
+    return out
+
+
+def _build_model(config: SFTConfig, rows: Sequence[Row], device: torch.device) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, dict[str, Any]]:
+    """The model to train (float32 weights; autocast supplies bfloat16) and a description for provenance."""
+    if config.base_model is not None:
+        lm = load_model(config.base_model, device=device, dtype=torch.float32)
+        base: dict[str, Any] = {"kind": "pretrained", "source": config.base_model}
+        if Path(config.base_model).is_dir():
+            base["tree_sha256"] = tree_sha256(config.base_model)[0]
+        return lm.model, lm.tokenizer, base
+    scratch = config.scratch
+    assert scratch is not None
+    corpus = [r.prompt + "\n" + r.target for r in rows]
+    if scratch.arch == "qwen3_5_08b":
+        from transformers import AutoModelForCausalLM
+
+        tokenizer = train_tokenizer(corpus, vocab_size=scratch.vocab_size)
+        torch.manual_seed(config.seed)
+        model_config = build_qwen35_08b_config(eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+        model = AutoModelForCausalLM.from_config(model_config).to(device=device, dtype=torch.float32)
+    else:
+        lm = build_tiny(corpus, arch=scratch.arch, vocab_size=scratch.vocab_size, hidden_size=scratch.hidden_size,
+                        num_layers=scratch.num_layers, seed=config.seed, device=device, dtype=torch.float32)
+        model, tokenizer = lm.model, lm.tokenizer
+    base = {"kind": "scratch", **dataclasses.asdict(scratch), "tokenizer": "offline byte-level BPE on the training rows"}
+    return model, tokenizer, base
+
+
+def _order(n: int, steps: int, per_step: int, seed: int) -> list[int]:
+    """Row indices for every sample of the run: whole shuffled epochs, then a shuffled partial epoch."""
+    rng = random.Random(seed)
+    order: list[int] = []
+    while len(order) < steps * per_step:
+        epoch = list(range(n))
+        rng.shuffle(epoch)
+        order += epoch
+    return order[: steps * per_step]
+
+
+def train(config: SFTConfig) -> RunResult:
+    """Run one SFT job; writes ``<out_dir>/final`` (unless ``save`` is off) and ``<out_dir>/provenance.json``."""
+    out = Path(config.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [r for path in config.data for r in load_rows(path)]
+    device = torch.device(config.device) if config.device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    bf16 = config.bf16 if config.bf16 is not None else (device.type == "cuda" and torch.cuda.is_bf16_supported())
+    torch.manual_seed(config.seed)
+    model, tokenizer, base = _build_model(config, rows, device)
+    model.train()
+    encoded = encode(rows, tokenizer, config.max_length)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+    per_step = config.micro_batch * config.grad_accum
+    steps = config.max_steps or math.ceil(len(encoded) * config.epochs / per_step)
+    order = _order(len(encoded), steps, per_step, config.seed)
+    decay = [p for p in model.parameters() if p.requires_grad and p.ndim >= 2]
+    no_decay = [p for p in model.parameters() if p.requires_grad and p.ndim < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=config.lr, fused=device.type == "cuda")
+    schedule = get_cosine_schedule_with_warmup(opt, math.ceil(config.warmup_ratio * steps), steps)
+
+    losses: list[float] = []
+    exposure = {"samples": 0, "prompt_tokens": 0, "target_tokens": 0}
+    progress = _progress(config.progress)
+    start = time.perf_counter()
+    with progress:
+        task = progress.add_task("sft", total=steps, loss=float("nan"))
+        for step in range(steps):
+            batch = [encoded[i] for i in order[step * per_step : (step + 1) * per_step]]
+            n_items = sum(e.target_tokens for e in batch)
+            total = torch.zeros((), device=device)
+            for k in range(0, per_step, config.micro_batch):
+                micro = batch[k : k + config.micro_batch]
+                ids, labels = _collate(micro, pad_id, device)
+                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                    loss = masked_loss(model, ids, labels, n_items)
+                loss.backward()
+                total += loss.detach()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+            opt.step()
+            schedule.step()
+            opt.zero_grad(set_to_none=True)
+            exposure["samples"] += len(batch)
+            exposure["prompt_tokens"] += sum(e.prompt_tokens for e in batch)
+            exposure["target_tokens"] += n_items
+            if step % config.log_every == 0 or step == steps - 1:
+                losses.append(float(total))  # one host sync per logged step only
+                progress.update(task, loss=losses[-1])
+            progress.advance(task)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    seconds = time.perf_counter() - start
+    model.eval()
+
+    data_files = [{"file": Path(p).name, "sha256": file_sha256(p), "rows": sum(1 for _ in open(p, encoding="utf-8"))} for p in config.data]
+    cfg = config.to_dict()
+    provenance: dict[str, Any] = {
+        "data": {"files": data_files, "sha256": hashlib.sha256("".join(f["sha256"] for f in data_files).encode()).hexdigest()},
+        "config": cfg,
+        "config_sha256": _config_sha256(cfg),
+        "base_model": {**base, "model_type": model.config.model_type,
+                       "parameters": sum(p.numel() for p in model.parameters())},
+        "tokenizer_vocab": len(tokenizer),
+        "seed": config.seed,
+        "libraries": _libraries(device),
+        "precision": "bfloat16 autocast, float32 weights" if bf16 else "float32",
+        "optimizer_steps": steps,
+        "epochs": steps * per_step / len(encoded),
+        "token_exposure": {**exposure, "total_tokens": exposure["prompt_tokens"] + exposure["target_tokens"]},
+        "train_seconds": seconds,
+        "loss_first": losses[0],
+        "loss_final": losses[-1],
+        "loss_curve": {"every": config.log_every, "values": losses},
+    }
+    checkpoint = None
+    if config.save:
+        checkpoint = out / "final"
+        model.save_pretrained(checkpoint)
+        tokenizer.save_pretrained(checkpoint)
+        digest, files = tree_sha256(checkpoint)
+        provenance["checkpoint"] = {"dir": "final", "tree_sha256": digest, "files": files}
+    (out / "provenance.json").write_text(json.dumps(provenance, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return RunResult(checkpoint, provenance, losses)
+
+
+def _progress(enabled: bool):  # type: ignore[no-untyped-def]
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]:.4f}"), TimeElapsedColumn(), TimeRemainingColumn(),
+        disable=not enabled,
+    )
