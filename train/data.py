@@ -18,8 +18,8 @@ that each target maps back to the intended binding before writing it.
 ``gc_train`` is the training side of the Goal x Capability suite. The evaluation pool crosses two goals,
 two workcell modes and the prior's ten world variants (40 clusters); the paper's 320 rows per stage need
 160 training clusters, so the training side crosses the same goals and modes with 40 further world
-variants (``training_variants``): new (shift, mirror, cook time) combinations, none equal to an evaluation
-variant, so every training context differs from every evaluation context. These episodes carry an
+variants (``training_variants``): the 40 (shift, mirror) layouts the ten evaluation variants do not use,
+so every training context differs from every evaluation context. These episodes carry an
 extended prior and can be run in the env as a custom pool (``gc_train_episodes``).
 
 The controlled free-form set (2,400 rows) needs the free-form dialogue surface, which this builder does
@@ -213,24 +213,22 @@ def _gc_centralized_rows(episodes: Iterable[Episode]) -> Iterator[Row]:
 
 
 def training_variants(n: int = GC_TRAIN_VARIANTS, seed: int = 0) -> tuple[WorldVariant, ...]:
-    """``n`` world variants unlike any of the prior's, drawn deterministically.
+    """``n`` world variants whose layouts differ from every one of the prior's, drawn deterministically.
 
     Same ranges as the prior's variants (shifts within +-2 blocks, mirrored or not, cook time 20/30/40
-    ticks), so the layouts stay inside the arena; a combination equal to an evaluation variant is skipped.
+    ticks), so layouts stay inside the arena. The cook time is not visible in any context, so a variant
+    counts as new only when its (shift, mirror) geometry is: the 5 x 5 shifts x 2 mirrorings leave
+    exactly 40 geometries unused by the ten evaluation variants.
     """
-    taken = {(v.shift, v.mirror, v.cook_ticks) for v in prior().variants}
-    combos = [
-        ((dx, dz), mirror, cook)
-        for dx in range(-2, 3)
-        for dz in range(-2, 3)
-        for mirror in (False, True)
-        for cook in (20, 30, 40)
-        if ((dx, dz), mirror, cook) not in taken
-    ]
-    random.Random(f"gc_train:{seed}").shuffle(combos)
-    if n > len(combos):
-        raise ValueError(f"only {len(combos)} unused world variants exist, asked for {n}")
-    return tuple(WorldVariant(f"T{i:02d}", shift, mirror, cook) for i, (shift, mirror, cook) in enumerate(combos[:n]))
+    taken = {(v.shift, v.mirror) for v in prior().variants}
+    geometries = [((dx, dz), mirror) for dx in range(-2, 3) for dz in range(-2, 3) for mirror in (False, True)
+                  if ((dx, dz), mirror) not in taken]
+    rng = random.Random(f"gc_train:{seed}")
+    rng.shuffle(geometries)
+    if n > len(geometries):
+        raise ValueError(f"only {len(geometries)} unused world geometries exist, asked for {n}")
+    return tuple(WorldVariant(f"T{i:02d}", shift, mirror, rng.choice((20, 30, 40)))
+                 for i, (shift, mirror) in enumerate(geometries[:n]))
 
 
 @lru_cache(maxsize=4)

@@ -1,0 +1,155 @@
+"""The programmatic SFT sets: the paper's row counts, stable hashes, targets that map back to their
+binding, and prompts that are exactly what the env shows (replaying the targets in the env succeeds)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gencoord_env import dsl
+from gencoord_env.envs.gencoord.gencoord import parallel_env
+from gencoord_env.tasks import Episode, pool
+from gencoord_env.tasks.references import binding_of
+from train.data import (
+    EXPECTED_ROWS,
+    Row,
+    build_all,
+    build_set,
+    file_sha256,
+    gc_train_episodes,
+    load_rows,
+    observation,
+    training_variants,
+)
+from train.evaluate import evaluate
+
+PAPER_STAGES = {
+    "forward": {"sender_initial": 960, "receiver_after_request": 960},
+    "forward_json": {"sender_initial": 960, "receiver_after_request": 960},
+    "single_step": {"sender_initial": 960, "sender_after_obtain": 960, "receiver_after_request": 960},
+    "factor_code": {"sender_initial": 960, "receiver_after_request": 960},
+    "gc_requester": {"requester_initial": 320, "requester_after_response": 320},
+    "gc_centralized": {"centralized": 320},
+}
+
+
+def test_row_counts_match_the_paper(data_dir: Path) -> None:
+    manifest = json.loads((data_dir / "manifest.json").read_text())
+    assert {k: v["rows"] for k, v in manifest["files"].items()} == {
+        "forward": 1920, "forward_json": 1920, "single_step": 2880, "factor_code": 1920,
+        "gc_requester": 640, "gc_centralized": 320,
+    }
+    for name, stages in PAPER_STAGES.items():
+        assert manifest["files"][name]["stages"] == stages
+        assert len(load_rows(data_dir / f"{name}.jsonl")) == EXPECTED_ROWS[name]
+
+
+def test_manifest_hashes_are_the_file_hashes_and_builds_are_deterministic(data_dir: Path, tmp_path: Path) -> None:
+    manifest = json.loads((data_dir / "manifest.json").read_text())
+    for name, entry in manifest["files"].items():
+        assert entry["sha256"] == file_sha256(data_dir / entry["file"]), name
+    again = build_all(tmp_path, ["forward"])
+    assert again["files"]["forward"]["sha256"] == manifest["files"]["forward"]["sha256"]
+    other_seed = build_all(tmp_path / "s1", ["forward"], seed=1)
+    assert other_seed["files"]["forward"]["sha256"] != manifest["files"]["forward"]["sha256"]
+
+
+def test_unknown_set_name_suggests_the_closest() -> None:
+    with pytest.raises(ValueError, match="did you mean 'forward'"):
+        build_set("froward")
+
+
+@pytest.mark.parametrize("name", ["forward", "single_step", "gc_requester", "gc_centralized"])
+def test_targets_parse_and_select_the_rows_binding(data_dir: Path, name: str) -> None:
+    for r in load_rows(data_dir / f"{name}.jsonl"):
+        proposal = dsl.parse(r.target)
+        assert dsl.format(proposal) == r.target  # canonical form
+        if r.stage == "requester_initial":  # the default branch, whatever the hidden mode
+            continue
+        b = binding_of(proposal)
+        assert b is None or b == r.binding, r.id
+
+
+def test_factor_code_targets_name_the_stage_field(data_dir: Path) -> None:
+    for r in load_rows(data_dir / "factor_code.jsonl"):
+        field = "active_binding_id" if r.stage == "sender_initial" else "accepted_binding_id"
+        assert r.target == f"{field}={r.binding}"
+
+
+def test_forward_prompts_are_the_same_contexts_for_factor_code_and_direct(data_dir: Path) -> None:
+    direct = {r.id.split("/", 1)[1]: r.prompt for r in load_rows(data_dir / "forward.jsonl")}
+    codes = {r.id.split("/", 1)[1]: r.prompt for r in load_rows(data_dir / "factor_code.jsonl")}
+    assert direct == codes
+
+
+def test_goal_capability_training_side_is_disjoint_from_evaluation(data_dir: Path) -> None:
+    episodes = gc_train_episodes()
+    assert len(episodes) == 320 and len({e.cluster for e in episodes}) == 160
+    eval_variants = {v.id for v in episodes[0].prior.variants[:10]}
+    train_variants = {v.id for v in training_variants()}
+    assert not eval_variants & train_variants
+    eval_keys = {(v.shift, v.mirror) for v in episodes[0].prior.variants[:10]}
+    assert not eval_keys & {(v.shift, v.mirror) for v in training_variants()}
+    eval_prompts = {
+        observation(Episode(c, perm), Episode(c, perm).first, stage, route=route)
+        for c in pool("goal_capability") for perm in (0, 1)
+        for stage, route in (("requester_initial", "feedback"), ("centralized", "centralized"))
+    }
+    for name in ("gc_requester", "gc_centralized"):
+        assert not eval_prompts & {r.prompt for r in load_rows(data_dir / f"{name}.jsonl")}
+
+
+class _Replay:
+    """Answers each observation with the row whose prompt is exactly that observation."""
+
+    name = "replay"
+
+    def __init__(self, rows: list[Row]) -> None:
+        self.table: dict[str, str] = {}
+        for r in rows:
+            assert self.table.setdefault(r.prompt, r.target) == r.target, f"same prompt, two targets: {r.id}"
+        self.seen: set[str] = set()
+
+    def act(self, observation: str, info: dict) -> str:
+        assert observation in self.table, f"the env showed a context no row has:\n{observation}"
+        self.seen.add(observation)
+        return self.table[observation]
+
+    def act_batch(self, observations: list[str], infos: list[dict]) -> list[str]:
+        return [self.act(o, i) for o, i in zip(observations, infos)]
+
+
+@pytest.mark.parametrize(
+    ("name", "route", "surface", "gc"),
+    [
+        ("forward", "forward", "dsl", False),
+        ("forward_json", "forward", "json", False),
+        ("single_step", "single_step", "dsl", False),
+        ("gc_requester", "feedback", "dsl", True),
+        ("gc_centralized", "centralized", "dsl", True),
+    ],
+)
+def test_prompts_are_env_observations_and_targets_succeed_in_closed_loop(
+    data_dir: Path, name: str, route: str, surface: str, gc: bool
+) -> None:
+    rows = load_rows(data_dir / f"{name}.jsonl")
+    policy = _Replay(rows)
+    report = evaluate(policy, gc_train_episodes() if gc else "train", route=route, surface=surface, batch_size=16)
+    m = report["metrics"]
+    assert m["episodes"] == (320 if gc else 960)
+    assert m["success_rate"] == 1.0, m["outcomes"]
+    assert policy.seen == set(policy.table)  # every row was shown by the env, none is orphaned
+
+
+def test_env_observation_matches_builder_for_every_stage_of_a_few_episodes() -> None:
+    env = parallel_env(pool="train", route="forward")
+    rows = {(r.episode, r.stage): r for r in build_set("forward")}
+    for k in (0, 1, 101, 777):
+        obs, infos = env.reset(options={"index": k})
+        while env.agents:
+            turn = next(a for a, i in infos.items() if i["deciding"])
+            row = rows[(infos[turn]["episode_id"], infos[turn]["stage"])]
+            assert obs[turn] == row.prompt and row.agent == turn
+            obs, _, _, _, infos = env.step({turn: row.target})
+        assert str(infos["agent_a"]["outcome"]) == "SUCCESS"
