@@ -53,6 +53,48 @@ def _sync() -> None:
         torch.cuda.synchronize()
 
 
+def _profile(fast: Generator, rng: torch.Generator, vocab: int, avoid: set[int], args: argparse.Namespace) -> dict[str, object]:
+    """Prefill time, time per decode step (graph replay) and the kernels of one eager step, per batch size."""
+    from torch.profiler import ProfilerActivity, profile
+
+    report: dict[str, object] = {}
+    for batch in (1, args.batch):
+        ids = torch.tensor(_prompts(rng, batch, args.input_tokens, vocab, avoid))
+        mask = torch.ones_like(ids, dtype=torch.bool)
+        session = fast._session(batch, ((args.input_tokens + args.output_tokens + 255) // 256) * 256)
+        with torch.inference_mode():
+            ids, mask = ids.to(session.device), mask.to(session.device)
+            prefill, step = [], []
+            for _ in range(3):
+                _sync()
+                t0 = time.perf_counter()
+                session._prefill(ids, mask)
+                _sync()
+                t1 = time.perf_counter()
+                for _ in range(args.output_tokens - 1):
+                    session.graph.replay() if session.graph is not None else session._step()
+                _sync()
+                prefill.append(t1 - t0)
+                step.append((time.perf_counter() - t1) / (args.output_tokens - 1))
+            cuda = session.device.type == "cuda"
+            activities = [ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]
+            key = "self_cuda_time_total" if cuda else "self_cpu_time_total"
+            with profile(activities=activities) as prof:
+                session._prefill(ids, mask)
+                _sync()
+            prefill_table = prof.key_averages().table(sort_by=key, row_limit=14, max_name_column_width=70)
+            with profile(activities=activities) as prof:
+                for _ in range(4):
+                    session._step()
+                _sync()
+            step_table = prof.key_averages().table(sort_by=key, row_limit=18, max_name_column_width=70)
+        report[f"batch{batch}"] = {"prefill_s": min(prefill), "step_s": min(step)}
+        print(f"[profile] batch {batch}: prefill {min(prefill) * 1000:.1f} ms, decode step {min(step) * 1000:.2f} ms")
+        print(f"[profile] batch {batch} prefill kernels\n{prefill_table}")
+        print(f"[profile] batch {batch} eager decode kernels (4 steps)\n{step_table}", flush=True)
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--input-tokens", type=int, default=950)
@@ -63,7 +105,9 @@ def main() -> None:
     parser.add_argument("--batch-reps", type=int, default=5)
     parser.add_argument("--baseline-reps", type=int, default=2, help="plain model.generate calls at batch 1 (0: skip)")
     parser.add_argument("--no-graphs", action="store_true", help="decode without CUDA graphs")
+    parser.add_argument("--no-compile", action="store_true", help="capture the eager decode step (no torch.compile)")
     parser.add_argument("--tiny", action="store_true", help="a tiny Qwen3.5 instead of the 0.8B shape (CPU smoke)")
+    parser.add_argument("--profile", action="store_true", help="split prefill / decode time and list the top GPU kernels")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
 
@@ -84,7 +128,7 @@ def main() -> None:
     params = sum(p.numel() for p in model.parameters())
     vocab = model.get_output_embeddings().weight.shape[0]
     fixed = dict(max_new_tokens=args.output_tokens, min_new_tokens=args.output_tokens, stop_at_record_end=False)
-    fast = Generator(model, tokenizer, GenerationConfig(**fixed, backend="static", cuda_graphs=not args.no_graphs))
+    fast = Generator(model, tokenizer, GenerationConfig(**fixed, backend="static", cuda_graphs=not args.no_graphs, compile_decode=False if args.no_compile else None))
     avoid = set(fast.eos_ids)
     rng = torch.Generator().manual_seed(1)
 
@@ -99,6 +143,7 @@ def main() -> None:
         "kernels": kernel_report(),
         "backend": fast.backend,
         "cuda_graphs": not args.no_graphs and device.type == "cuda",
+        "compiled_decode": not args.no_compile and not args.no_graphs and device.type == "cuda",
         "input_tokens": args.input_tokens,
         "output_tokens": args.output_tokens,
     }
@@ -187,7 +232,8 @@ def main() -> None:
 
     info["decode_graphs"] = fast.graph_status()
     print(f"decode step per shape: {info['decode_graphs']}")
-    result = {"info": info, "batch1": b1, "batchN": bn, "baseline": baseline}
+    profile = _profile(fast, rng, vocab, avoid, args) if args.profile else {}
+    result = {"info": info, "profile": profile, "batch1": b1, "batchN": bn, "baseline": baseline}
     out = args.out or (Path(os.environ["OUT"]) / "lm_latency.json" if os.environ.get("OUT") else None)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

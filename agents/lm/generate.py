@@ -58,6 +58,10 @@ class GenerationConfig:
     backend: Backend = "auto"
     # CUDA graphs for the decode step on CUDA devices; off gives the same tokens, only slower.
     cuda_graphs: bool = True
+    # torch.compile the decode step before graph capture: fuses its many small element-wise kernels
+    # (measured on an H100: 4.2 -> 2.2 ms per step at batch 1) for a one-off compile of ~30 s per shape.
+    # None: on when CUDA graphs are in use.
+    compile_decode: bool | None = None
     # Compiled (shape, buffers, graph) sessions kept; each holds a full cache for its batch size.
     max_sessions: int = 4
 
@@ -77,6 +81,8 @@ class GenerationRecord:
     """One prompt's completion and its cost. ``latency_s`` is the wall time of the whole (batched) call."""
 
     text: str
+    # The generated token ids up to (not including) the stop token.
+    tokens: tuple[int, ...]
     input_tokens: int
     output_tokens: int
     latency_s: float
@@ -225,6 +231,7 @@ class Generator:
             records.append(
                 GenerationRecord(
                     text=text.strip(),
+                    tokens=tuple(kept),
                     input_tokens=len(prompt),
                     output_tokens=len(kept) + (reason != "max_new_tokens"),
                     latency_s=latency,
@@ -300,6 +307,11 @@ class Generator:
             pad_id=self.pad_id,
             newline_table=self._newlines_cpu,
             use_graph=self.config.cuda_graphs and self.device.type == "cuda",
+            compile_step=(
+                self.config.compile_decode
+                if self.config.compile_decode is not None
+                else self.config.cuda_graphs and self.device.type == "cuda"
+            ),
         )
         self._sessions[key] = session
         return session
@@ -334,6 +346,7 @@ class _StaticSession:
         pad_id: int,
         newline_table: torch.Tensor,
         use_graph: bool,
+        compile_step: bool = False,
     ) -> None:
         from transformers import StaticCache
 
@@ -363,6 +376,7 @@ class _StaticSession:
             self.is_eos[torch.tensor([i for i in eos_ids if i < vocab], dtype=torch.long)] = True
             self.newline_table = newline_table.to(device)
             self.graph: torch.cuda.CUDAGraph | None = None
+            self._decode = torch.compile(self._step, dynamic=False) if compile_step else self._step
             # Why the decode step runs without a graph, when it does (None: graph in use or not asked for).
             self.graph_error: str | None = None
             if use_graph:
@@ -375,7 +389,7 @@ class _StaticSession:
 
     # The model forward with our own masks: a dict of ready masks makes transformers skip its mask
     # construction, whose data-dependent shortcuts would break graph capture.
-    def _forward(self, ids: torch.Tensor, positions: torch.Tensor, full_mask: torch.Tensor, linear_mask: torch.Tensor | None) -> torch.Tensor:
+    def _forward(self, ids: torch.Tensor, positions: torch.Tensor, full_mask: torch.Tensor | None, linear_mask: torch.Tensor | None) -> torch.Tensor:
         masks: dict[str, torch.Tensor | None] = {"full_attention": full_mask}
         if self.has_linear:
             masks["linear_attention"] = linear_mask
@@ -422,12 +436,18 @@ class _StaticSession:
         positions = (torch.arange(width, device=self.device)[None, :] - pad).clamp(min=0)
         q_index = torch.arange(width, device=self.device)
         causal = self.kv_index[None, :] <= q_index[:, None]
-        full_mask = (self.allowed[:, None, :] & causal[None]) | (self.kv_index[None, None, :] == q_index[None, :, None])
-        linear_mask = mask if self.has_linear and not bool(mask.all()) else None
+        unpadded = bool(mask.all())
+        if unpadded:
+            # Keys sit in slots 0..width-1, so SDPA's own causal rule is exact and takes the flash path.
+            full_mask = None
+        else:
+            full_mask = (self.allowed[:, None, :] & causal[None]) | (self.kv_index[None, None, :] == q_index[None, :, None])
+            full_mask = full_mask[:, None]
+        linear_mask = mask if self.has_linear and not unpadded else None
         self.produced.zero_()
         self.newlines.zero_()
         self.finished.zero_()
-        logits = self._forward(ids, positions, full_mask[:, None], linear_mask)
+        logits = self._forward(ids, positions, full_mask, linear_mask)
         chosen = self._choose(logits)
         self.tokens.copy_(chosen.view(-1, 1))
         self.positions.copy_(positions[:, -1:] + 1)
@@ -444,12 +464,12 @@ class _StaticSession:
         with torch.cuda.stream(stream):
             self._prefill(ids, mask)
             for _ in range(3):
-                self._step()
+                self._decode()
         torch.cuda.current_stream().wait_stream(stream)
         self._prefill(ids, mask)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            self._step()
+            self._decode()
         self.graph = graph
 
     @torch.inference_mode()
@@ -467,6 +487,6 @@ class _StaticSession:
             if self.graph is not None:
                 self.graph.replay()
             else:
-                self._step()
+                self._decode()
             produced += 1
         return self.out[:, :produced].cpu()
