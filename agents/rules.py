@@ -182,12 +182,32 @@ class RandomAgent(RuleMinimalRequest):
     requester_branch = binding  # type: ignore[assignment]
 
 
+def _rule_json(**kwargs: Any) -> RulePolicy:
+    """Rule-Minimal-Request speaking the JSON surface (run it with ``surface="json"``)."""
+    return RuleMinimalRequest(surface="json", **kwargs)
+
+
+def _tfidf(**kwargs: Any) -> RulePolicy:
+    from agents.tfidf import TfidfNearestNeighbour  # imported lazily: it needs scikit-learn
+
+    return TfidfNearestNeighbour(**kwargs)
+
+
+def _freeform(**kwargs: Any) -> RulePolicy:
+    from agents.freeform import FreeformRule
+
+    return FreeformRule(**kwargs)
+
+
 POLICIES = {
     "rule": RuleMinimalRequest,
     "factor": ExplicitFactorComposer,
     "table": CompleteCaseTable,
     "requester_local": RequesterLocal,
     "random": RandomAgent,
+    "rule_json": _rule_json,
+    "tfidf": _tfidf,
+    "freeform": _freeform,
 }
 
 

@@ -3,7 +3,7 @@
 | | |
 | --- | --- |
 | Import | `from gencoord_env.envs import gencoord_v0` |
-| Actions | Text (a Short DSL record, or JSON with ``surface="json"``) |
+| Actions | Text (a Short DSL record, JSON with ``surface="json"``, English with ``surface="freeform"``) |
 | Parallel API | Yes |
 | Agents | `agents = ["agent_a", "agent_b"]` |
 | Action space | `Text(max_length=4096, charset=printable ASCII + LF)` |
@@ -25,7 +25,9 @@ pool_seed=0, private_fact="id", world=None, render_mode=None)``
 - ``backend``: ``sim`` (pure-Python world) or ``minecraft`` (Mineflayer bots on a Minecraft server).
 - ``route``: ``forward``, ``feedback``, ``requester_only``, ``single_step``, ``centralized``.
 - ``view``: projection of the shared prior: ``full``, ``skeleton``, ``node_only``.
-- ``surface``: ``dsl`` or ``json``.
+- ``surface``: ``dsl``, ``json`` or ``freeform`` (controlled natural-language dialogue, forward route only:
+  the agents alternate utterances, stage ``dialogue``, until the shared extractor of
+  ``gencoord_env.freeform`` recovers the commitment; wire bytes are the whole dialogue).
 - ``private_fact``: ``id`` (binding id) or a naturalized form (``train``, ``C1``, ``C2``, ``C3``).
 
 ``reset(seed, options)``: ``options={"index": k}`` selects cluster ``k // 2`` under role permutation
@@ -55,6 +57,7 @@ from pettingzoo import ParallelEnv
 from pettingzoo.utils import parallel_to_aec
 
 from gencoord_env.envs.gencoord.routes import ROUTES
+from gencoord_env.envs.gencoord.dialogue import DialogueSession
 from gencoord_env.envs.gencoord.session import EpisodeSession
 from gencoord_env.envs.gencoord.stages import Stages
 from gencoord_env.envs.gencoord.surfaces import SURFACES
@@ -112,6 +115,8 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         self.view = _choice("view", view, VIEWS)
         self.surface = SURFACES[_choice("surface", surface, sorted(SURFACES))]
         self.backend = _choice("backend", backend, BACKENDS)
+        if self.surface.dialogue and self.route != "forward":
+            raise ValueError(f"surface={surface!r} runs the forward route only; got route={route!r}")
         if render_mode is not None:
             _choice("render_mode", render_mode, self.metadata["render_modes"])
         self.render_mode = render_mode
@@ -172,7 +177,8 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         else:
             episode = self.episodes[int(self._rng.integers(len(self.episodes)))]
         self.agents = list(self.possible_agents)
-        self.session = EpisodeSession(
+        session_type = DialogueSession if self.surface.dialogue else EpisodeSession
+        self.session = session_type(
             episode, self.route, self.view, self.surface, self.stages, self.world, self.private_fact, self._describe
         )
         return self._observations(), self._infos()

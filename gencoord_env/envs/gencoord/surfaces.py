@@ -2,13 +2,15 @@
 
 ``dsl`` is the Short DSL (default); ``json`` serializes the same canonical fields (GenCoord-JSON). Wire
 bytes count the REQ payload for structured surfaces (supplement, "Metrics and Statistics").
+``freeform`` is controlled natural language (``gencoord_env.freeform``); it is a *dialogue* surface: the
+env runs it as a multi-turn conversation (``dialogue.DialogueSession``) whose wire bytes are all of it.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gencoord_env import dsl
+from gencoord_env import dsl, freeform
 from gencoord_env.dsl.model import PeerRequest, Proposal
 
 
@@ -17,6 +19,7 @@ class Surface:
     name: str
     parse: Callable[[str], Proposal]
     show: Callable[[Proposal], str]
+    dialogue: bool = False  # True: decisions are utterances, the commitment is extracted from the dialogue
 
     def request_payload(self, request: PeerRequest) -> str:
         """The delivered request as this surface writes it (what the receiver reads)."""
@@ -27,4 +30,5 @@ class Surface:
 SURFACES: dict[str, Surface] = {
     "dsl": Surface("dsl", dsl.parse, dsl.format),
     "json": Surface("json", dsl.from_json, dsl.to_json),
+    "freeform": Surface("freeform", freeform.parse, freeform.say, dialogue=True),
 }

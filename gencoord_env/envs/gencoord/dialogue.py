@@ -1,0 +1,80 @@
+"""The controlled free-form route: the two agents talk until the shared extractor recovers a commitment.
+
+Used when ``surface="freeform"`` (forward route only). Turns alternate, first role first; every decision
+is a ``dialogue`` stage and its action is one utterance of plain English. Each utterance is appended to
+both agents' messages (``<speaker> says: <text>``), so contexts grow with the conversation, and all of it
+counts as wire bytes (paper: "for controlled free-form, they sum all agent-to-agent dialogue before
+commitment extraction"). After every utterance ``gencoord_env.freeform.extract`` reads the dialogue so
+far; once it recovers the sender and receiver proposals, both are contract-checked and resolved with
+forward resolution, and the episode continues exactly as on the structured surfaces (materialize,
+compile, execute, verify). Without a commitment after ``max_turns`` utterances the episode ends with
+``NO_COMMITMENT``.
+
+Trace: one ``{"stage": "dialogue", "agent", "observation", "action", "statements"}`` record per
+utterance, then ``{"stage": "extract", "extraction"}`` and the usual resolve .. verify records.
+Raw validity is false when an utterance contains an unreadable plan sentence (a statement form whose
+clause is not in the table); such sentences are ignored by the extractor, not guessed at.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from gencoord_env import freeform
+from gencoord_env.envs.gencoord.routes import Decision
+from gencoord_env.envs.gencoord.session import EpisodeSession
+from gencoord_env.outcomes import FailureCode
+
+MAX_TURNS = 6
+
+
+class DialogueSession(EpisodeSession):
+    """``EpisodeSession`` whose decisions are dialogue turns ended by the shared extractor."""
+
+    max_turns = MAX_TURNS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.route != "forward":
+            raise ValueError(f"the freeform surface runs the forward route only; got route={self.route!r}")
+        self.dialogue: list[tuple[str, str]] = []
+
+    @property
+    def decision(self) -> Decision:
+        return Decision("dialogue", len(self.dialogue) % 2)
+
+    def act(self, action: Any, observation: str = "") -> None:
+        if self.done:
+            return
+        agent = self.turn
+        self.metrics["decisions"] += 1
+        entry: dict[str, Any] = {"stage": "dialogue", "agent": agent, "observation": observation, "action": action}
+        self._record(entry)
+        if not isinstance(action, str):
+            entry["parse"] = {"error": f"expected the utterance to be a str, got {type(action).__name__}"}
+            self.metrics["raw_validity"] = False
+            self._end(FailureCode.PARSE_FAILURE, entry["parse"]["error"])
+            return
+        said = freeform.statements(action)
+        entry["statements"] = said
+        if any(s.kind == "unreadable" for s in said):
+            self.metrics["raw_validity"] = False
+        self.dialogue.append((agent, action))
+        self._wire(action)
+        for a in self.messages:
+            self.messages[a].append(f"{agent} says: {action}")
+        found = freeform.extract(self.dialogue, self.episode.first, self.episode.second)
+        if found is None:
+            if len(self.dialogue) >= self.max_turns:
+                self._end(FailureCode.NO_COMMITMENT, f"no commitment could be extracted after {self.max_turns} utterances")
+            return
+        self._record({"stage": "extract", "extraction": found})
+        for who, proposal in ((self.episode.first, found.sender), (self.episode.second, found.receiver)):
+            violations = self.stages.check(proposal, self.episode.scope(who))
+            if violations:
+                self._record({"stage": "check", "agent": who, "violations": violations})
+                self._end(FailureCode.CONTRACT_REJECT, "; ".join(f"{v.where}: {v.message}" for v in violations))
+                return
+        self._commit(self.stages.resolve_forward(found.sender, found.receiver, self.episode))
+
+
+__all__ = ["MAX_TURNS", "DialogueSession"]

@@ -1,0 +1,209 @@
+"""Controlled free-form surface: plans said in English, and the shared extractor that reads them back.
+
+The paper's representation comparison pits the Short DSL and JSON against "controlled multi-turn
+free-form" communication: the two agents talk in natural language until a shared extractor recovers
+the commitment. This module is that language and that extractor; ``envs/gencoord/dialogue.py`` runs
+the conversation.
+
+**Clauses.** Each skill has one English clause (data: ``gencoord_env/data/freeform.json``), e.g.
+``resource.obtain(q=3,item=oak_planks)`` is "take 3 oak_planks" and
+``build.component(bind=SITE_A,q=3,item=oak_planks,site=site_a)`` is
+"place 3 oak_planks blocks at site_a for option SITE_A": the head, then the skill's optional phrases,
+then the generic ones (``bind``, ``loc``). A path is its clauses joined by ", then ".
+
+**Statements.** The extractor splits an utterance into sentences (at ``.``, ``?`` or ``!`` followed by
+white space or the end) and reads two kinds; every other sentence is conversation and is ignored:
+
+- ``I will <path>.``: the speaker's own SELF path;
+- ``<agent>, please <path>.``: a request that ``<agent>`` run the path.
+
+A lead-in ending in ": " may precede either ("My plan: I will ..."). A sentence that has a statement
+form but a clause that is not in the table is *unreadable*: it is reported, not guessed at.
+
+**Extraction** (``extract``), over the dialogue so far, for a forward commitment between the first role
+(sender) and the second role (receiver): the sender's latest SELF statement, the sender's latest
+request to the receiver, and the receiver's latest SELF statement made *after* that request. When all
+three exist the commitment is recovered as the two proposals ``(SELF sender-path, REQ receiver
+request)`` and ``(SELF receiver-path, REQ -)``, which then go through the same contract check and
+forward resolution as the structured surfaces. The extractor is a pure function of the dialogue.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from gencoord_env.dsl.errors import DSLSyntaxError
+from gencoord_env.dsl.model import PeerRequest, Proposal, Task
+
+_INT_KEYS = frozenset({"q", "ticks"})
+_WORD = r"[A-Za-z0-9_:/+\-]+"
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
+_LEAD_IN = re.compile(r"^[^:]*:\s+")
+
+
+@lru_cache(maxsize=1)
+def table() -> Mapping[str, Any]:
+    """The clause table (``gencoord_env/data/freeform.json``)."""
+    text = resources.files("gencoord_env.data").joinpath("freeform.json").read_text(encoding="utf-8")
+    return json.loads(text)  # type: ignore[no-any-return]
+
+
+def _phrases(skill: str) -> list[tuple[str, str]]:
+    """The optional (key, phrase) pairs of ``skill`` in saying order: the skill's own, then the generic ones."""
+    own = [tuple(p) for p in table()["skills"][skill]["optional"]]
+    keys = {k for k, _ in own}
+    return own + [tuple(p) for p in table()["every_skill_optional"] if p[0] not in keys]  # type: ignore[return-value]
+
+
+def _pattern(template: str) -> str:
+    parts = re.split(r"\{(\w+)\}", template)
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2 == 0:
+            out.append(re.escape(part))
+        else:
+            out.append(f"(?P<{part}>\\d+)" if part in _INT_KEYS else f"(?P<{part}>{_WORD})")
+    return "".join(out)
+
+
+@lru_cache(maxsize=1)
+def _clause_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    out = []
+    for skill, spec in table()["skills"].items():
+        optional = "".join(f"(?:{_pattern(p)})?" for _, p in _phrases(skill))
+        out.append((skill, re.compile(f"^{_pattern(spec['head'])}{optional}$")))
+    return tuple(out)
+
+
+def say_task(task: Task) -> str:
+    """One task as its English clause."""
+    if task.skill not in table()["skills"]:
+        raise ValueError(f"skill {task.skill!r} has no clause in gencoord_env/data/freeform.json")
+    args = dict(task.args)
+    text = table()["skills"][task.skill]["head"].format(**args)
+    for key, phrase in _phrases(task.skill):
+        if key in args:
+            text += phrase.format(**{key: args[key]})
+    return text
+
+
+def read_task(clause: str) -> Task | None:
+    """The task an English clause says, or None when the clause is not in the table."""
+    for skill, pattern in _clause_patterns():
+        m = pattern.match(clause.strip())
+        if m:
+            args = {k: (int(v) if k in _INT_KEYS else v) for k, v in m.groupdict().items() if v is not None}
+            return Task(skill, args)
+    return None
+
+
+def say_path(tasks: Sequence[Task]) -> str:
+    return table()["clause_separator"].join(say_task(t) for t in tasks)
+
+
+def read_path(text: str) -> tuple[Task, ...] | None:
+    tasks = [read_task(c) for c in text.split(table()["clause_separator"])]
+    return None if any(t is None for t in tasks) else tuple(tasks)  # type: ignore[misc]
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One plan sentence of an utterance: ``kind`` is ``self``, ``request`` or ``unreadable``."""
+
+    kind: str
+    text: str
+    tasks: tuple[Task, ...] = ()
+    target: str = ""
+
+
+def sentences(utterance: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(utterance.strip()) if s.strip()]
+
+
+def statements(utterance: str) -> list[Statement]:
+    """The SELF and request statements of one utterance, in order (conversation is skipped)."""
+    self_marker = table()["self_marker"]
+    request = re.compile(f"^(?P<target>{_WORD}), please (?P<path>.+)$")
+    out = []
+    for sentence in sentences(utterance):
+        body = sentence.rstrip(".?!")
+        for candidate in (body, _LEAD_IN.sub("", body, count=1)):
+            if candidate.startswith(self_marker):
+                path = read_path(candidate[len(self_marker):])
+                out.append(Statement("self", sentence, path) if path else Statement("unreadable", sentence))
+                break
+            m = request.match(candidate)
+            if m:
+                path = read_path(m.group("path"))
+                out.append(Statement("request", sentence, path, m.group("target")) if path else Statement("unreadable", sentence))
+                break
+    return out
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """The commitment the dialogue expresses, as the two proposals forward resolution takes."""
+
+    sender: Proposal
+    receiver: Proposal
+    turns: tuple[int, int, int]  # utterance index of the sender SELF, the request, the receiver SELF
+
+
+def extract(dialogue: Sequence[tuple[str, str]], first: str, second: str) -> Extraction | None:
+    """The commitment of ``dialogue`` (``(speaker, utterance)`` pairs) between ``first`` and ``second``.
+
+    >>> d = [("agent_a", "I will take 1 oak_planks, then bring 1 oak_planks to agent_b. "
+    ...                  "agent_b, please place 1 oak_planks blocks at site_a for option SITE_A."),
+    ...      ("agent_b", "Sure. I will place 1 oak_planks blocks at site_a for option SITE_A.")]
+    >>> extract(d, "agent_a", "agent_b").receiver.self_plan[0].skill
+    'build.component'
+    """
+    sender_self: tuple[int, tuple[Task, ...]] | None = None
+    request: tuple[int, tuple[Task, ...]] | None = None
+    receiver_self: tuple[int, tuple[Task, ...]] | None = None
+    for k, (speaker, utterance) in enumerate(dialogue):
+        for s in statements(utterance):
+            if speaker == first and s.kind == "self":
+                sender_self = (k, s.tasks)
+            elif speaker == first and s.kind == "request" and s.target == second:
+                request, receiver_self = (k, s.tasks), None  # a new request needs a new answer
+            elif speaker == second and s.kind == "self" and request is not None:
+                receiver_self = (k, s.tasks)
+    if sender_self is None or request is None or receiver_self is None:
+        return None
+    return Extraction(
+        Proposal(sender_self[1], (PeerRequest(second, request[1]),)),
+        Proposal(receiver_self[1], ()),
+        (sender_self[0], request[0], receiver_self[0]),
+    )
+
+
+# --- the Surface view: one statement-only utterance <-> one proposal ----------------------------------
+def say(proposal: Proposal) -> str:
+    """A proposal as controlled English: "I will <path>." and "<agent>, please <path>." sentences."""
+    out = []
+    if proposal.self_plan:
+        out.append(f"{table()['self_marker']}{say_path(proposal.self_plan)}.")
+    out += [f"{r.target}, please {say_path(r.requested_plan)}." for r in proposal.peer_requests]
+    return " ".join(out)
+
+
+def parse(utterance: str) -> Proposal:
+    """The proposal one utterance states (its last SELF and its requests); raises ``DSLSyntaxError``."""
+    found = statements(utterance)
+    bad = next((s for s in found if s.kind == "unreadable"), None)
+    if bad is not None:
+        raise DSLSyntaxError(f"a clause of {bad.text!r} is not in the controlled clause table", utterance, utterance.find(bad.text))
+    if not found:
+        raise DSLSyntaxError("expected an 'I will ...' or '<agent>, please ...' sentence", utterance, 0)
+    own = [s for s in found if s.kind == "self"]
+    return Proposal(own[-1].tasks if own else (), tuple(PeerRequest(s.target, s.tasks) for s in found if s.kind == "request"))
+
+
+__all__ = ["Extraction", "Statement", "extract", "parse", "read_path", "read_task", "say", "say_path", "say_task",
+           "sentences", "statements", "table"]
