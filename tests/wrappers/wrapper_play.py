@@ -1,4 +1,4 @@
-"""Shared helpers of the wrapper tests (not a test module)."""
+"""Functions shared by the wrapper tests (not a test module)."""
 from __future__ import annotations
 
 from typing import Any
