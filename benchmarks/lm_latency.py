@@ -61,31 +61,31 @@ def _profile(fast: Generator, rng: torch.Generator, vocab: int, avoid: set[int],
     for batch in (1, args.batch):
         ids = torch.tensor(_prompts(rng, batch, args.input_tokens, vocab, avoid))
         mask = torch.ones_like(ids, dtype=torch.bool)
-        session = fast._session(batch, ((args.input_tokens + args.output_tokens + 255) // 256) * 256)
+        decoder = fast._decoder(batch, ((args.input_tokens + args.output_tokens + 255) // 256) * 256)
         with torch.inference_mode():
-            ids, mask = ids.to(session.device), mask.to(session.device)
+            ids, mask = ids.to(decoder.device), mask.to(decoder.device)
             prefill, step = [], []
             for _ in range(3):
                 _sync()
                 t0 = time.perf_counter()
-                session._prefill(ids, mask)
+                decoder._prefill(ids, mask)
                 _sync()
                 t1 = time.perf_counter()
                 for _ in range(args.output_tokens - 1):
-                    session.graph.replay() if session.graph is not None else session._step()
+                    decoder.graph.replay() if decoder.graph is not None else decoder._decode()
                 _sync()
                 prefill.append(t1 - t0)
                 step.append((time.perf_counter() - t1) / (args.output_tokens - 1))
-            cuda = session.device.type == "cuda"
+            cuda = decoder.device.type == "cuda"
             activities = [ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]
             key = "self_cuda_time_total" if cuda else "self_cpu_time_total"
             with profile(activities=activities) as prof:
-                session._prefill(ids, mask)
+                decoder._prefill(ids, mask)
                 _sync()
             prefill_table = prof.key_averages().table(sort_by=key, row_limit=14, max_name_column_width=70)
             with profile(activities=activities) as prof:
                 for _ in range(4):
-                    session._step()
+                    decoder._step()
                 _sync()
             step_table = prof.key_averages().table(sort_by=key, row_limit=18, max_name_column_width=70)
         report[f"batch{batch}"] = {"prefill_s": min(prefill), "step_s": min(step)}

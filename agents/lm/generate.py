@@ -62,8 +62,8 @@ class GenerationConfig:
     # (measured on an H100: 4.2 -> 2.2 ms per step at batch 1) for a one-off compile of ~30 s per shape.
     # None: on when CUDA graphs are in use.
     compile_decode: bool | None = None
-    # Compiled (shape, buffers, graph) sessions kept; each holds a full cache for its batch size.
-    max_sessions: int = 4
+    # Static decoders (shape, buffers, graph) kept; each holds a full cache for its batch size.
+    max_decoders: int = 4
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:
@@ -172,7 +172,7 @@ class Generator:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_ids[0]
         vocab = model.get_output_embeddings().weight.shape[0]
         self._newlines_cpu = _newline_table(tokenizer, vocab)
-        self._sessions: OrderedDict[tuple[int, int], _StaticSession] = OrderedDict()
+        self._decoders: OrderedDict[tuple[int, int], _StaticDecoder] = OrderedDict()
         self.backend = self._pick_backend()
 
     # ------------------------------------------------------------------ public API
@@ -198,8 +198,8 @@ class Generator:
     def graph_status(self) -> dict[str, str]:
         """For each compiled (batch, cache length) shape: ``"graph"``, ``"eager"`` or why capture failed."""
         return {
-            f"{batch}x{length}": "graph" if s.graph is not None else (s.graph_error or "eager")
-            for (batch, length), s in self._sessions.items()
+            f"{batch}x{length}": "graph" if d.graph is not None else (d.graph_error or "eager")
+            for (batch, length), d in self._decoders.items()
         }
 
     # ------------------------------------------------------------------ internals
@@ -287,19 +287,19 @@ class Generator:
         # Fill the bucket with copies of the first prompt; their outputs are dropped.
         padded_prompts = prompts + [prompts[0]] * (batch - len(prompts))
         cache_len = _round_up(width + self.config.max_new_tokens, 256)
-        session = self._session(batch, cache_len)
+        decoder = self._decoder(batch, cache_len)
         ids, mask = self._left_pad(padded_prompts, width)
-        out = session.run(ids, mask, self.config)
+        out = decoder.run(ids, mask, self.config)
         return [row.tolist() for row in out[: len(prompts)]]
 
-    def _session(self, batch: int, cache_len: int) -> _StaticSession:
+    def _decoder(self, batch: int, cache_len: int) -> _StaticDecoder:
         key = (batch, cache_len)
-        if key in self._sessions:
-            self._sessions.move_to_end(key)
-            return self._sessions[key]
-        while len(self._sessions) >= self.config.max_sessions:
-            self._sessions.popitem(last=False)
-        session = _StaticSession(
+        if key in self._decoders:
+            self._decoders.move_to_end(key)
+            return self._decoders[key]
+        while len(self._decoders) >= self.config.max_decoders:
+            self._decoders.popitem(last=False)
+        decoder = _StaticDecoder(
             self.model,
             batch=batch,
             cache_len=cache_len,
@@ -313,8 +313,8 @@ class Generator:
                 else self.config.cuda_graphs and self.device.type == "cuda"
             ),
         )
-        self._sessions[key] = session
-        return session
+        self._decoders[key] = decoder
+        return decoder
 
 
 def _round_up(value: int, multiple: int) -> int:
@@ -329,7 +329,7 @@ def _bucket(batch: int) -> int:
     return size
 
 
-class _StaticSession:
+class _StaticDecoder:
     """Cache, device buffers and (on CUDA) the captured decode step for one (batch, cache length).
 
     Every buffer the decode step reads or writes lives here at a fixed address, which is what lets a
