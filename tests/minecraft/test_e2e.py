@@ -11,9 +11,7 @@ from gencoord_env import FailureCode, dsl
 from gencoord_env.tasks import Episode, pool, prior
 from gencoord_env.tasks import references as R
 
-from .conftest import needs_sidecar
-
-pytestmark = needs_sidecar
+pytestmark = pytest.mark.usefixtures("mc_world")
 
 
 def _one_per(pool_name: str, key) -> list[Episode]:  # type: ignore[no-untyped-def]

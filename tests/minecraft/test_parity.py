@@ -8,9 +8,7 @@ from agents.rollout import run_episode
 from agents.rules import make_policy
 from gencoord_env.tasks import Episode, pool
 
-from .conftest import needs_sidecar
-
-pytestmark = needs_sidecar
+pytestmark = pytest.mark.usefixtures("mc_world")
 
 EPISODES = [Episode(c, perm) for c, perm in zip(pool("request")[::20], (0, 1) * 8)] + [
     Episode(pool("goal_capability")[0], 0), Episode(pool("goal_capability")[1], 1)]

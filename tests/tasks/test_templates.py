@@ -52,8 +52,8 @@ def _differs(a: tuple, b: tuple) -> set[str]:
         ("chest_ab", {"destination"}),
         ("chest_or_table", {"handoff"}),
         ("planks_or_sticks", {"handoff", "receiver path"}),
-        ("deposit_or_build", {"destination", "receiver path", "sender path"}),
-        ("dual_build", {"destination", "sender destination"}),
+        ("deposit_or_build", {"destination", "receiver path"}),
+        ("dual_build", {"destination"}),
         ("active_order", {"receiver path", "destination"}),
         ("remaining_terminal", {"destination", "receiver path"}),
     ],
@@ -76,6 +76,25 @@ def test_receiver_views_identical_before_the_request(template: str) -> None:
         senders = [render(build_context(_episode(template, b, perm), _episode(template, b, perm).first, "sender_initial"))
                    for b in t.bindings]
         assert senders[0] != senders[1]  # the sender does see its private binding
+
+
+def test_a_consistent_plan_for_the_other_binding_never_meets_the_terminal_predicate() -> None:
+    """Paired bindings are disjoint in the world: both agents agreeing on the wrong branch still fails."""
+    from gencoord_env.pipeline import compile_plan, materialize, resolve_forward, verify
+    from gencoord_env.world.sim import SimWorld
+
+    world = SimWorld()
+    for t in [*CORE, *(t for t in prior().templates.values() if t.split != "core")]:
+        for b in t.bindings:
+            ep = _episode(t.id, b)
+            other = next(x for x in t.bindings if x != b)
+            q = R.joint(ep, other)
+            res = resolve_forward(q, R.receiver_after_request(q.peer_requests[0]), ep)
+            assert res.commitment is not None, res.reason
+            plan = materialize(res.commitment, ep)
+            world.reset(ep.world)
+            verdict = verify(plan, world.run(compile_plan(plan)), world.observe())
+            assert verdict.code.value == "TERMINAL_FAILURE", (t.id, b)
 
 
 def test_every_instance_needs_a_handoff_and_has_a_binding_specific_terminal() -> None:
