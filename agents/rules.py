@@ -34,6 +34,17 @@ def _self_only(path: tuple[Task, ...]) -> str:
     return dsl.format(Proposal(path, ()))
 
 
+def _copy_request(ctx: Mapping[str, Any]) -> str | None:
+    """The delivered Short DSL REQ path, re-addressed as the receiver's own SELF path (text copy)."""
+    for m in ctx["messages"]:
+        if m.startswith("REQ from "):
+            payload = m.split(": ", 1)[1]
+            if payload.startswith("REQ "):
+                path = payload.split(" ", 2)[2]
+                return f"SELF {path}\nREQ -"
+    return None
+
+
 class RuleMinimalRequest(RulePolicy):
     """Rule-Minimal-Request: forward the private binding; compose paths from the shared prior."""
 
@@ -64,6 +75,9 @@ class RuleMinimalRequest(RulePolicy):
         stage, peer = ctx["stage"], ctx["peer"]
         first, second = roles(ctx)
         if stage == "receiver_after_request":
+            copied = _copy_request(ctx)
+            if copied is not None:
+                return copied
             req = delivered_request(ctx)
             if req is not None:
                 return _self_only(req.requested_plan)
