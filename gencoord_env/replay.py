@@ -132,3 +132,22 @@ def compare(recorded: Any, replayed: Any, where: str = "") -> list[str]:
 
 
 __all__ = ["ReplayError", "ReplayResult", "VOLATILE", "compare", "episode_of", "read_records", "replay", "replay_file"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``gencoord replay TRACE.jsonl [--backend sim|minecraft]``: exit 0 when every record replays identically."""
+    import argparse
+
+    from rich.console import Console
+
+    ap = argparse.ArgumentParser(prog="gencoord replay", description="re-run recorded episodes and check they match")
+    ap.add_argument("trace", help="a JSONL file written by TraceRecorder (gencoord rollout --trace)")
+    ap.add_argument("--backend", default=None, choices=["sim", "minecraft"], help="default: the recorded backend")
+    args = ap.parse_args(argv)
+    console = Console()
+    results = replay_file(args.trace, backend=args.backend)
+    bad = [r for r in results if not r.ok]
+    for r in bad:
+        console.print(f"[red]mismatch[/red] {r}")
+    console.print(f"replayed {len(results)} episodes: {len(results) - len(bad)} match, {len(bad)} differ")
+    return 1 if bad or not results else 0
