@@ -1,0 +1,132 @@
+"""``gencoord experiment NAME``: run one of the paper's evaluations and write its results.
+
+    gencoord experiment request                      # sim backend, rule agents, the whole pool
+    gencoord experiment request --backend minecraft --episodes 8 --out results/request-mc
+    gencoord experiment composition --policy model:checkpoints/direct
+    gencoord experiment all --out results            # every experiment, one folder each
+    gencoord experiment --list
+
+``--policy`` replaces the policy of the conditions the paper ran with its learned model (see
+``gencoord_env.experiments.specs``): a rule agent name (``agents.rules.POLICIES``) or ``model:PATH``
+(a checkpoint loaded with ``agents.lm.policy.load_policy``). ``--episodes N`` caps every condition at
+``ceil(N / 2)`` clusters, both role permutations, picked deterministically.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gencoord_env.experiments.specs import EXPERIMENTS, Condition, Experiment, experiment
+
+
+def policy_factory(policy: str | None) -> tuple[Any, Any]:
+    """``(make, name_of)``: build the policy of a condition, and say which one it is."""
+    from agents.rules import make_policy
+
+    learned: list[Any] = []
+
+    def chosen(c: Condition) -> str:
+        return policy if (policy is not None and c.subject) else c.policy
+
+    def make(c: Condition) -> Any:
+        name = chosen(c)
+        if name.startswith("model:"):
+            if not learned:  # load a checkpoint once for every condition that uses it
+                from agents.lm.policy import load_policy
+
+                learned.append(load_policy(name.split(":", 1)[1]))
+            return learned[0]
+        return make_policy(name)
+
+    return make, chosen
+
+
+def run(exp: Experiment, args: argparse.Namespace, out: Path) -> list[dict[str, Any]]:
+    """Run ``exp``, print its table, write its artifacts into ``out``; returns the records."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from gencoord_env.experiments.analysis import analyze
+    from gencoord_env.experiments.report import table, write
+    from gencoord_env.experiments.runner import conditions_to_run, run_experiment
+
+    make, chosen = policy_factory(args.policy)
+    if args.policy is not None:
+        chosen_names = {chosen(c) for c in exp.conditions if c.subject}
+        if not chosen_names:
+            raise ValueError(f"experiment {exp.name!r} has no condition that --policy applies to")
+    err = Console(stderr=True)
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True, disable=args.quiet) as progress:
+        tasks: dict[str, Any] = {}
+
+        def tick(c: Condition, done: int, total: int) -> None:
+            if c.name not in tasks:
+                tasks[c.name] = progress.add_task(f"{exp.name}: {c.name}", total=total)
+            progress.update(tasks[c.name], completed=done)
+
+        rows = run_experiment(exp, make, backend=args.backend, episodes=args.episodes, policy=args.policy,
+                              pool_seed=args.pool_seed, progress=tick)
+    names = {c.name: chosen(c) for c in conditions_to_run(exp, args.policy)}
+    records = analyze(exp, rows, names)
+    for r in records:
+        r["backend"] = args.backend
+    paths = write(out, exp, records, rows, args.backend)
+    out_console = Console()
+    if not out_console.is_terminal:  # a pipe or file: do not squeeze the table into 80 columns
+        out_console = Console(width=240)
+    out_console.print(table(exp, records, args.backend))
+    if not args.quiet:
+        err.print(f"wrote {', '.join(str(p) for p in paths.values())}")
+    return records
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="gencoord experiment", description="reproduce one of the paper's evaluations")
+    ap.add_argument("name", nargs="?", help=f"one of {list(EXPERIMENTS)}, or 'all'")
+    ap.add_argument("--backend", default="sim", choices=["sim", "minecraft"])
+    ap.add_argument("--policy", default=None,
+                    help="policy for the learned-model conditions: a rule agent name or model:PATH (default: rule agents)")
+    ap.add_argument("--out", default=None, help="output folder (default: results/NAME; with 'all': results/)")
+    ap.add_argument("--episodes", type=int, default=None,
+                    help="at most this many episodes per condition (ceil(N/2) clusters, both roles; default: whole pool)")
+    ap.add_argument("--pool-seed", type=int, default=0)
+    ap.add_argument("--quiet", action="store_true", help="no progress bars")
+    ap.add_argument("--list", action="store_true", help="list the experiments and their conditions")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.list:
+        for e in EXPERIMENTS.values():
+            print(f"{e.name}: {e.title}")
+            for c in e.conditions:
+                print(f"  - {c.name} (pool {c.pool}, route {c.route}, policy {c.policy}"
+                      + (f", {c.intervention}" if c.intervention else "") + ")")
+        return 0
+    if not args.name:
+        print("error: name an experiment (or 'all'); see --list", file=sys.stderr)
+        return 2
+    if args.episodes is not None and args.episodes < 1:
+        print(f"error: --episodes must be at least 1, got {args.episodes}", file=sys.stderr)
+        return 2
+    try:
+        if args.name == "all":
+            root = Path(args.out or "results")
+            for exp in EXPERIMENTS.values():
+                run(exp, args, root / exp.name)
+        else:
+            exp = experiment(args.name)
+            run(exp, args, Path(args.out or Path("results") / exp.name))
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,134 @@
+"""Write an experiment's results: a rich table (the paper's figure beside ours), ``results.json`` (a list, one
+record per condition in the experiment's order), ``results.csv`` (the same records, flattened),
+``episodes.jsonl`` (one row per episode) and ``NAME.png`` (see ``gencoord_env.experiments.plot``).
+"""
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from gencoord_env.experiments.runner import EpisodeRow
+from gencoord_env.experiments.specs import Experiment
+
+PERCENT_KEYS = frozenset({"success_rate", "diff"})
+
+
+def fmt(key: str, value: Any, record: Mapping[str, Any] | None = None) -> str:
+    """One table cell: rates as percentages, cluster counts as k/n, missing values as an em dash."""
+    if value is None:
+        return "\u2014"
+    if key == "strict_clusters" and record is not None and "clusters" in record:
+        return f"{value}/{record['clusters']}"
+    if key == "strict_clusters":
+        return str(value)
+    if key in PERCENT_KEYS or key.endswith("_rate"):
+        return f"{100 * float(value):.1f}%"
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1000 else f"{value:,.1f}"
+    return str(value)
+
+
+def fmt_ci(ci: Sequence[float] | None, percent: bool = True) -> str:
+    if not ci:
+        return "\u2014"
+    lo, hi = ci
+    return f"[{100 * lo:.1f}, {100 * hi:.1f}]" if percent else f"[{lo:.3g}, {hi:.3g}]"
+
+
+def _paired_cell(record: Mapping[str, Any]) -> str:
+    paired = record.get("paired")
+    if not paired or not paired.get("success"):
+        return "\u2014"
+    s = paired["success"]
+    return f"{100 * s['diff']:+.1f} pp {fmt_ci(s['ci95'])}"
+
+
+def _paper_paired_cell(record: Mapping[str, Any]) -> str:
+    paper = record.get("paper", {})
+    if "diff" not in paper:
+        return "\u2014"
+    ci = paper.get("diff_ci95")
+    return f"{100 * paper['diff']:+.1f} pp" + (f" {fmt_ci(ci)}" if ci else "")
+
+
+def _pair(ours: str, paper: str) -> str:
+    return ours if paper == "\u2014" else f"{ours} [dim]({paper})[/dim]"
+
+
+def table(experiment: Experiment, records: Sequence[Mapping[str, Any]], backend: str) -> Table:
+    """The experiment's rich table: each cell is ours, then the paper's figure in parentheses."""
+    t = Table(title=f"{experiment.title} [{backend}]",
+              caption=f"(paper figure in parentheses) paper: {experiment.paper_source}")
+    t.add_column("condition")
+    t.add_column("episodes", justify="right")
+    for _, header in experiment.columns:
+        t.add_column(header, justify="right")
+    t.add_column("95% CI (cluster)", justify="right")
+    t.add_column("exact 95% CI", justify="right")
+    groups = sorted({g for r in records for g in (r.get("groups") or {})})
+    for g in groups:
+        t.add_column(g, justify="right")
+    t.add_column("\u0394 vs reference", justify="right")
+    for r in records:
+        paper = r.get("paper", {})
+        cells = [r["condition"], str(r["episodes"])]
+        for key, _ in experiment.columns:
+            cells.append(_pair(fmt(key, r.get(key), r), fmt(key, paper.get(key))))
+        cells += [fmt_ci(r.get("success_ci95")), fmt_ci(r.get("exact_ci95"))]
+        for g in groups:
+            cells.append(_pair(fmt("success_rate", (r.get("groups") or {}).get(g)),
+                               fmt("success_rate", paper.get("groups", {}).get(g))))
+        cells.append(_pair(_paired_cell(r), _paper_paired_cell(r)))
+        t.add_row(*cells)
+    return t
+
+
+def flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts become dotted keys; lists (intervals) become ``lo;hi`` strings."""
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{name}."))
+        elif isinstance(value, (list, tuple)):
+            out[name] = ";".join(str(v) for v in value)
+        else:
+            out[name] = value
+    return out
+
+
+def write_csv(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
+    rows = [flatten(r) for r in records]
+    fields: list[str] = []
+    for row in rows:
+        fields += [k for k in row if k not in fields]
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def write(out: Path, experiment: Experiment, records: Sequence[Mapping[str, Any]],
+          rows: Mapping[str, Sequence[EpisodeRow]], backend: str) -> dict[str, Path]:
+    """Write every artifact into ``out`` (created if missing); returns their paths by kind."""
+    from gencoord_env.experiments.plot import plot
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out / "results.json", "csv": out / "results.csv", "episodes": out / "episodes.jsonl",
+             "png": out / f"{experiment.name}.png"}
+    paths["json"].write_text(json.dumps(list(records), indent=2) + "\n", encoding="utf-8")
+    write_csv(paths["csv"], records)
+    with paths["episodes"].open("w", encoding="utf-8") as f:
+        for condition_rows in rows.values():
+            for row in condition_rows:
+                f.write(json.dumps(row.to_json()) + "\n")
+    plot(experiment, records, backend, paths["png"])
+    return paths
+
+
+__all__ = ["flatten", "fmt", "fmt_ci", "table", "write", "write_csv"]

@@ -1,0 +1,159 @@
+"""Run an experiment's conditions and return one plain row per episode.
+
+Every condition builds its own env (pool, route, view, surface, private fact, intervention) on one shared
+world, so a Minecraft experiment starts one sidecar. ``select_clusters`` picks the clusters a capped run
+uses (``--episodes N``): deterministically, spread over templates and alternating bindings, so a small
+run still sees both sides of every paired ambiguity; each picked cluster runs under both role
+permutations. Conditions of one experiment on the same pool and filter get the same clusters, which
+is what the paired comparisons need.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gencoord_env.experiments.specs import Condition, Experiment
+from gencoord_env.tasks import Cluster, Episode, pool as load_pool
+from gencoord_env.world.types import World
+
+PolicyFactory = Callable[[Condition], Any]
+Progress = Callable[[Condition, int, int], None]
+
+
+@dataclass(frozen=True)
+class EpisodeRow:
+    """What the analysis needs of one finished episode (no trace: those are for ``TraceRecorder``)."""
+
+    condition: str
+    episode_id: str
+    cluster: str
+    perm: int
+    family: str
+    motif: str | None
+    outcome: str
+    metrics: Mapping[str, Any]
+    model_calls: int
+
+    @property
+    def success(self) -> bool:
+        return self.outcome == "SUCCESS"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"condition": self.condition, "episode_id": self.episode_id, "cluster": self.cluster,
+                "perm": self.perm, "family": self.family, "motif": self.motif, "outcome": self.outcome,
+                "model_calls": self.model_calls, "metrics": dict(self.metrics)}
+
+
+def _attribute(cluster: Cluster, name: str) -> str | None:
+    from gencoord_env.tasks.prior import prior
+
+    template = prior().templates[cluster.template]
+    return getattr(template, name) if hasattr(template, name) else getattr(cluster, name)
+
+
+def pool_indices(condition: Condition, pool_seed: int = 0) -> list[int]:
+    """Indices into the pool of the clusters that pass the condition's ``where`` filter."""
+    clusters = load_pool(condition.pool, pool_seed)
+    return [i for i, c in enumerate(clusters)
+            if all(str(_attribute(c, k)) == v for k, v in condition.where.items())]
+
+
+def select_clusters(clusters: Sequence[Cluster], indices: Sequence[int], limit: int | None) -> list[int]:
+    """``limit`` of ``indices`` (all when ``None``), in pool order.
+
+    Round r takes, from the t-th template, the next cluster of binding ``(r + t) % bindings``, so the
+    first picks cover the templates and alternate bindings (Goal x Capability: matched mode pairs).
+    """
+    if limit is None or limit >= len(indices):
+        return list(indices)
+    queues: dict[str, dict[str, list[int]]] = {}
+    for i in indices:
+        c = clusters[i]
+        queues.setdefault(c.template, {}).setdefault(c.binding, []).append(i)
+    picked: list[int] = []
+    r = 0
+    while len(picked) < limit:
+        for t, by_binding in enumerate(queues.values()):
+            lanes = list(by_binding.values())
+            for shift in range(len(lanes)):  # the scheduled binding, else the next one with clusters left
+                lane = lanes[(r + t + shift) % len(lanes)]
+                if lane:
+                    picked.append(lane.pop(0))
+                    break
+            if len(picked) == limit:
+                break
+        r += 1
+    return sorted(picked)
+
+
+def episode_indices(condition: Condition, episodes: int | None, pool_seed: int = 0) -> list[int]:
+    """Env episode indices (``2 * cluster + perm``) for at most ``ceil(episodes / 2)`` clusters, both roles."""
+    clusters = load_pool(condition.pool, pool_seed)
+    limit = None if episodes is None else max(1, math.ceil(episodes / 2))
+    return [2 * i + perm for i in select_clusters(clusters, pool_indices(condition, pool_seed), limit) for perm in (0, 1)]
+
+
+def make_env(condition: Condition, backend: str, world: World | None, pool_seed: int = 0) -> Any:
+    """The env of one condition, wrapped in its intervention."""
+    import gencoord_env
+    from gencoord_env.wrappers import apply
+
+    env = gencoord_env.parallel_env(pool=condition.pool, backend=backend, route=condition.route, view=condition.view,
+                                    surface=condition.surface, private_fact=condition.private_fact,
+                                    pool_seed=pool_seed, world=world)
+    if condition.intervention:
+        env = apply(env, [{"name": condition.intervention}])
+    return env
+
+
+def run_condition(condition: Condition, policy: Any, backend: str = "sim", world: World | None = None,
+                  episodes: int | None = None, pool_seed: int = 0, progress: Progress | None = None) -> list[EpisodeRow]:
+    """Play the condition's selected episodes with ``policy`` and return one row per episode."""
+    from agents.rollout import run_episode
+
+    env = make_env(condition, backend, world, pool_seed)
+    base = env.unwrapped
+    order = episode_indices(condition, episodes, pool_seed)
+    rows: list[EpisodeRow] = []
+    for n, k in enumerate(order):
+        before = int(getattr(policy, "model_calls", 0))
+        info = run_episode(env, policy, index=k)
+        ep: Episode = base.episodes[k]
+        rows.append(EpisodeRow(
+            condition=condition.name, episode_id=str(info["episode_id"]), cluster=ep.cluster.id, perm=ep.perm,
+            family=ep.template.family, motif=ep.template.motif, outcome=str(info["outcome"]),
+            metrics=dict(info["metrics"]), model_calls=int(getattr(policy, "model_calls", 0)) - before,
+        ))
+        if progress is not None:
+            progress(condition, n + 1, len(order))
+    return rows
+
+
+def conditions_to_run(experiment: Experiment, policy: str | None) -> list[Condition]:
+    """The experiment's conditions, learned-policy-only rows dropped unless a policy is given."""
+    return [c for c in experiment.conditions if policy is not None or not c.only_with_policy]
+
+
+def run_experiment(experiment: Experiment, make_policy: PolicyFactory, backend: str = "sim",
+                   episodes: int | None = None, policy: str | None = None, pool_seed: int = 0,
+                   world: World | None = None, progress: Progress | None = None) -> dict[str, list[EpisodeRow]]:
+    """Run every condition on one shared world; returns the rows per condition name, in spec order.
+
+    ``world``: a world to use (and leave open); by default one is made for ``backend`` and closed here.
+    """
+    from gencoord_env.envs.gencoord.gencoord import make_world
+
+    own = world is None
+    shared = make_world(backend) if world is None else world
+    try:
+        return {c.name: run_condition(c, make_policy(c), backend, shared, episodes, pool_seed, progress)
+                for c in conditions_to_run(experiment, policy)}
+    finally:
+        if own:
+            shared.close()
+
+
+__all__ = ["EpisodeRow", "conditions_to_run", "episode_indices", "make_env", "pool_indices", "run_condition",
+           "run_experiment", "select_clusters"]
