@@ -14,9 +14,7 @@ class MaterializationError(Exception):
 
 
 def materialize(commitment: Commitment, episode: Episode) -> DispatchPlan:
-    references = {s.name for s in episode.public_stations} | set(episode.agent_of.values())
-    tasks: list[DispatchTask] = []
-    id_of: dict[str, str] = {}
+    references = episode.references
     paths = ((commitment.first, commitment.first_path, commitment.node_ids[0]),
              (commitment.second, commitment.second_path, commitment.node_ids[1]))
     preds_of: dict[str, set[str]] = {}
@@ -24,8 +22,8 @@ def materialize(commitment: Commitment, episode: Episode) -> DispatchPlan:
         preds_of.setdefault(b, set()).add(a)
     pending = [(actor, task, node_id) for actor, path, ids in paths for task, node_id in zip(path, ids)]
     # one global order that respects the merged relation: Kahn over node ids, stable in path order
+    order: list[tuple[str, object, str, set[str]]] = []
     done: set[str] = set()
-    producer, receiver, item, _ = commitment.handoff
     while pending:
         for i, (actor, task, node_id) in enumerate(pending):
             preds = preds_of.get(node_id, set())
@@ -34,17 +32,20 @@ def materialize(commitment: Commitment, episode: Episode) -> DispatchPlan:
                 break
         else:
             raise MaterializationError("the merged relation has no executable order")
-        loc = episode.location(task, actor)
+        order.append((actor, task, node_id, preds))
+        done.add(node_id)
+    producer, receiver, _, _ = commitment.handoff
+    last = {actor: k for k, (actor, _, _, _) in enumerate(order)}
+    id_of = {node_id: f"t{k + 1}" for k, (_, _, node_id, _) in enumerate(order)}
+    tasks = []
+    for k, (actor, task, node_id, preds) in enumerate(order):
+        loc = episode.location(task, actor)  # type: ignore[arg-type]
         if loc and loc not in references:
             raise MaterializationError(f"{node_id}: location {loc!r} is not a reference of this episode")
-        tid = f"t{len(tasks) + 1}"
-        id_of[node_id] = tid
-        checks = ("handoff",) if task.skill == "resource.deliver" and task.args.get("to") == receiver and actor == producer else ()
-        tasks.append(DispatchTask(tid, node_id, actor, task, loc, tuple(id_of[p] for p in sorted(preds)), checks))
-        done.add(node_id)
-    last = {t.actor: t.id for t in tasks}
-    tasks = [
-        DispatchTask(t.id, t.node, t.actor, t.task, t.loc, t.deps, t.checks + (("terminal",) if last[t.actor] == t.id else ()))
-        for t in tasks
-    ]
+        checks: tuple[str, ...] = ()
+        if task.skill == "resource.deliver" and actor == producer and task.args.get("to") == receiver:  # type: ignore[attr-defined]
+            checks = ("handoff",)
+        if last[actor] == k:
+            checks += ("terminal",)
+        tasks.append(DispatchTask(id_of[node_id], node_id, actor, task, loc, tuple(id_of[p] for p in sorted(preds)), checks))  # type: ignore[arg-type]
     return DispatchPlan(tuple(tasks), commitment.handoff, episode.terminal())

@@ -195,7 +195,17 @@ class Episode:
         return {"active_binding_id": self.binding} if agent == self.first else {}
 
     def terminal(self, binding: str | None = None) -> tuple[TerminalCheck, ...]:
-        specs: tuple[TerminalSpec, ...] = self.template.terminal[binding or self.binding]
+        """The terminal predicate of ``binding`` (default: the true binding) as concrete checks."""
+        if binding is None or binding == self.binding:
+            return self._true_terminal
+        return self._terminal(binding)
+
+    @cached_property
+    def _true_terminal(self) -> tuple[TerminalCheck, ...]:
+        return self._terminal(self.binding)
+
+    def _terminal(self, binding: str) -> tuple[TerminalCheck, ...]:
+        specs: tuple[TerminalSpec, ...] = self.template.terminal[binding]
         return tuple(
             TerminalCheck(
                 kind=s.kind,
@@ -211,6 +221,11 @@ class Episode:
     def public_stations(self) -> tuple[StationSpec, ...]:
         suite = GOAL_CAPABILITY if self.is_goal_capability else None
         return tuple(s for s in self.prior.stations if s.suite in (None, suite))
+
+    @cached_property
+    def references(self) -> frozenset[str]:
+        """Every grounding reference of the episode: public station names and agent ids."""
+        return frozenset(s.name for s in self.public_stations) | frozenset(self.agent_of.values())
 
     def scope(self, agent: str) -> PublicScope:
         """The public instantiation xi_pub as the contract checker sees it for ``agent``."""

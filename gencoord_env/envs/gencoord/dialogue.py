@@ -42,6 +42,10 @@ class DialogueSession(EpisodeSession):
     def decision(self) -> Decision:
         return Decision("dialogue", len(self.dialogue) % 2)
 
+    @property
+    def turn(self) -> str:
+        return self.episode.first if len(self.dialogue) % 2 == 0 else self.episode.second
+
     def act(self, action: Any, observation: str = "") -> None:
         if self.done:
             return

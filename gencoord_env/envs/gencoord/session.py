@@ -33,6 +33,7 @@ class EpisodeSession:
         self.episode = episode
         self.route = route
         self.decisions: tuple[Decision, ...] = ROUTES[route]
+        self._turns = tuple(episode.first if d.role == 0 else episode.second for d in self.decisions)
         self.view = view
         self.surface = surface
         self.stages = stages
@@ -69,7 +70,7 @@ class EpisodeSession:
 
     @property
     def turn(self) -> str:
-        return self.episode.first if self.decision.role == 0 else self.episode.second
+        return self._turns[self.index]
 
     def context(self, agent: str, stage: str | None = None) -> dict[str, Any]:
         return build_context(
@@ -175,13 +176,12 @@ class EpisodeSession:
         copies = delivered if isinstance(delivered, tuple) else (() if delivered is None else (delivered,))
         self.delivered = copies[0] if copies else None
         payload = self.surface.request_payload(request)
-        shown = self.surface.request_payload(copies[0]) if copies else None
-        entry: dict[str, Any] = {"stage": "deliver", "sent": payload, "delivered": shown}
+        texts = [payload if copy is request else self.surface.request_payload(copy) for copy in copies]
+        entry: dict[str, Any] = {"stage": "deliver", "sent": payload, "delivered": texts[0] if texts else None}
         if len(copies) > 1:
             entry["copies"] = len(copies)
         self._record(entry)
-        for copy in copies:
-            text = self.surface.request_payload(copy)
+        for text in texts:
             self._wire(text)
             self.messages[request.target].append(f"REQ from {sender}: {text}")
         self.index += 1
