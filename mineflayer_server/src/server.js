@@ -55,7 +55,10 @@ async function startServer ({ port = 0, cookTicks = 200, log, pickupDelayMs, thr
 
 /** Close the server's socket and stop its tick loop. */
 async function stopServer (serv) {
-  try { serv.quit('shutdown') } catch (err) { /* already closed */ }
+  // quit() waits for every player to disconnect, which never comes for a bot that already left.
+  await Promise.race([serv.quit('shutdown').catch(() => {}), new Promise(resolve => setTimeout(resolve, 1000))])
+  if (serv.tickInterval) clearInterval(serv.tickInterval)
+  try { serv._server.close() } catch (err) { /* already closed */ }
 }
 
 module.exports = { startServer, stopServer, MINECRAFT_VERSION }

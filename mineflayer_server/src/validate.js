@@ -4,8 +4,19 @@
 
 const { badRequest, isMap } = require('./protocol')
 
+/** Edit distance, for "did you mean" suggestions. */
+function distance (a, b) {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i]
+    for (let j = 1; j <= b.length; j++) cur.push(Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1)))
+    prev = cur
+  }
+  return prev[b.length]
+}
+
 function suggest (name, options) {
-  const close = options.filter(o => o.includes(name) || name.includes(o)).slice(0, 3)
+  const close = options.map(o => [distance(name, o), o]).filter(([d]) => d <= 2).sort((x, y) => x[0] - y[0]).slice(0, 3).map(([, o]) => o)
   return close.length ? `; did you mean ${close.map(c => JSON.stringify(c)).join(' or ')}?` : ''
 }
 

@@ -8,14 +8,17 @@ function server (serv, api) {
   const registry = serv.registry
   const touched = new Map() // posKey -> Vec3 of blocks set to something other than air
 
-  const setBlock = serv.setBlock
-  serv.setBlock = async (world, position, stateId) => {
-    if (world === serv.overworld) {
-      if (stateId) touched.set(posKey(position), position.clone())
-      else touched.delete(posKey(position))
+  // Wrapped once every built-in plugin has defined serv.setBlock (the world plugin loads after ours).
+  serv.once('asap', () => {
+    const setBlock = serv.setBlock
+    serv.setBlock = async (world, position, stateId) => {
+      if (world === serv.overworld) {
+        if (stateId) touched.set(posKey(position), position.clone())
+        else touched.delete(posKey(position))
+      }
+      return setBlock(world, position, stateId)
     }
-    return setBlock(world, position, stateId)
-  }
+  })
 
   /** Positions where a block was placed since the server started or was last cleared. */
   api.touchedPositions = () => [...touched.values()]

@@ -3,6 +3,25 @@
 // Without them a teleport (or any move of more than a few blocks) disconnects every other client,
 // players appear as boats, and a player who joins second never learns about the first.
 
+const LOGIN_PLUGIN = /flying-squid[\\/]src[\\/]lib[\\/]plugins[\\/]login\.js/
+
+/**
+ * flying-squid starts a 5 s tab-list latency interval per player and never clears it, so a process
+ * that embeds the server could never exit on its own. Those timers are unref'd (narrowly: only
+ * intervals created from flying-squid's login plugin).
+ */
+function server () {
+  if (global.setInterval.gcUnrefsLoginTimers) return
+  const setIntervalOriginal = global.setInterval
+  const patched = function (fn, ms, ...args) {
+    const timer = setIntervalOriginal.call(this, fn, ms, ...args)
+    if (LOGIN_PLUGIN.test(new Error().stack)) timer.unref()
+    return timer
+  }
+  patched.gcUnrefsLoginTimers = true
+  global.setInterval = patched
+}
+
 function player (player, serv) {
   const registry = serv.registry
   const modern = registry.version['>=']('1.21.2')
@@ -10,6 +29,7 @@ function player (player, serv) {
   const write = player._client.write.bind(player._client)
 
   player._client.write = function (name, params) {
+    if (player.disconnected) return // e.g. the leaked latency timer above, after the player left
     if (modern && name === 'entity_teleport') {
       // 1.21.2 added a velocity delta and relative-flags to entity_teleport; flying-squid omits them
       // and the serializer error kills the receiving connection.
@@ -23,6 +43,28 @@ function player (player, serv) {
     }
     return write(name, params)
   }
+
+  // As on a vanilla server, movement packets sent before the client confirms a server teleport are
+  // stale and ignored; otherwise a packet in flight moves the player straight back after /tp or reset.
+  player.on('spawned', () => {
+    // After 'spawned', flying-squid waits for the client's first 'flying'/'look' packet and then resends
+    // the login position, which undoes any teleport made in between (e.g. by the first reset).
+    // Resend it at once instead, while the player is still where it logged in.
+    player.waitPlayerLogin = () => Promise.resolve()
+
+    let awaitingSince = 0
+    const sendSelfPosition = player.sendSelfPosition
+    player.sendSelfPosition = function (...args) {
+      awaitingSince = Date.now()
+      return sendSelfPosition.apply(this, args)
+    }
+    const sendPosition = player.sendPosition
+    player.sendPosition = function (position, onGround, teleport = false) {
+      if (!teleport && awaitingSince && Date.now() - awaitingSince < 2000) return Promise.resolve(false)
+      return sendPosition.call(this, position, onGround, teleport)
+    }
+    player._client.on('teleport_confirm', () => { awaitingSince = 0 })
+  })
 
   // flying-squid announces a new player to the others but never sends the newcomer the existing list,
   // so mineflayer cannot map the earlier player's entity to a name. Send it just before entities spawn.
@@ -49,4 +91,4 @@ function player (player, serv) {
   }
 }
 
-module.exports = { player }
+module.exports = { server, player }

@@ -1,0 +1,90 @@
+'use strict'
+// Shared fixtures: an embedded server with two real mineflayer bots, and a sidecar process with a
+// ZeroMQ DEALER client speaking the wire protocol.
+
+const path = require('path')
+const { spawn } = require('child_process')
+const readline = require('readline')
+const zmq = require('zeromq')
+const { encode, decode } = require('@msgpack/msgpack')
+const { startServer, stopServer } = require('../src/server')
+const { connectBot } = require('../src/bots')
+const { World } = require('../src/world')
+const { waitFor } = require('../src/util')
+
+const countOf = (bot, name) => bot.inventory.items().filter(i => i.name === name).reduce((n, i) => n + i.count, 0)
+
+/** Server + bots agent_a / agent_b + World. `edits` collects every logged line. */
+async function startArena ({ cookTicks = 2 } = {}) {
+  const lines = []
+  const log = (scope, message) => { lines.push(`[${scope}] ${message}`); if (process.env.ARENA_LOG) process.stderr.write(`[${scope}] ${message}\n`) }
+  const { serv, port, floorY, api } = await startServer({ cookTicks, log })
+  const world = new World({ serv, api, port, floorY, log, skillTimeoutMs: 8000 })
+  await world.ensureBots(['agent_a', 'agent_b'])
+  const disconnects = []
+  for (const bot of world.bots.values()) bot.on('end', reason => disconnects.push(`${bot.username}: ${reason}`))
+  return {
+    serv, port, floorY, api, world, lines, disconnects, log,
+    a: world.bot('agent_a'),
+    b: world.bot('agent_b'),
+    player: name => api.playerByName(name),
+    async close () {
+      await world.close()
+      await stopServer(serv)
+      process.stdin.destroy() // flying-squid's console reads stdin and would keep the test process alive
+    }
+  }
+}
+
+/** Start `src/sidecar.js` and connect a DEALER; `call(op, args)` returns the decoded reply. */
+async function startSidecar (extraArgs = []) {
+  const started = Date.now()
+  const child = spawn(process.execPath, [path.join(__dirname, '..', 'src', 'sidecar.js'), '--endpoint', 'tcp://127.0.0.1:0', ...extraArgs], {
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  const stderr = []
+  child.stderr.on('data', d => stderr.push(d.toString()))
+  const ready = await new Promise((resolve, reject) => {
+    const rl = readline.createInterface({ input: child.stdout })
+    rl.on('line', line => { if (line.startsWith('READY ')) resolve(JSON.parse(line.slice(6))) })
+    child.on('exit', code => reject(new Error(`sidecar exited with ${code}: ${stderr.join('')}`)))
+  })
+  const startupMs = Date.now() - started
+  const sock = new zmq.Dealer({ receiveTimeout: 60000 })
+  sock.connect(ready.endpoint)
+  let nextId = 0
+  const pending = new Map()
+  ;(async () => {
+    try {
+      for await (const [payload] of sock) {
+        const reply = decode(payload)
+        pending.get(reply.id)?.(reply)
+        pending.delete(reply.id)
+      }
+    } catch (err) { /* socket closed */ }
+  })()
+  const sendQueue = []
+  let sending = Promise.resolve()
+  const sendRaw = (bytes, id) => new Promise(resolve => {
+    pending.set(id, resolve)
+    sending = sending.then(() => sock.send(bytes))
+    sendQueue.push(sending)
+  })
+  const call = (op, args = {}, v = 1) => {
+    const id = ++nextId
+    return sendRaw(encode({ v, id, op, args }), id)
+  }
+  return {
+    child, ready, startupMs, stderr, call, sendRaw,
+    nextId: () => ++nextId,
+    async close () {
+      if (child.exitCode === null) {
+        await Promise.race([call('shutdown'), new Promise(resolve => setTimeout(resolve, 3000))])
+        await new Promise(resolve => { if (child.exitCode !== null) resolve(); else child.on('exit', resolve) })
+      }
+      sock.close()
+    }
+  }
+}
+
+module.exports = { startArena, startSidecar, countOf, waitFor }

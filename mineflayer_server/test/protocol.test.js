@@ -1,0 +1,77 @@
+'use strict'
+// Wire-format and argument checks, without a server.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { encode, decode } = require('@msgpack/msgpack')
+const { decodeRequest, encodeResult, encodeError, ProtocolError, PROTOCOL_VERSION } = require('../src/protocol')
+const { checkEndpoint, parseArgs } = require('../src/cli')
+const { parseSpec } = require('../src/spec')
+const { checkSkillArgs } = require('../src/skills')
+const registry = require('prismarine-registry')('1.21.4')
+
+const rejects = (fn, type, pattern) => assert.throws(fn, err => err instanceof ProtocolError && err.type === type && pattern.test(err.message))
+
+test('a well-formed request decodes to id, op, args', () => {
+  assert.deepEqual(decodeRequest(encode({ v: 1, id: 7, op: 'ping', args: {} })), { id: 7, op: 'ping', args: {} })
+  assert.deepEqual(decodeRequest(encode({ v: 1, id: 8, op: 'ping' })).args, {})
+})
+
+test('malformed requests are BadRequest, wrong versions VersionMismatch, big ones TooLarge', () => {
+  rejects(() => decodeRequest(Buffer.from([0xc1])), 'BadRequest', /not valid msgpack/)
+  rejects(() => decodeRequest(encode([1, 2])), 'BadRequest', /must be a msgpack map/)
+  rejects(() => decodeRequest(encode({ v: 1, id: 'x', op: 'ping' })), 'BadRequest', /"id" must be an integer/)
+  rejects(() => decodeRequest(encode({ v: 1, id: 1, op: '' })), 'BadRequest', /"op"/)
+  rejects(() => decodeRequest(encode({ v: 1, id: 1, op: 'ping', args: [1] })), 'BadRequest', /"args" must be a map/)
+  rejects(() => decodeRequest(encode({ v: 2, id: 1, op: 'ping' })), 'VersionMismatch', /v=2 .* v=1/)
+  rejects(() => decodeRequest(Buffer.alloc(2048), 1024), 'TooLarge', /2048 bytes exceeds the 1024-byte cap/)
+  try { decodeRequest(encode({ v: 9, id: 5, op: 'ping' })) } catch (err) { assert.equal(err.id, 5) }
+})
+
+test('replies carry v, id and either result or a typed error', () => {
+  assert.deepEqual(decode(encodeResult(3, 'pong')), { v: PROTOCOL_VERSION, id: 3, ok: true, result: 'pong' })
+  assert.deepEqual(decode(encodeError(4, 'Internal', 'boom')), { v: 1, id: 4, ok: false, error: { type: 'Internal', message: 'boom' } })
+  assert.throws(() => new ProtocolError('Nope', 'x'), /unknown protocol error type/)
+})
+
+test('the sidecar binds loopback tcp or ipc only', () => {
+  assert.equal(checkEndpoint('tcp://127.0.0.1:5555'), 'tcp://127.0.0.1:5555')
+  assert.equal(checkEndpoint('tcp://127.0.0.1:0'), 'tcp://127.0.0.1:*')
+  assert.equal(checkEndpoint('ipc:///tmp/x.sock'), 'ipc:///tmp/x.sock')
+  assert.throws(() => checkEndpoint('tcp://0.0.0.0:5555'), /binds loopback only/)
+  assert.throws(() => checkEndpoint('tcp://10.0.0.1:5555'), /binds loopback only/)
+  assert.throws(() => parseArgs(['--endpoint']), /bad argument/)
+  assert.throws(() => parseArgs(['--endpont', 'x']), /bad argument --endpont/)
+  assert.deepEqual(parseArgs(['--endpoint', 'tcp://127.0.0.1:1', '--agents', 'x,y', '--cook-ticks', '3']).agents, ['x', 'y'])
+})
+
+const spec = () => ({
+  agents: ['agent_a', 'agent_b'],
+  stations: [{ name: 'c', kind: 'chest', pos: [1, 0, 1], cells: [] }, { name: 's', kind: 'site', pos: [4, 0, 4], cells: [[4, 0, 4]] }],
+  positions: { agent_a: [0, 0, 0], agent_b: [2, 0, 0] },
+  inventories: { agent_a: { oak_log: 2, stick: 0 } },
+  containers: { c: { oak_planks: 4 } },
+  cook_ticks: 0
+})
+
+test('reset specs are normalized and checked field by field', () => {
+  const parsed = parseSpec(registry, spec())
+  assert.deepEqual(parsed.inventories, { agent_a: { oak_log: 2 }, agent_b: {} })
+  assert.equal(parsed.cookTicks, 0)
+  const bad = (edit, pattern) => { const s = spec(); edit(s); rejects(() => parseSpec(registry, s), 'BadRequest', pattern) }
+  bad(s => { s.inventories.agent_a = { oak_lg: 1 } }, /unknown item "oak_lg".*did you mean/)
+  bad(s => { s.containers = { s: { stone: 1 } } }, /not a chest station/)
+  bad(s => { s.stations[0].kind = 'oven' }, /kind "oven" is not one of/)
+  bad(s => { delete s.positions.agent_b }, /positions\[agent_b\]/)
+  bad(s => { s.agents = ['agent a'] }, /not a valid Minecraft username/)
+  bad(s => { s.colour = 1 }, /unknown field\(s\) colour/)
+  bad(s => { s.stations.push({ name: 'd', kind: 'furnace', pos: [1, 0, 1] }) }, /share position/)
+})
+
+test('skill args are checked against the op table and minecraft-data', () => {
+  assert.deepEqual(checkSkillArgs(registry, 'craft', { item: 'stick', count: 4, station: '' }), { item: 'stick', count: 4, station: '' })
+  rejects(() => checkSkillArgs(registry, 'fly', {}), 'BadRequest', /unknown skill op "fly"/)
+  rejects(() => checkSkillArgs(registry, 'withdraw', { station: 'c', item: 'diamonds', count: 1 }), 'BadRequest', /unknown item "diamonds"/)
+  rejects(() => checkSkillArgs(registry, 'give', { to: 'b', item: 'stick', count: 0 }), 'BadRequest', /args.count/)
+  rejects(() => checkSkillArgs(registry, 'wait', { ticks: -1 }), 'BadRequest', /args.ticks/)
+})
