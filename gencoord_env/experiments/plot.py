@@ -61,8 +61,9 @@ def _groups(ax: Any, records: Sequence[Mapping[str, Any]]) -> None:
     ax.set_yticks(y, names, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, 105)
+    ax.tick_params(axis="x", labelsize=7)
     ax.set_title("success by family (%)", fontsize=9)
-    ax.legend(fontsize=6, loc="lower left")
+    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
 
 
@@ -95,14 +96,14 @@ def plot(experiment: Experiment, records: Sequence[Mapping[str, Any]], backend: 
         _heatmap(fig, records)
     else:
         panels = len(experiment.columns) + (1 if experiment.group_by else 0)
-        fig, axes = plt.subplots(1, panels, figsize=(3.3 * panels + 1.5, 0.45 * len(records) + 1.8), squeeze=False)
+        fig, axes = plt.subplots(1, panels, figsize=(3.3 * panels + 1.5, 0.45 * len(records) + 2.4), squeeze=False)
         for ax, (key, header) in zip(axes[0], experiment.columns):
             _bars(ax, records, key, header)
         for ax in axes[0][1:len(experiment.columns)]:
             ax.set_yticks([])
         if experiment.group_by:
             _groups(axes[0][-1], records)
-        axes[0][0].legend(fontsize=7, loc="lower right")
+        axes[0][0].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
     fig.suptitle(f"{experiment.title} [{backend}]", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=150)
