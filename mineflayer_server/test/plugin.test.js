@@ -157,3 +157,25 @@ test('the barrier resolves only after the bot\'s earlier clicks are applied', as
   assert.deepEqual(arena.api.containerCounts(pos), { stick: 7 })
   assert.equal(await arena.world.barrier(), true)
 })
+
+test('World.reset rejoins a bot whose connection dropped, and only that bot', async () => {
+  const spec = {
+    agents: ['agent_a', 'agent_b'],
+    stations: [{ name: 'c', kind: 'chest', pos: [1, 0, 3], cells: [] }],
+    positions: { agent_a: [0, 0, 0], agent_b: [2, 0, 0] },
+    inventories: { agent_b: { stick: 2 } },
+    containers: { c: { stick: 1 } }
+  }
+  const dropped = arena.b
+  dropped._client.end('network trouble')
+  await waitFor(() => dropped.gcEnded, 3000, 'B disconnected')
+  arena.disconnects.length = 0 // this disconnect is the point of the test
+  const { rejoined } = await arena.world.reset(spec)
+  assert.deepEqual(rejoined, ['agent_b'])
+  assert.notEqual(arena.world.bot('agent_b'), dropped)
+  assert.equal(arena.world.bot('agent_a'), arena.a, 'agent_a kept its connection')
+  const truth = await arena.world.observe()
+  assert.deepEqual(truth.inventories, { agent_a: {}, agent_b: { stick: 2 } })
+  assert.deepEqual(truth.containers, { c: { stick: 1 } })
+  arena.b = arena.world.bot('agent_b')
+})

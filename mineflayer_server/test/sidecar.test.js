@@ -1,0 +1,172 @@
+'use strict'
+// The sidecar process over real ZeroMQ + msgpack: handshake, errors, resets and every skill op.
+
+const { test, before, after } = require('node:test')
+const assert = require('node:assert/strict')
+const { encode } = require('@msgpack/msgpack')
+const { startSidecar } = require('./helpers')
+
+let sc
+
+const SPEC = {
+  agents: ['agent_a', 'agent_b'],
+  stations: [
+    { name: 'chest_in', kind: 'chest', pos: [3, 0, 2], cells: [] },
+    { name: 'chest_out', kind: 'chest', pos: [-3, 0, 2], cells: [] },
+    { name: 'table', kind: 'crafting_table', pos: [0, 0, 4], cells: [] },
+    { name: 'furnace', kind: 'furnace', pos: [2, 0, -3], cells: [] },
+    { name: 'site', kind: 'site', pos: [-3, 0, -3], cells: [[-3, 0, -3], [-2, 0, -3], [-3, 1, -3]] }
+  ],
+  positions: { agent_a: [0, 0, 0], agent_b: [3, 0, 0] },
+  inventories: { agent_a: { raw_iron: 2, coal: 1 }, agent_b: { cobblestone: 3, oak_planks: 8 } },
+  containers: { chest_in: { oak_planks: 4 } },
+  cook_ticks: 2
+}
+
+let callCounter = 0
+async function execute (actor, op, args) {
+  const reply = await sc.call('execute', { id: `c${++callCounter}`, actor, op, args })
+  assert.equal(reply.ok, true, JSON.stringify(reply.error))
+  return reply.result.events
+}
+async function ok (actor, op, args) {
+  const events = await execute(actor, op, args)
+  assert.equal(events[0].ok, true, `${op} failed: ${events[0].reason}`)
+  return events
+}
+const result = async (op, args) => {
+  const reply = await sc.call(op, args)
+  assert.equal(reply.ok, true, JSON.stringify(reply.error))
+  return reply.result
+}
+
+before(async () => { sc = await startSidecar(['--cook-ticks', '2', '--skill-timeout-ms', '4000']) })
+after(async () => { await sc.close() })
+
+test('READY names the endpoint and hello reports protocol, versions and agents', async () => {
+  assert.match(sc.ready.endpoint, /^tcp:\/\/127\.0\.0\.1:\d+$/)
+  assert.equal(sc.ready.protocol, 1)
+  assert.deepEqual(sc.ready.agents, ['agent_a', 'agent_b'])
+  const hello = await result('hello')
+  assert.deepEqual(hello, { protocol: 1, minecraft: '1.21.4', sidecar: require('../package.json').version, agents: ['agent_a', 'agent_b'] })
+  assert.equal(await result('ping'), 'pong')
+  process.stderr.write(`sidecar startup ${sc.startupMs} ms (READY startup_ms ${sc.ready.startup_ms})\n`)
+})
+
+test('protocol errors are typed: unknown op, bad version, oversized, bad args', async () => {
+  const unknown = await sc.call('teleport', {})
+  assert.equal(unknown.ok, false)
+  assert.equal(unknown.error.type, 'BadRequest')
+  assert.match(unknown.error.message, /unknown op "teleport"/)
+
+  const version = await sc.call('ping', {}, 2)
+  assert.deepEqual([version.ok, version.error.type], [false, 'VersionMismatch'])
+
+  const id = sc.nextId()
+  const big = await sc.sendRaw(encode({ v: 1, id, op: 'ping', args: { pad: 'x'.repeat(1024 * 1024 + 10) } }), null)
+  assert.deepEqual([big.ok, big.error.type, big.id], [false, 'TooLarge', null])
+
+  const badItem = await sc.call('execute', { id: 'x', actor: 'agent_a', op: 'craft', args: { item: 'oak_plank', count: 1, station: '' } })
+  assert.equal(badItem.error.type, 'BadRequest')
+  assert.match(badItem.error.message, /unknown item "oak_plank".*did you mean "oak_planks"/)
+  const badActor = await sc.call('execute', { id: 'x', actor: 'agent_z', op: 'wait', args: { ticks: 1 } })
+  assert.match(badActor.error.message, /agent_z.*not an agent/)
+  const badSpec = await sc.call('reset', { ...SPEC, inventories: { agent_a: { unobtainium: 1 } } })
+  assert.equal(badSpec.error.type, 'BadRequest')
+  assert.equal(await result('ping'), 'pong', 'the sidecar keeps serving after refusals')
+})
+
+test('reset twice without reconnecting the bots; observe reads the reset state', async () => {
+  const first = await result('reset', SPEC)
+  const second = await result('reset', SPEC)
+  assert.deepEqual([first.rejoined, second.rejoined], [[], []])
+  process.stderr.write(`reset ${first.ms} ms, ${second.ms} ms\n`)
+  const truth = await result('observe')
+  assert.deepEqual(truth, {
+    inventories: { agent_a: { raw_iron: 2, coal: 1 }, agent_b: { cobblestone: 3, oak_planks: 8 } },
+    containers: { chest_in: { oak_planks: 4 }, chest_out: {} },
+    sites: { site: [] },
+    furnaces: { furnace: { input: {}, fuel: {}, output: {} } }
+  })
+  assert.equal(await result('barrier'), true)
+  assert.ok(!sc.stderr.join('').includes('disconnected'), 'no bot was disconnected')
+})
+
+test('scripted episode: withdraw, give + await_handoff, craft, deposit', async () => {
+  await result('reset', { ...SPEC, inventories: {} })
+  const start = Date.now()
+  await ok('agent_a', 'withdraw', { station: 'chest_in', item: 'oak_planks', count: 4 })
+  // giver and receiver run concurrently, one request per bot
+  const [given, received] = await Promise.all([
+    ok('agent_a', 'give', { to: 'agent_b', item: 'oak_planks', count: 4 }),
+    ok('agent_b', 'await_handoff', { from: 'agent_a', item: 'oak_planks', count: 4 })
+  ])
+  assert.equal(given.length, 1)
+  assert.deepEqual(received.map(e => e.kind), ['skill', 'handoff'])
+  assert.deepEqual(received[1].data, { from: 'agent_a', to: 'agent_b', item: 'oak_planks', count: 4 })
+  await ok('agent_b', 'craft', { item: 'crafting_table', count: 1, station: '' })
+  await ok('agent_b', 'deposit', { station: 'chest_out', item: 'crafting_table', count: 1 })
+  const episodeMs = Date.now() - start
+  const truth = await result('observe')
+  assert.deepEqual(truth.inventories, { agent_a: {}, agent_b: {} })
+  assert.deepEqual(truth.containers, { chest_in: {}, chest_out: { crafting_table: 1 } })
+  process.stderr.write(`scripted episode ${episodeMs} ms\n`)
+})
+
+test('goto, table craft, place, furnace input/fuel/output and wait', async () => {
+  await result('reset', SPEC)
+  await ok('agent_b', 'goto', { station: 'table' })
+  const crafted = await ok('agent_b', 'craft', { item: 'chest', count: 1, station: 'table' })
+  assert.equal(crafted[0].data.count, 1)
+  const placed = await ok('agent_b', 'place', { site: 'site', item: 'cobblestone', count: 3 })
+  assert.deepEqual(placed[0].data.cells, [[-3, 0, -3], [-2, 0, -3], [-3, 1, -3]])
+  await ok('agent_a', 'furnace_input', { station: 'furnace', item: 'raw_iron', count: 2 })
+  await ok('agent_a', 'furnace_fuel', { station: 'furnace', item: 'coal', count: 1 })
+  await ok('agent_a', 'furnace_output', { station: 'furnace', item: 'iron_ingot', count: 2 })
+  const waited = await ok('agent_a', 'wait', { ticks: 4 })
+  assert.ok(waited[0].data.ms >= 190)
+  const truth = await result('observe')
+  assert.deepEqual(truth.inventories, { agent_a: { iron_ingot: 2 }, agent_b: { chest: 1 } })
+  assert.deepEqual(truth.sites, { site: [[-3, 0, -3, 'cobblestone'], [-3, 1, -3, 'cobblestone'], [-2, 0, -3, 'cobblestone']] })
+  assert.deepEqual(truth.furnaces, { furnace: { input: {}, fuel: {}, output: {} } })
+
+  // the next reset clears the site and restores inventories without reconnecting
+  const again = await result('reset', SPEC)
+  assert.deepEqual(again.rejoined, [])
+  assert.deepEqual((await result('observe')).sites, { site: [] })
+})
+
+test('failing skills are events with ok:false and a reason, not protocol errors', async () => {
+  await result('reset', SPEC)
+  const cases = [
+    ['agent_a', 'withdraw', { station: 'chest_in', item: 'oak_planks', count: 5 }, /holds 4 oak_planks, needs 5/],
+    ['agent_a', 'deposit', { station: 'chest_out', item: 'stick', count: 1 }, /has 0 stick, needs 1/],
+    ['agent_a', 'goto', { station: 'nowhere' }, /no station named "nowhere"/],
+    ['agent_a', 'craft', { item: 'chest', count: 1, station: '' }, /needs a crafting table/],
+    ['agent_b', 'craft', { item: 'crafting_table', count: 1, station: 'chest_in' }, /chest_in is a chest, not a crafting_table/],
+    ['agent_a', 'give', { to: 'agent_a', item: 'coal', count: 1 }, /cannot give items to itself/],
+    ['agent_b', 'place', { site: 'site', item: 'cobblestone', count: 4 }, /has 3 cobblestone, needs 4/]
+  ]
+  for (const [actor, op, args, reason] of cases) {
+    const [event] = await execute(actor, op, args)
+    assert.equal(event.ok, false, `${op} should fail`)
+    assert.equal(event.kind, 'skill')
+    assert.match(event.reason, reason)
+  }
+  const [timedOut] = await execute('agent_b', 'await_handoff', { from: 'agent_a', item: 'coal', count: 1 })
+  assert.equal(timedOut.ok, false)
+  assert.match(timedOut.reason, /did not receive 1 coal from agent_a/)
+  const truth = await result('observe')
+  assert.deepEqual(truth.inventories, SPEC.inventories, 'failed skills change nothing')
+})
+
+test('a bot that dropped is rejoined at the next reset', async () => {
+  const hello = await result('hello')
+  assert.deepEqual(hello.agents, ['agent_a', 'agent_b'])
+  // a reset for other agent names replaces the bots; the next reset with the originals rejoins them
+  const other = await result('reset', { ...SPEC, agents: ['agent_a', 'agent_c'], positions: { agent_a: [0, 0, 0], agent_c: [3, 0, 0] }, inventories: {} })
+  assert.deepEqual(other.rejoined, ['agent_c'])
+  const back = await result('reset', SPEC)
+  assert.deepEqual(back.rejoined, ['agent_b'])
+  assert.deepEqual((await result('observe')).inventories, SPEC.inventories)
+})
