@@ -55,6 +55,7 @@ def summarize_condition(condition: Condition, rows: Sequence[EpisodeRow], index:
         "private_fact": condition.private_fact,
         "intervention": condition.intervention,
         "policy": policy_name,
+        **{str(k): v for k, v in condition.where.items()},
         "episodes": n,
         "clusters": len(per_cluster),
         "successes": sum(1 for r in rows if r.success),

@@ -67,17 +67,21 @@ def _groups(ax: Any, records: Sequence[Mapping[str, Any]]) -> None:
     ax.spines[["top", "right"]].set_visible(False)
 
 
+def _success(record: Mapping[str, Any], paper: bool) -> float:
+    value = record.get("paper", {}).get("success_rate") if paper else record.get("success_rate")
+    return float("nan") if value is None else 100 * float(value)
+
+
 def _heatmap(fig: Any, records: Sequence[Mapping[str, Any]]) -> None:
-    views = list(dict.fromkeys(r["condition"].split(" / ")[0] for r in records))
-    motifs = list(dict.fromkeys(r["condition"].split(" / ")[1] for r in records))
-    for k, (title, get) in enumerate((("ours", lambda r: r.get("success_rate")),
-                                      ("paper (Direct Short DSL)", lambda r: r.get("paper", {}).get("success_rate")))):
+    """Rows: views; columns: motifs (``record["motif"]``, from the condition's filter)."""
+    views = list(dict.fromkeys(r["view"] for r in records))
+    labels = list(dict.fromkeys(r["condition"].split(" / ")[0] for r in records))
+    motifs = list(dict.fromkeys(str(r.get("motif")) for r in records))
+    for k, (title, paper) in enumerate((("ours", False), ("paper (Direct Short DSL)", True))):
         ax = fig.add_subplot(1, 2, k + 1)
         grid = np.full((len(views), len(motifs)), np.nan)
         for r in records:
-            v, m = r["condition"].split(" / ")
-            value = get(r)
-            grid[views.index(v), motifs.index(m)] = np.nan if value is None else 100 * float(value)
+            grid[views.index(r["view"]), motifs.index(str(r.get("motif")))] = _success(r, paper)
         ax.imshow(grid, cmap="Blues", vmin=0, vmax=100)
         for i in range(len(views)):
             for j in range(len(motifs)):
@@ -85,7 +89,7 @@ def _heatmap(fig: Any, records: Sequence[Mapping[str, Any]]) -> None:
                 ax.text(j, i, text, ha="center", va="center", fontsize=8,
                         color="white" if grid[i, j] > 60 else "black")
         ax.set_xticks(range(len(motifs)), motifs, fontsize=7, rotation=20)
-        ax.set_yticks(range(len(views)), views, fontsize=8)
+        ax.set_yticks(range(len(views)), labels if len(labels) == len(views) else views, fontsize=8)
         ax.set_title(f"success (%): {title}", fontsize=9)
 
 

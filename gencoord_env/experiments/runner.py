@@ -50,7 +50,8 @@ def _attribute(cluster: Cluster, name: str) -> str | None:
     from gencoord_env.tasks.prior import prior
 
     template = prior().templates[cluster.template]
-    return getattr(template, name) if hasattr(template, name) else getattr(cluster, name)
+    value = getattr(template, name) if hasattr(template, name) else getattr(cluster, name)
+    return None if value is None else str(value)
 
 
 def pool_indices(condition: Condition, pool_seed: int = 0) -> list[int]:

@@ -17,7 +17,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from scipy import stats
@@ -28,15 +28,16 @@ CONDITION_SEED = 8901
 PAIRED_SEED = 8911
 
 Interval = tuple[float, float]
+K = TypeVar("K", bound=Hashable)
 
 
-def cluster_means(observations: Iterable[tuple[Hashable, float]]) -> dict[Hashable, float]:
+def cluster_means(observations: Iterable[tuple[K, float]]) -> dict[K, float]:
     """Average every observation of a cluster (role and seed repeats) into one value per cluster.
 
     >>> cluster_means([("c1", 1.0), ("c1", 0.0), ("c2", 1.0)])
     {'c1': 0.5, 'c2': 1.0}
     """
-    sums: dict[Hashable, list[float]] = {}
+    sums: dict[K, list[float]] = {}
     for key, value in observations:
         sums.setdefault(key, []).append(float(value))
     return {k: sum(v) / len(v) for k, v in sums.items()}
@@ -54,13 +55,13 @@ def bootstrap_ci(values: Iterable[float], seed: int = CONDITION_SEED, resamples:
     return (float(res.confidence_interval.low), float(res.confidence_interval.high))
 
 
-def paired_differences(reference: Mapping[Hashable, float], condition: Mapping[Hashable, float]) -> list[float]:
+def paired_differences(reference: Mapping[K, float], condition: Mapping[K, float]) -> list[float]:
     """Cluster-aligned differences ``reference - condition`` over the clusters both have, in a stable order."""
     common = [k for k in reference if k in condition]
     return [reference[k] - condition[k] for k in sorted(common, key=repr)]
 
 
-def paired_bootstrap_ci(reference: Mapping[Hashable, float], condition: Mapping[Hashable, float],
+def paired_bootstrap_ci(reference: Mapping[K, float], condition: Mapping[K, float],
                         seed: int = PAIRED_SEED, resamples: int = RESAMPLES) -> dict[str, Any] | None:
     """Mean paired difference (reference minus condition) with its cluster-bootstrap interval."""
     diffs = paired_differences(reference, condition)
