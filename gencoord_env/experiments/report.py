@@ -62,8 +62,9 @@ def _pair(ours: str, paper: str) -> str:
 
 def table(experiment: Experiment, records: Sequence[Mapping[str, Any]], backend: str) -> Table:
     """The experiment's rich table: each cell is ours, then the paper's figure in parentheses."""
+    notes = "".join(f"\n{r['condition']}: {r['note']}" for r in records if r.get("note"))
     t = Table(title=f"{experiment.title} [{backend}]",
-              caption=f"(paper figure in parentheses) paper: {experiment.paper_source}")
+              caption=f"(paper figure in parentheses) paper: {experiment.paper_source}{notes}")
     t.add_column("condition")
     t.add_column("episodes", justify="right")
     for _, header in experiment.columns:
