@@ -17,6 +17,7 @@ and writes the raw numbers as JSON (``--out``; default ``$OUT/lm_latency.json`` 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -31,7 +32,8 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
-from agents.lm.generate import GenerationConfig, Generator, kernel_report  # noqa: E402
+from agents.lm.generate import _PREFILL_BUCKET, GenerationConfig, Generator, kernel_report  # noqa: E402
+from agents.lm.hybrid import HybridState, hybrid_forward, supports_hybrid  # noqa: E402
 from agents.lm.loading import build_qwen35_08b_config, build_tiny, train_tokenizer  # noqa: E402
 
 
@@ -58,10 +60,10 @@ def _profile(fast: Generator, rng: torch.Generator, vocab: int, avoid: set[int],
     from torch.profiler import ProfilerActivity, profile
 
     report: dict[str, object] = {}
+    width = -(-args.input_tokens // _PREFILL_BUCKET) * _PREFILL_BUCKET if fast._graphs else args.input_tokens
     for batch in (1, args.batch):
-        ids = torch.tensor(_prompts(rng, batch, args.input_tokens, vocab, avoid))
-        mask = torch.ones_like(ids, dtype=torch.bool)
-        decoder = fast._decoder(batch, ((args.input_tokens + args.output_tokens + 255) // 256) * 256)
+        ids, mask = fast._left_pad(_prompts(rng, batch, args.input_tokens, vocab, avoid), width)
+        decoder = fast._decoder(batch, ((width + args.output_tokens + 255) // 256) * 256)
         with torch.inference_mode():
             ids, mask = ids.to(decoder.device), mask.to(decoder.device)
             prefill, step = [], []
@@ -95,6 +97,55 @@ def _profile(fast: Generator, rng: torch.Generator, vocab: int, avoid: set[int],
     return report
 
 
+def _batch_throughput(
+    gen: Generator, rng: torch.Generator, vocab: int, avoid: set[int], args: argparse.Namespace, label: str
+) -> dict[str, object]:
+    """Commitments per second: ``batch`` envs, each one sender call then one receiver call."""
+    start = time.perf_counter()
+    gen.generate_tokens(_prompts(rng, args.batch, args.input_tokens, vocab, avoid))
+    _sync()
+    warmup_s = time.perf_counter() - start
+    pairs, calls = [], []
+    for _ in range(args.batch_reps):
+        _sync()
+        t0 = time.perf_counter()
+        first = gen.generate_tokens(_prompts(rng, args.batch, args.input_tokens, vocab, avoid))
+        t1 = time.perf_counter()
+        second = gen.generate_tokens(_prompts(rng, args.batch, args.input_tokens, vocab, avoid))
+        pairs.append(time.perf_counter() - t0)
+        calls += [t1 - t0, pairs[-1] - (t1 - t0)]
+        assert all(r.output_tokens == args.output_tokens for r in first + second)
+    result = {
+        "batch": args.batch,
+        "label": label,
+        "warmup_s": round(warmup_s, 2),
+        "pair_p50_s": statistics.median(pairs),
+        "call_p50_s": statistics.median(calls),
+        "commitments_per_s": args.batch / statistics.median(pairs),
+        "pair_s": pairs,
+    }
+    print(
+        f"batch {args.batch} ({label}): two calls p50 {result['pair_p50_s']:.3f} s (per call {result['call_p50_s'] * 1000:.0f} ms, "
+        f"warm-up {warmup_s:.1f} s) -> {result['commitments_per_s']:.1f} commitments/s",
+        flush=True,
+    )
+    return result
+
+
+def _prefill_agreement(model: torch.nn.Module, prompt: list[int], device: torch.device) -> dict[str, float]:
+    """Last-position logits of the hybrid prefill against transformers' forward on the same prompt."""
+    with torch.inference_mode():
+        ids = torch.tensor([prompt], device=device)
+        ref = model(input_ids=ids, logits_to_keep=1).logits[:, -1].float()
+        state = HybridState.allocate(model, batch=1, cache_len=len(prompt) + 8)
+        positions = torch.arange(len(prompt), device=device)[None]
+        got = hybrid_forward(model, state, ids, positions, positions[0], decode=False).float()
+    return {
+        "prefill_logits_rel_err": float((got - ref).norm() / ref.norm()),
+        "prefill_argmax_equal": bool(got.argmax() == ref.argmax()),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--input-tokens", type=int, default=950)
@@ -105,7 +156,11 @@ def main() -> None:
     parser.add_argument("--batch-reps", type=int, default=5)
     parser.add_argument("--baseline-reps", type=int, default=2, help="plain model.generate calls at batch 1 (0: skip)")
     parser.add_argument("--no-graphs", action="store_true", help="decode without CUDA graphs")
-    parser.add_argument("--no-compile", action="store_true", help="capture the eager decode step (no torch.compile)")
+    parser.add_argument("--no-compile", action="store_true", help="capture the eager decode step and prefill (no torch.compile)")
+    parser.add_argument("--no-hybrid", action="store_true", help="decode through transformers' forward, not agents.lm.hybrid")
+    parser.add_argument(
+        "--state-variant", action="store_true", help="also time batch N with the recurrent state kept in the model dtype"
+    )
     parser.add_argument("--tiny", action="store_true", help="a tiny Qwen3.5 instead of the 0.8B shape (CPU smoke)")
     parser.add_argument("--profile", action="store_true", help="split prefill / decode time and list the top GPU kernels")
     parser.add_argument("--out", type=Path, default=None)
@@ -128,7 +183,14 @@ def main() -> None:
     params = sum(p.numel() for p in model.parameters())
     vocab = model.get_output_embeddings().weight.shape[0]
     fixed = dict(max_new_tokens=args.output_tokens, min_new_tokens=args.output_tokens, stop_at_record_end=False)
-    fast = Generator(model, tokenizer, GenerationConfig(**fixed, backend="static", cuda_graphs=not args.no_graphs, compile_decode=False if args.no_compile else None))
+    fast_config = GenerationConfig(
+        **fixed,
+        backend="static",
+        cuda_graphs=not args.no_graphs,
+        compile_decode=False if args.no_compile else None,
+        hybrid=False if args.no_hybrid else None,
+    )
+    fast = Generator(model, tokenizer, fast_config)
     avoid = set(fast.eos_ids)
     rng = torch.Generator().manual_seed(1)
 
@@ -144,6 +206,7 @@ def main() -> None:
         "backend": fast.backend,
         "cuda_graphs": not args.no_graphs and device.type == "cuda",
         "compiled_decode": not args.no_compile and not args.no_graphs and device.type == "cuda",
+        "hybrid_forward": not args.no_hybrid and supports_hybrid(model),
         "input_tokens": args.input_tokens,
         "output_tokens": args.output_tokens,
     }
@@ -182,25 +245,12 @@ def main() -> None:
     )
 
     # ---- batch N: commitments per second over two sequential calls
-    fast.generate_tokens(_prompts(rng, args.batch, args.input_tokens, vocab, avoid))
-    bn_pairs = []
-    for _ in range(args.batch_reps):
-        _sync()
-        t0 = time.perf_counter()
-        first = fast.generate_tokens(_prompts(rng, args.batch, args.input_tokens, vocab, avoid))
-        second = fast.generate_tokens(_prompts(rng, args.batch, args.input_tokens, vocab, avoid))
-        bn_pairs.append(time.perf_counter() - t0)
-        assert all(r.output_tokens == args.output_tokens for r in first + second)
-    bn = {
-        "batch": args.batch,
-        "pair_p50_s": statistics.median(bn_pairs),
-        "commitments_per_s": args.batch / statistics.median(bn_pairs),
-        "pair_s": bn_pairs,
-    }
-    print(
-        f"batch {args.batch}: two calls p50 {bn['pair_p50_s']:.3f} s -> {bn['commitments_per_s']:.1f} commitments/s",
-        flush=True,
-    )
+    bn = _batch_throughput(fast, rng, vocab, avoid, args, "float32 recurrent state")
+    variant: dict[str, object] = {}
+    if args.state_variant:
+        bf16_state = Generator(model, tokenizer, dataclasses.replace(fast_config, recurrent_state="model"))
+        variant = _batch_throughput(bf16_state, rng, vocab, avoid, args, f"{dtype} recurrent state")
+        del bf16_state
 
     # ---- reference: plain model.generate at batch 1, and agreement of the two paths
     baseline: dict[str, object] = {}
@@ -223,9 +273,11 @@ def main() -> None:
         fast_ids = fast._decode_static(prompt)[0]
         agree = next((i for i, (a, b) in enumerate(zip(ref_ids, fast_ids)) if a != b), len(ref_ids))
         baseline = {"generate_call_s": times, "identical_prefix_tokens": agree, "compared_tokens": len(ref_ids)}
+        if supports_hybrid(model):
+            baseline.update(_prefill_agreement(model, prompt[0], device))
         print(
             f"plain generate batch 1: {statistics.median(times):.3f} s per call; static path agrees on the first "
-            f"{agree}/{len(ref_ids)} greedy tokens",
+            f"{agree}/{len(ref_ids)} greedy tokens; {json.dumps({k: v for k, v in baseline.items() if k.startswith('prefill')})}",
             flush=True,
         )
         del ref
@@ -233,7 +285,7 @@ def main() -> None:
     info["decode_graphs"] = fast.graph_status()
     print(f"decode step per shape: {info['decode_graphs']}")
     profile = _profile(fast, rng, vocab, avoid, args) if args.profile else {}
-    result = {"info": info, "profile": profile, "batch1": b1, "batchN": bn, "baseline": baseline}
+    result = {"info": info, "profile": profile, "batch1": b1, "batchN": bn, "batchN_state_variant": variant, "baseline": baseline}
     out = args.out or (Path(os.environ["OUT"]) / "lm_latency.json" if os.environ.get("OUT") else None)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -242,7 +294,9 @@ def main() -> None:
     print(
         f"SUMMARY device={info['device']} torch={info['torch']} transformers={info['transformers']} "
         f"commit_p50={b1['commit_p50_s']:.3f}s commit_p95={b1['commit_p95_s']:.3f}s "
-        f"batch{args.batch}={bn['commitments_per_s']:.1f}/s graphs={info['cuda_graphs']}"
+        f"batch{args.batch}={bn['commitments_per_s']:.1f}/s"
+        + (f" batch{args.batch}_model_dtype_state={variant['commitments_per_s']:.1f}/s" if variant else "")
+        + f" graphs={info['cuda_graphs']} hybrid={info['hybrid_forward']}"
     )
 
 

@@ -15,8 +15,12 @@ Two decoding paths compute the same greedy function:
 - ``"generate"``: plain ``model.generate``; the reference the static loop is tested against, and
   a fallback for models the static loop does not support.
 
-For Qwen3.5 the Gated-DeltaNet layers use the ``flash-linear-attention`` (``fla``) Triton kernels
-whenever that package is importable when transformers loads the model code (see :func:`kernel_report`).
+For Qwen3.5 the static loop runs :func:`agents.lm.hybrid.hybrid_forward` (the model's own layers over
+state buffers it owns, updated in place) instead of transformers' forward; its Gated-DeltaNet ops use
+the ``flash-linear-attention`` (``fla``) Triton kernels on CUDA when that package is importable (see
+:func:`kernel_report`). On CUDA the prefill is also compiled and captured as a CUDA graph, once per
+(batch, prompt width rounded up to 64), so a batch-1 prefill costs one graph launch instead of
+thousands of kernel launches from Python.
 
 Stopping: at any EOS id of the model or tokenizer, and (``stop_at_record_end``) once the completion has
 finished the two-line Short DSL record, i.e. after its second newline. ``output_tokens`` counts every
@@ -35,6 +39,9 @@ from typing import Literal
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, StoppingCriteria, StoppingCriteriaList
 
+from agents.lm import kernels
+from agents.lm.hybrid import HybridState, hybrid_forward, supports_hybrid
+
 __all__ = ["GenerationConfig", "GenerationRecord", "Generator", "kernel_report"]
 
 Backend = Literal["auto", "static", "generate"]
@@ -43,6 +50,17 @@ StopReason = Literal["eos", "record_end", "max_new_tokens"]
 # How many decode steps run between two reads of the on-device "all finished" flag. Each read is a
 # host-device synchronisation; reading every step would leave the GPU idle while Python catches up.
 _CHECK_EVERY = 8
+# Prompt widths are rounded up to a multiple of this on CUDA, so one captured prefill serves a range of
+# prompt lengths (left padding is exact: padded positions are masked and leave the state untouched).
+_PREFILL_BUCKET = 64
+
+
+def _allow_recompiles(limit: int = 64) -> None:
+    """Each (batch, width) shape compiles the same step function once; dynamo's default cap is 8."""
+    config = torch._dynamo.config
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(config, name) and getattr(config, name) < limit:
+            setattr(config, name, limit)
 
 
 @dataclass(frozen=True)
@@ -62,6 +80,14 @@ class GenerationConfig:
     # (measured on an H100: 4.2 -> 2.2 ms per step at batch 1) for a one-off compile of ~30 s per shape.
     # None: on when CUDA graphs are in use.
     compile_decode: bool | None = None
+    # torch.compile the prefill before its graph capture (fuses the float32 norm / gate arithmetic that
+    # dominates a batch-64 prefill); None: as compile_decode. Costs one compile per (batch, width bucket).
+    compile_prefill: bool | None = None
+    # Run Qwen3.5 through agents.lm.hybrid (own state buffers, in-place updates); None: whenever supported.
+    hybrid: bool | None = None
+    # dtype of the Gated-DeltaNet recurrent state between decode steps: "float32" as transformers keeps
+    # it, or "model" (bf16 on GPU) to halve the state traffic of large-batch decoding.
+    recurrent_state: Literal["float32", "model"] = "float32"
     # Static decoders (shape, buffers, graph) kept; each holds a full cache for its batch size.
     max_decoders: int = 4
 
@@ -72,6 +98,8 @@ class GenerationConfig:
             raise ValueError(
                 f"min_new_tokens must be in [0, max_new_tokens={self.max_new_tokens}], got {self.min_new_tokens}"
             )
+        if self.recurrent_state not in ("float32", "model"):
+            raise ValueError(f"recurrent_state must be 'float32' or 'model', got {self.recurrent_state!r}")
         if self.backend not in ("auto", "static", "generate"):
             raise ValueError(f"backend must be 'auto', 'static' or 'generate', got {self.backend!r}")
 
@@ -95,7 +123,8 @@ def kernel_report() -> dict[str, str]:
     """Which implementation transformers bound for each Gated-DeltaNet op (``module.function``).
 
     transformers picks the ``fla`` / ``causal_conv1d`` kernels at import time when those packages are
-    importable, else its reference PyTorch code; this reads back what it chose.
+    importable, else its reference PyTorch code; this reads back what it chose (used by the
+    ``generate`` path), plus what the static loop's hybrid forward uses (``hybrid_forward``).
     """
     try:
         from transformers.models.qwen3_5 import modeling_qwen3_5 as mod
@@ -114,6 +143,7 @@ def kernel_report() -> dict[str, str]:
                 chosen = value
                 break
         report[name] = f"{getattr(chosen, '__module__', '?')}.{getattr(chosen, '__name__', '?')}"
+    report["hybrid_forward"] = "fla triton kernels on cuda" if kernels.fla_available() else "pytorch reference kernels"
     return report
 
 
@@ -174,6 +204,7 @@ class Generator:
         self._newlines_cpu = _newline_table(tokenizer, vocab)
         self._decoders: OrderedDict[tuple[int, int], _StaticDecoder] = OrderedDict()
         self.backend = self._pick_backend()
+        self._graphs = self.config.cuda_graphs and self.device.type == "cuda"
 
     # ------------------------------------------------------------------ public API
 
@@ -197,10 +228,13 @@ class Generator:
 
     def graph_status(self) -> dict[str, str]:
         """For each compiled (batch, cache length) shape: ``"graph"``, ``"eager"`` or why capture failed."""
-        return {
-            f"{batch}x{length}": "graph" if d.graph is not None else (d.graph_error or "eager")
-            for (batch, length), d in self._decoders.items()
-        }
+        status = {}
+        for (batch, length), d in self._decoders.items():
+            forward = "hybrid" if d.hybrid else "transformers"
+            status[f"{batch}x{length}"] = f"{forward} decode " + ("graph" if d.graph is not None else (d.graph_error or "eager"))
+            for width, entry in d.prefills.items():
+                status[f"{batch}x{length} prefill {width}"] = "graph" if entry.graph is not None else (entry.error or "eager")
+        return status
 
     # ------------------------------------------------------------------ internals
 
@@ -283,6 +317,8 @@ class Generator:
 
     def _decode_static(self, prompts: list[list[int]]) -> list[list[int]]:
         width = max(len(p) for p in prompts)
+        if self._graphs:
+            width = _round_up(width, _PREFILL_BUCKET)
         batch = _bucket(len(prompts))
         # Fill the bucket with copies of the first prompt; their outputs are dropped.
         padded_prompts = prompts + [prompts[0]] * (batch - len(prompts))
@@ -299,6 +335,8 @@ class Generator:
             return self._decoders[key]
         while len(self._decoders) >= self.config.max_decoders:
             self._decoders.popitem(last=False)
+        compile_step = self.config.compile_decode if self.config.compile_decode is not None else self._graphs
+        hybrid = supports_hybrid(self.model) if self.config.hybrid is None else self.config.hybrid
         decoder = _StaticDecoder(
             self.model,
             batch=batch,
@@ -306,12 +344,11 @@ class Generator:
             eos_ids=self.eos_ids,
             pad_id=self.pad_id,
             newline_table=self._newlines_cpu,
-            use_graph=self.config.cuda_graphs and self.device.type == "cuda",
-            compile_step=(
-                self.config.compile_decode
-                if self.config.compile_decode is not None
-                else self.config.cuda_graphs and self.device.type == "cuda"
-            ),
+            use_graph=self._graphs,
+            compile_step=compile_step,
+            compile_prefill=self.config.compile_prefill if self.config.compile_prefill is not None else compile_step,
+            hybrid=hybrid,
+            state_dtype=torch.float32 if self.config.recurrent_state == "float32" else self.model.dtype,
         )
         self._decoders[key] = decoder
         return decoder
@@ -329,11 +366,23 @@ def _bucket(batch: int) -> int:
     return size
 
 
+@dataclass
+class _PrefillGraph:
+    """A captured prefill for one prompt width: copy the prompt into ``ids`` / ``mask``, then replay."""
+
+    ids: torch.Tensor
+    mask: torch.Tensor
+    graph: torch.cuda.CUDAGraph | None = None
+    error: str | None = None
+
+
 class _StaticDecoder:
     """Cache, device buffers and (on CUDA) the captured decode step for one (batch, cache length).
 
     Every buffer the decode step reads or writes lives here at a fixed address, which is what lets a
-    CUDA graph replay the step: the step advances its own counters in place.
+    CUDA graph replay the step: the step advances its own counters in place. With ``hybrid`` the model
+    runs through :func:`agents.lm.hybrid.hybrid_forward` over a :class:`HybridState`; otherwise through
+    transformers' forward over a ``StaticCache``.
     """
 
     def __init__(
@@ -347,17 +396,26 @@ class _StaticDecoder:
         newline_table: torch.Tensor,
         use_graph: bool,
         compile_step: bool = False,
+        compile_prefill: bool = False,
+        hybrid: bool = False,
+        state_dtype: torch.dtype = torch.float32,
     ) -> None:
-        from transformers import StaticCache
-
         self.model = model
         self.batch, self.cache_len = batch, cache_len
         device = next(model.parameters()).device
         self.device = device
         vocab = newline_table.shape[0]
-        self.cache = StaticCache(config=model.config, max_cache_len=cache_len)
+        self.hybrid = hybrid
         self.layer_types = list(getattr(model.config, "layer_types", None) or ["full_attention"] * model.config.num_hidden_layers)
         self.has_linear = "linear_attention" in self.layer_types
+        if hybrid:
+            self.state = HybridState.allocate(model, batch=batch, cache_len=cache_len, state_dtype=state_dtype)
+        else:
+            from transformers import StaticCache
+
+            self.cache = StaticCache(config=model.config, max_cache_len=cache_len)
+        if compile_step or compile_prefill:
+            _allow_recompiles()
 
         with torch.inference_mode():
             self.pad_id = pad_id
@@ -377,6 +435,9 @@ class _StaticDecoder:
             self.newline_table = newline_table.to(device)
             self.graph: torch.cuda.CUDAGraph | None = None
             self._decode = torch.compile(self._step, dynamic=False) if compile_step else self._step
+            self.use_graph = use_graph
+            self.prefills: dict[int, _PrefillGraph] = {}
+            self._prefill_fn = torch.compile(self._prefill_body, dynamic=False) if (compile_prefill and use_graph) else self._prefill_body
             # Why the decode step runs without a graph, when it does (None: graph in use or not asked for).
             self.graph_error: str | None = None
             if use_graph:
@@ -384,7 +445,7 @@ class _StaticDecoder:
                     self._capture()
                 except RuntimeError as exc:  # a kernel that cannot be captured: same tokens, eager speed
                     self.graph = None
-                    self.graph_error = f"{exc.__class__.__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                    self.graph_error = _first_line(exc)
                     warnings.warn(f"decoding without CUDA graphs: {self.graph_error}", RuntimeWarning, stacklevel=2)
 
     # The model forward with our own masks: a dict of ready masks makes transformers skip its mask
@@ -421,40 +482,83 @@ class _StaticDecoder:
 
     def _step(self) -> None:
         full_mask = (self.allowed & (self.kv_index <= self.slot))[:, None, None, :]
-        logits = self._forward(self.tokens, self.positions, full_mask, None)
+        if self.hybrid:
+            logits = hybrid_forward(self.model, self.state, self.tokens, self.positions, self.slot.view(1), full_mask, decode=True)
+        else:
+            logits = self._forward(self.tokens, self.positions, full_mask, None)
         chosen = self._choose(logits)
         self.tokens.copy_(chosen.view(-1, 1))
         self.positions.add_(1)
         self.slot.add_(1)
 
-    def _prefill(self, ids: torch.Tensor, mask: torch.Tensor) -> None:
+    def _prefill_body(self, ids: torch.Tensor, mask: torch.Tensor, padded: bool) -> None:
+        """Prefill a left-padded batch (``mask`` marks real tokens); ``padded`` False when none is padding."""
         width = ids.shape[1]
-        self.cache.reset()
         self.allowed.fill_(True)
         self.allowed[:, :width] = mask
         pad = width - mask.sum(dim=1, keepdim=True)
         positions = (torch.arange(width, device=self.device)[None, :] - pad).clamp(min=0)
         q_index = torch.arange(width, device=self.device)
-        causal = self.kv_index[None, :] <= q_index[:, None]
-        unpadded = bool(mask.all())
-        if unpadded:
-            # Keys sit in slots 0..width-1, so SDPA's own causal rule is exact and takes the flash path.
-            full_mask = None
-        else:
-            full_mask = (self.allowed[:, None, :] & causal[None]) | (self.kv_index[None, None, :] == q_index[None, :, None])
-            full_mask = full_mask[:, None]
-        linear_mask = mask if self.has_linear and not unpadded else None
+        linear_mask = mask if self.has_linear and padded else None
         self.produced.zero_()
         self.newlines.zero_()
         self.finished.zero_()
-        logits = self._forward(ids, positions, full_mask, linear_mask)
+        if self.hybrid:
+            full_mask = None
+            if padded:  # keys are this call's tokens only; the diagonal keeps padding rows finite
+                causal = q_index[None, :] <= q_index[:, None]
+                full_mask = ((mask[:, None, :] & causal[None]) | torch.eye(width, dtype=torch.bool, device=self.device)[None])[:, None]
+            logits = hybrid_forward(self.model, self.state, ids, positions, q_index, full_mask, linear_mask, decode=False)
+        else:
+            self.cache.reset()
+            full_mask = None  # unpadded: keys sit in slots 0..width-1, so SDPA's own causal rule is exact
+            if padded:
+                causal = self.kv_index[None, :] <= q_index[:, None]
+                full_mask = (self.allowed[:, None, :] & causal[None]) | (self.kv_index[None, None, :] == q_index[None, :, None])
+                full_mask = full_mask[:, None]
+            logits = self._forward(ids, positions, full_mask, linear_mask)
         chosen = self._choose(logits)
         self.tokens.copy_(chosen.view(-1, 1))
         self.positions.copy_(positions[:, -1:] + 1)
         self.slot.fill_(width)
 
+    def _prefill(self, ids: torch.Tensor, mask: torch.Tensor) -> None:
+        """Prefill through the captured graph for this width when there is one (capturing it on first use)."""
+        width = ids.shape[1]
+        entry = self._prefill_graph(width) if self.use_graph and self.hybrid else None
+        if entry is not None and entry.graph is not None:
+            entry.ids.copy_(ids)
+            entry.mask.copy_(mask)
+            entry.graph.replay()
+        else:
+            self._prefill_body(ids, mask, padded=not bool(mask.all()))
+
+    def _prefill_graph(self, width: int) -> _PrefillGraph:
+        if width in self.prefills:
+            return self.prefills[width]
+        entry = _PrefillGraph(
+            ids=torch.full((self.batch, width), self.pad_id, dtype=torch.long, device=self.device),
+            mask=torch.ones((self.batch, width), dtype=torch.bool, device=self.device),
+        )
+        self.prefills[width] = entry
+        try:
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):  # compile and autotune outside the capture
+                for _ in range(2):
+                    self._prefill_fn(entry.ids, entry.mask, True)
+            torch.cuda.current_stream().wait_stream(stream)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                self._prefill_fn(entry.ids, entry.mask, True)
+            entry.graph = graph
+        except RuntimeError as exc:  # same tokens through the eager prefill
+            entry.error = _first_line(exc)
+            warnings.warn(f"prefill without CUDA graphs: {entry.error}", RuntimeWarning, stacklevel=2)
+        return entry
+
     def _capture(self) -> None:
-        # Initialise the cache's lazily allocated tensors and let Triton autotune before capturing.
+        # Put the state in a valid condition and let Triton autotune before capturing.
         ids = torch.full((self.batch, 1), self.pad_id, dtype=torch.long, device=self.device)
         mask = torch.ones_like(ids, dtype=torch.bool)
         self.min_new.fill_(0)
@@ -462,11 +566,11 @@ class _StaticDecoder:
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
-            self._prefill(ids, mask)
+            self._prefill_body(ids, mask, padded=False)
             for _ in range(3):
                 self._decode()
         torch.cuda.current_stream().wait_stream(stream)
-        self._prefill(ids, mask)
+        self._prefill_body(ids, mask, padded=False)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             self._decode()
@@ -490,3 +594,8 @@ class _StaticDecoder:
                 self._decode()
             produced += 1
         return self.out[:, :produced].cpu()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{exc.__class__.__name__}: {text.splitlines()[0] if text else ''}"

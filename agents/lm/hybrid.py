@@ -1,0 +1,198 @@
+"""Forward pass of Qwen3.5's hybrid decoder (Gated-DeltaNet + gated full attention) over preallocated state.
+
+transformers' forward is written for training and for every cache kind; at inference it copies the
+whole recurrent state after each token, goes through its cache objects and mask builders in Python,
+and repeats the key/value heads of the full cache when compiled. This module runs the same layers, with
+the model's own submodules and weights, over buffers it owns:
+
+- per Gated-DeltaNet layer a conv state (B, conv_dim, W) and a recurrent state (B, HV, K, V), both
+  updated in place (see :mod:`agents.lm.kernels`);
+- per full-attention layer a key and a value cache (B, H_kv, L, head_dim); decode attends with the
+  query heads packed per key/value head, so the cache is never repeated.
+
+A prefill starts a fresh sequence at slot 0 (left-padded prompts, ``pad_mask`` marks real tokens); a
+decode step appends one token at ``slot``. Every shape is fixed per (batch, width), so a step can be
+compiled and captured as a CUDA graph.
+
+Example::
+
+    state = HybridState.allocate(model, batch=1, cache_len=1280)
+    logits = hybrid_forward(model, state, ids, positions, slots=torch.arange(ids.shape[1]), decode=False)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from agents.lm import kernels
+
+__all__ = ["HybridState", "hybrid_forward", "supports_hybrid"]
+
+
+def _text_model(model: nn.Module) -> nn.Module | None:
+    """The decoder stack (embed_tokens, layers, norm, rotary_emb) of a causal or conditional Qwen3.5."""
+    inner = getattr(model, "model", None)
+    for candidate in (inner, getattr(inner, "language_model", None)):
+        if candidate is not None and all(hasattr(candidate, a) for a in ("embed_tokens", "layers", "norm", "rotary_emb")):
+            return candidate
+    return None
+
+
+def supports_hybrid(model: nn.Module) -> bool:
+    """Whether :func:`hybrid_forward` can run ``model`` (Qwen3.5 text layers, no conv bias)."""
+    text = _text_model(model)
+    model_type = getattr(getattr(text, "config", None), "model_type", "")
+    if text is None or not hasattr(model, "lm_head") or model_type not in {"qwen3_5", "qwen3_5_text"}:
+        return False
+    for layer in text.layers:
+        if hasattr(layer, "linear_attn"):
+            if layer.linear_attn.conv1d.bias is not None:
+                return False
+        elif not (hasattr(layer, "self_attn") and hasattr(layer.self_attn, "q_norm")):
+            return False
+    return True
+
+
+@dataclass
+class HybridState:
+    """The decoder's state for one batch size and cache length, at fixed addresses."""
+
+    conv: dict[int, torch.Tensor]
+    recurrent: dict[int, torch.Tensor]
+    keys: dict[int, torch.Tensor]
+    values: dict[int, torch.Tensor]
+
+    @classmethod
+    def allocate(cls, model: nn.Module, *, batch: int, cache_len: int, state_dtype: torch.dtype = torch.float32) -> HybridState:
+        text = _text_model(model)
+        if text is None:
+            raise ValueError(f"{type(model).__name__} has no Qwen3.5 decoder stack; use the transformers forward")
+        param = next(model.parameters())
+        device, dtype = param.device, param.dtype
+        conv, recurrent, keys, values = {}, {}, {}, {}
+        for index, layer in enumerate(text.layers):
+            if hasattr(layer, "linear_attn"):
+                m = layer.linear_attn
+                conv[index] = torch.zeros(batch, m.conv_dim, m.conv_kernel_size, device=device, dtype=dtype)
+                recurrent[index] = torch.zeros(batch, m.num_v_heads, m.head_k_dim, m.head_v_dim, device=device, dtype=state_dtype)
+            else:
+                m = layer.self_attn
+                heads = m.k_proj.out_features // m.head_dim
+                keys[index] = torch.zeros(batch, heads, cache_len, m.head_dim, device=device, dtype=dtype)
+                values[index] = torch.zeros(batch, heads, cache_len, m.head_dim, device=device, dtype=dtype)
+        return cls(conv=conv, recurrent=recurrent, keys=keys, values=values)
+
+
+def _gated_delta_net(
+    m: nn.Module, x: torch.Tensor, conv_state: torch.Tensor, state: torch.Tensor, pad_mask: torch.Tensor | None, decode: bool
+) -> torch.Tensor:
+    if pad_mask is not None:  # padded positions must not move the conv or recurrent state
+        x = (x * pad_mask[:, :, None]).to(x.dtype)
+    batch, length, _ = x.shape
+    mixed = m.in_proj_qkv(x)
+    z = m.in_proj_z(x).reshape(batch, length, -1, m.head_v_dim)
+    b = m.in_proj_b(x)
+    a = m.in_proj_a(x)
+    weight = m.conv1d.weight.squeeze(1)
+    width = weight.shape[-1]
+    if decode:
+        mixed = kernels.conv_step(mixed[:, 0], conv_state, weight).unsqueeze(1)
+    else:
+        tail = mixed[:, -width:].transpose(1, 2)
+        if length < width:
+            tail = F.pad(tail, (width - length, 0))
+        conv_state.copy_(tail)
+        mixed = kernels.causal_conv(mixed, weight)
+    query, key, value = torch.split(mixed, [m.key_dim, m.key_dim, m.value_dim], dim=-1)
+    query = query.reshape(batch, length, -1, m.head_k_dim)
+    key = key.reshape(batch, length, -1, m.head_k_dim)
+    value = value.reshape(batch, length, -1, m.head_v_dim)
+    beta = b.sigmoid()
+    g = -m.A_log.float().exp() * F.softplus(a.float() + m.dt_bias)
+    if decode:
+        out = kernels.delta_rule_step(query, key, value, g, beta, state)
+    else:
+        out, final = kernels.delta_rule_chunk(query, key, value, g, beta)
+        state.copy_(final)
+    out = m.norm(out.reshape(-1, m.head_v_dim), z.reshape(-1, m.head_v_dim)).reshape(batch, length, -1)
+    return m.out_proj(out)
+
+
+def _attention(
+    m: nn.Module,
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    slots: torch.Tensor,
+    mask: torch.Tensor | None,
+    decode: bool,
+) -> torch.Tensor:
+    from transformers.models.qwen3_5.modeling_qwen3_5 import apply_rotary_pos_emb
+
+    batch, length, _ = x.shape
+    shape = (batch, length, -1, m.head_dim)
+    query, gate = torch.chunk(m.q_proj(x).view(batch, length, -1, m.head_dim * 2), 2, dim=-1)
+    gate = gate.reshape(batch, length, -1)
+    query = m.q_norm(query.view(shape)).transpose(1, 2)
+    key = m.k_norm(m.k_proj(x).view(shape)).transpose(1, 2)
+    value = m.v_proj(x).view(shape).transpose(1, 2)
+    query, key = apply_rotary_pos_emb(query, key, cos, sin)
+    keys.index_copy_(2, slots, key)
+    values.index_copy_(2, slots, value)
+    heads, kv_heads = query.shape[1], key.shape[1]
+    groups = heads // kv_heads
+    if decode:
+        # Decode: the query heads of one key/value head act as that head's query rows, so the cache is read once.
+        packed = query.reshape(batch, kv_heads, groups, m.head_dim)
+        out = F.scaled_dot_product_attention(packed, keys, values, attn_mask=mask, scale=m.scaling)
+        out = out.reshape(batch, heads, 1, m.head_dim)
+    elif mask is None:
+        # Unpadded prefill of a fresh sequence: the keys are exactly this call's tokens.
+        out = F.scaled_dot_product_attention(query, key, value, is_causal=True, scale=m.scaling, enable_gqa=True)
+    else:
+        key = key.repeat_interleave(groups, dim=1)
+        value = value.repeat_interleave(groups, dim=1)
+        out = F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=m.scaling)
+    out = out.transpose(1, 2).reshape(batch, length, -1)
+    return m.o_proj(out * torch.sigmoid(gate))
+
+
+def hybrid_forward(
+    model: nn.Module,
+    state: HybridState,
+    ids: torch.Tensor,
+    positions: torch.Tensor,
+    slots: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    pad_mask: torch.Tensor | None = None,
+    *,
+    decode: bool,
+) -> torch.Tensor:
+    """Logits of the last position, (B, vocab), after writing this call's tokens into ``state``.
+
+    ``decode``: one token continuing the sequences in ``state``; else a prefill of fresh sequences.
+    ``ids``/``positions`` (B, T); ``slots`` (T,) cache slots of the tokens (``arange(T)`` for a prefill,
+    the current slot for a decode step). ``attn_mask``: None for an unpadded prefill (causal), else a
+    boolean mask over keys, (B, 1, T, T) for a prefill and (B, 1, 1, L) for a decode step. ``pad_mask``
+    (B, T): real tokens of a padded prefill.
+    """
+    text = _text_model(model)
+    hidden = text.embed_tokens(ids)
+    cos, sin = text.rotary_emb(hidden, positions[None].expand(3, -1, -1))
+    for index, layer in enumerate(text.layers):
+        residual = hidden
+        hidden = layer.input_layernorm(hidden)
+        if index in state.recurrent:
+            hidden = _gated_delta_net(layer.linear_attn, hidden, state.conv[index], state.recurrent[index], pad_mask, decode)
+        else:
+            hidden = _attention(layer.self_attn, hidden, cos, sin, state.keys[index], state.values[index], slots, attn_mask, decode)
+        hidden = residual + hidden
+        hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
+    last = text.norm(hidden[:, -1:])
+    return model.lm_head(last)[:, -1, :]
