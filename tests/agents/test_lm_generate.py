@@ -141,3 +141,68 @@ def test_qwen35_08b_config_has_the_published_shape() -> None:
         model = AutoModelForCausalLM.from_config(config)
     params = sum(p.numel() for p in model.parameters())
     assert 0.70e9 < params < 0.80e9, params
+
+
+# ------------------------------------------------------------------ hybrid Qwen3.5 forward and its kernels
+
+
+def test_qwen35_static_loop_runs_the_hybrid_forward(tiny: LoadedModel) -> None:
+    gen = Generator(tiny.model, tiny.tokenizer, GenerationConfig(max_new_tokens=6, backend="static"))
+    gen.generate(CONTEXTS[:1])
+    expected = "hybrid" if tiny.model.config.model_type.startswith("qwen3_5") else "transformers"
+    assert all(status.startswith(expected) for status in gen.graph_status().values())
+
+
+@pytest.mark.parametrize("hybrid", [True, False])
+def test_short_prompts_match_generate(hybrid: bool) -> None:
+    # Prompts shorter than the 4-tap convolution exercise the zero left context of the conv state.
+    lm = _tiny("qwen3_5")
+    prompts = [[5, 9, 40][:n] for n in (1, 2, 3)] + [list(range(20, 27))]
+    config = dict(max_new_tokens=12, stop_at_record_end=False)
+    fast = Generator(lm.model, lm.tokenizer, GenerationConfig(**config, backend="static", hybrid=hybrid)).generate_tokens(prompts)
+    ref = Generator(lm.model, lm.tokenizer, GenerationConfig(**config, backend="generate")).generate_tokens(prompts)
+    assert [r.tokens for r in fast] == [r.tokens for r in ref]
+
+
+def test_model_dtype_recurrent_state_is_a_choice() -> None:
+    lm = _tiny("qwen3_5")
+    config = dict(max_new_tokens=10, stop_at_record_end=False, backend="static")
+    fp32 = Generator(lm.model, lm.tokenizer, GenerationConfig(**config)).generate(CONTEXTS)
+    model_dtype = Generator(lm.model, lm.tokenizer, GenerationConfig(**config, recurrent_state="model")).generate(CONTEXTS)
+    assert [r.tokens for r in fp32] == [r.tokens for r in model_dtype]  # float32 model: the same dtype
+    with pytest.raises(ValueError, match=re.escape("recurrent_state must be 'float32' or 'model', got 'fp8'")):
+        GenerationConfig(recurrent_state="fp8")  # type: ignore[arg-type]
+
+
+def test_conv_step_matches_the_reference_update() -> None:
+    from transformers.models.qwen3_5 import modeling_qwen3_5 as mod
+
+    from agents.lm.kernels import conv_step
+
+    gen = torch.Generator().manual_seed(3)
+    state = torch.randn(2, 6, 4, generator=gen)
+    weight = torch.randn(6, 4, generator=gen)
+    x = torch.randn(2, 6, generator=gen)
+    reference_state = state.clone()
+    reference = getattr(mod.causal_conv1d_update, "__wrapped__", mod.causal_conv1d_update)
+    expected = reference(x[:, :, None], reference_state, weight, None, "silu")[:, :, 0]
+    got = conv_step(x, state, weight)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+    assert torch.equal(state, reference_state)  # shifted in place, newest input last
+
+
+def test_delta_rule_step_updates_the_state_in_place() -> None:
+    from agents.lm.kernels import delta_rule_chunk, delta_rule_step
+
+    gen = torch.Generator().manual_seed(4)
+    q, k, v = (torch.randn(2, 5, 3, 8, generator=gen) for _ in range(3))
+    g = -torch.rand(2, 5, 3, generator=gen)
+    beta = torch.rand(2, 5, 3, generator=gen)
+    out_all, final = delta_rule_chunk(q, k, v, g, beta)
+    # Prefill four tokens, then one recurrent step on the fifth: same output and state as all five at once.
+    _, state = delta_rule_chunk(q[:, :4], k[:, :4], v[:, :4], g[:, :4], beta[:, :4])
+    address = state.data_ptr()
+    out_last = delta_rule_step(q[:, 4:], k[:, 4:], v[:, 4:], g[:, 4:], beta[:, 4:], state)
+    assert state.data_ptr() == address
+    torch.testing.assert_close(out_last, out_all[:, 4:], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(state, final, rtol=1e-4, atol=1e-5)
