@@ -9,9 +9,10 @@ const { pathfinder, Movements } = require('mineflayer-pathfinder')
 const { withTimeout, waitFor } = require('./util')
 const { MINECRAFT_VERSION } = require('./server')
 
-async function connectBot (username, port, log, timeoutMs = 20000) {
+/** Join the server at `host:port` in offline mode as `username`; resolves once the bot stands on loaded ground. */
+async function connectBot (username, port, log, { host = '127.0.0.1', timeoutMs = 20000 } = {}) {
   const bot = mineflayer.createBot({
-    host: '127.0.0.1',
+    host,
     port,
     username,
     auth: 'offline',

@@ -3,17 +3,34 @@
 
 const { DEFAULT_MAX_BYTES } = require('./protocol')
 
-const USAGE = 'usage: node src/sidecar.js --endpoint tcp://127.0.0.1:<port>|ipc://<path> [--agents a,b] [--mc-port 0] ' +
-  '[--cook-ticks 200] [--max-bytes 1048576] [--skill-timeout-ms 20000] [--parent-pid PID]'
+const USAGE = 'usage: node src/sidecar.js --endpoint tcp://127.0.0.1:<port>|ipc://<path> [--agents a,b] ' +
+  '[--server embedded|external] [--mc-host 127.0.0.1] [--mc-port 0] ' +
+  '[--cook-ticks 200] [--max-bytes 1048576] [--skill-timeout-ms 20000] [--parent-pid PID] [--test-ops]'
 
-/** Parse `--name value` pairs; unknown flags are an error so typos do not pass silently. */
+const DEFAULTS = Object.freeze({
+  endpoint: null,
+  agents: 'agent_a,agent_b',
+  server: 'embedded',
+  'mc-host': '127.0.0.1',
+  'mc-port': '0',
+  'cook-ticks': '200',
+  'max-bytes': String(DEFAULT_MAX_BYTES),
+  'skill-timeout-ms': '20000',
+  'parent-pid': ''
+})
+/** Flags without a value. */
+const SWITCHES = Object.freeze(['test-ops'])
+
+/** Parse `--name value` pairs and switches; unknown flags are an error so typos do not pass silently. */
 function parseArgs (argv) {
-  const defaults = { endpoint: null, agents: 'agent_a,agent_b', 'mc-port': '0', 'cook-ticks': '200', 'max-bytes': String(DEFAULT_MAX_BYTES), 'skill-timeout-ms': '20000', 'parent-pid': '' }
-  const opts = { ...defaults }
-  for (let i = 0; i < argv.length; i += 2) {
+  const opts = { ...DEFAULTS }
+  const switches = new Set()
+  for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]
-    if (!flag.startsWith('--') || !(flag.slice(2) in defaults) || argv[i + 1] === undefined) throw new Error(`bad argument ${flag}\n${USAGE}`)
-    opts[flag.slice(2)] = argv[i + 1]
+    const name = flag.startsWith('--') ? flag.slice(2) : null
+    if (name !== null && SWITCHES.includes(name)) { switches.add(name); continue }
+    if (name === null || !(name in DEFAULTS) || argv[i + 1] === undefined) throw new Error(`bad argument ${flag}\n${USAGE}`)
+    opts[name] = argv[++i]
   }
   if (!opts.endpoint) throw new Error(`--endpoint is required\n${USAGE}`)
   const int = name => {
@@ -21,14 +38,26 @@ function parseArgs (argv) {
     if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer\n${USAGE}`)
     return n
   }
+  if (!['embedded', 'external'].includes(opts.server)) throw new Error(`--server must be embedded or external, got ${opts.server}\n${USAGE}`)
+  const mcPort = int('mc-port')
+  if (opts.server === 'external' && (mcPort === 0 || mcPort > 65535)) {
+    throw new Error(`--server external needs --mc-port: the port of a running Minecraft 1.21.4 server in offline mode\n${USAGE}`)
+  }
+  if (!/^[A-Za-z0-9.:[\]-]{1,253}$/.test(opts['mc-host'])) throw new Error(`--mc-host ${JSON.stringify(opts['mc-host'])} is not a host name or address\n${USAGE}`)
+  if (opts.server === 'embedded' && opts['mc-host'] !== DEFAULTS['mc-host']) {
+    throw new Error(`--mc-host applies to --server external; the embedded server listens on 127.0.0.1 only\n${USAGE}`)
+  }
   return {
     endpoint: checkEndpoint(opts.endpoint),
     agents: opts.agents.split(',').filter(Boolean),
-    mcPort: int('mc-port'),
+    server: opts.server,
+    mcHost: opts['mc-host'],
+    mcPort,
     cookTicks: int('cook-ticks'),
     maxBytes: int('max-bytes'),
     skillTimeoutMs: int('skill-timeout-ms'),
-    parentPid: opts['parent-pid'] ? int('parent-pid') : null
+    parentPid: opts['parent-pid'] ? int('parent-pid') : null,
+    testOps: switches.has('test-ops')
   }
 }
 

@@ -3,6 +3,7 @@
 // way to send a free-text command or code.
 
 const { PROTOCOL_VERSION, badRequest } = require('./protocol')
+const { check } = require('./validate')
 const { MINECRAFT_VERSION } = require('./server')
 const { version: SIDECAR_VERSION } = require('../package.json')
 
@@ -11,8 +12,11 @@ function noArgs (op, args) {
   if (extra.length) throw badRequest(`${op} takes no args, got ${extra.join(', ')}`)
 }
 
-/** Build the dispatch table over a started World. `onShutdown` runs after the shutdown reply is sent. */
-function createOps (world, onShutdown) {
+/**
+ * Build the dispatch table over a started World. `onShutdown` runs after the shutdown reply is sent.
+ * `testOps` enables ops that exist only so tests can inject faults (`drop_bot`); otherwise they are refused.
+ */
+function createOps (world, onShutdown, { testOps = false } = {}) {
   return {
     hello (args) {
       noArgs('hello', args)
@@ -26,7 +30,14 @@ function createOps (world, onShutdown) {
     },
     observe (args) { noArgs('observe', args); return world.observe() },
     barrier (args) { noArgs('barrier', args); return world.barrier() },
-    shutdown (args) { noArgs('shutdown', args); setImmediate(onShutdown); return true }
+    shutdown (args) { noArgs('shutdown', args); setImmediate(onShutdown); return true },
+    /** Test-only fault: cut one bot's connection; `{dropped}` is false when it was already gone. */
+    async drop_bot (args) {
+      if (!testOps) throw badRequest('drop_bot is a test-only op; start the sidecar with --test-ops to allow it')
+      check.keys(args, ['agent'], 'drop_bot args')
+      const agent = check.string(args.agent, 'args.agent')
+      return { dropped: await world.dropBot(agent) }
+    }
   }
 }
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 'use strict'
-// Entry point: start the embedded server and the bots, bind one ZeroMQ ROUTER socket on loopback
+// Entry point: start the embedded server (or find the external one) and the bots, bind one ZeroMQ ROUTER socket on loopback
 // or ipc, print `READY <json>` on stdout, then answer requests until `shutdown`.
 //
-//   node src/sidecar.js --endpoint tcp://127.0.0.1:5555 [--agents agent_a,agent_b] [--mc-port 0]
-//                       [--cook-ticks 200] [--max-bytes 1048576] [--skill-timeout-ms 20000] [--parent-pid PID]
+//   node src/sidecar.js --endpoint tcp://127.0.0.1:5555 [--agents agent_a,agent_b] [--server embedded|external]
+//                       [--mc-host H] [--mc-port 0] [--cook-ticks 200] [--max-bytes 1048576]
+//                       [--skill-timeout-ms 20000] [--parent-pid PID] [--test-ops]
 
 // stdout belongs to the READY line alone: flying-squid's console prompt and any library chatter go to stderr.
 const writeStdout = process.stdout.write.bind(process.stdout)
@@ -14,6 +15,8 @@ const zmq = require('zeromq')
 const { createLogger } = require('./log')
 const { startServer, stopServer, MINECRAFT_VERSION } = require('./server')
 const { World } = require('./world')
+const { EmbeddedArena } = require('./arenas/embedded')
+const { ExternalArena } = require('./arenas/external')
 const { createOps, SIDECAR_VERSION } = require('./ops')
 const { parseArgs } = require('./cli')
 const { PROTOCOL_VERSION, ProtocolError, decodeRequest, encodeResult, encodeError } = require('./protocol')
@@ -23,9 +26,18 @@ async function main () {
   const started = Date.now()
   const opts = parseArgs(process.argv.slice(2))
   const log = createLogger()
-  const { serv, port, floorY, api } = await startServer({ port: opts.mcPort, cookTicks: opts.cookTicks, log })
-  log('sidecar', `flying-squid ${MINECRAFT_VERSION} on 127.0.0.1:${port}, floor y=${floorY}`)
-  const world = new World({ serv, api, port, floorY, log, skillTimeoutMs: opts.skillTimeoutMs })
+  let serv = null
+  let arena
+  if (opts.server === 'external') {
+    arena = new ExternalArena({ host: opts.mcHost, port: opts.mcPort, log })
+    log('sidecar', `external Minecraft server at ${opts.mcHost}:${opts.mcPort}; the bots must be operators there`)
+  } else {
+    const embedded = await startServer({ port: opts.mcPort, cookTicks: opts.cookTicks, log })
+    serv = embedded.serv
+    arena = new EmbeddedArena(embedded)
+    log('sidecar', `flying-squid ${MINECRAFT_VERSION} on 127.0.0.1:${arena.port}, floor y=${arena.floorY}`)
+  }
+  const world = new World({ arena, log, skillTimeoutMs: opts.skillTimeoutMs })
   await world.ensureBots(opts.agents)
 
   const sock = new zmq.Router()
@@ -40,11 +52,11 @@ async function main () {
     log('sidecar', 'shutting down')
     await sendQueue.run(() => {})
     await world.close()
-    await Promise.race([stopServer(serv), new Promise(resolve => setTimeout(resolve, 1000))])
+    if (serv) await Promise.race([stopServer(serv), new Promise(resolve => setTimeout(resolve, 1000))])
     sock.close()
     process.exit(code)
   }
-  const ops = createOps(world, () => shutdown(0))
+  const ops = createOps(world, () => shutdown(0), { testOps: opts.testOps })
   process.on('SIGTERM', () => shutdown(0))
   process.on('SIGINT', () => shutdown(0))
   if (opts.parentPid) {
@@ -74,8 +86,10 @@ async function main () {
     minecraft: MINECRAFT_VERSION,
     sidecar: SIDECAR_VERSION,
     agents: world.agents(),
-    mc_port: port,
-    floor_y: floorY,
+    server: opts.server,
+    mc_host: arena.host,
+    mc_port: arena.port,
+    floor_y: arena.floorY,
     pid: process.pid,
     startup_ms: Date.now() - started
   }) + '\n')

@@ -123,6 +123,7 @@ const SKILLS = {
       await ctx.bot.lookAt(peer.entity.position.offset(0, 1.0, 0), true)
       await sleep(100) // the server throws in the last look direction it has seen
       await withTimeout(ctx.bot.toss(ctx.registry.itemsByName[item].id, null, count), 5000, 'toss')
+      ctx.world.recordToss(ctx.actor, to, item, count)
       await ctx.barrier()
       return { to, item, count }
     }
@@ -132,10 +133,20 @@ const SKILLS = {
     args: (registry, args) => ({ from: check.string(args.from, 'args.from'), ...itemArgs(false)(registry, args) }),
     async run (ctx, { from, item, count }) {
       if (!ctx.world.bot(from) || from === ctx.actor) fail(`no peer named ${JSON.stringify(from)} to receive from`)
+      // Done when the items arrived; failed at once when the peer's give failed (no need to wait it out).
+      let outcome
       try {
-        await waitFor(() => ctx.world.takeHandoff(from, ctx.actor, item, count), ctx.timeoutMs, `${count} ${item} from ${from}`, 20)
+        outcome = await waitFor(() => {
+          if (ctx.world.takeHandoff(from, ctx.actor, item, count)) return { received: true }
+          const failedGive = ctx.world.takeFailedGive(from, ctx.actor, item)
+          return failedGive ? { failedGive } : null
+        }, ctx.timeoutMs, `${count} ${item} from ${from}`, 20)
       } catch (err) {
         fail(`${ctx.actor} did not receive ${count} ${item} from ${from}: ${err.message}`)
+      }
+      if (outcome.failedGive) {
+        const g = outcome.failedGive
+        fail(`${ctx.actor} did not receive ${count} ${item} from ${from}: ${from}'s give of ${g.count} ${g.item} (call ${g.call_id}) failed: ${g.reason}`)
       }
       // the server has the items; let the client's view catch up before the next skill reads it
       await waitFor(() => countOf(ctx.bot, item) >= ctx.world.serverCount(ctx.actor, item), 3000, 'inventory update').catch(() => {})

@@ -1,7 +1,9 @@
 'use strict'
-// The arena: the embedded server, one bot per agent, and the episode's layout. Owns reset
-// (server-side edits, all logged), skill execution (serialized per bot, concurrent across bots),
-// the ordering barrier and ground-truth observation.
+// The arena's episode logic, the same for every server: one bot per agent, the episode's layout,
+// reset, skill execution (serialized per bot, concurrent across bots), the ordering barrier and
+// ground-truth observation. What depends on the server (how the world is edited at reset and where
+// ground truth comes from) is the arena's job: `arenas/embedded.js` (our flying-squid with its plugin)
+// or `arenas/external.js` (any Minecraft 1.21.4 server, through operator commands and the bots' views).
 
 const { Vec3 } = require('vec3')
 const { connectBot, isDisconnected } = require('./bots')
@@ -9,25 +11,28 @@ const { parseSpec } = require('./spec')
 const { SKILLS, SkillFailure, checkSkillArgs, countOf } = require('./skills')
 const { badRequest, isMap } = require('./protocol')
 const { check } = require('./validate')
-const { SerialQueue, withTimeout, waitFor, TimeoutError } = require('./util')
-
-const BLOCK_STATIONS = new Set(['chest', 'crafting_table', 'furnace'])
+const { SerialQueue, waitFor, TimeoutError } = require('./util')
+const { EmbeddedArena, BLOCK_STATIONS } = require('./arenas/embedded')
 
 class World {
   /**
    * @param {object} o
-   * @param o.serv flying-squid server, o.api its `serv.gencoord`, o.port its port, o.floorY arena floor height
+   * @param o.arena an EmbeddedArena or ExternalArena; for the embedded server `{serv, api, port, floorY}`
+   *   may be passed instead and the arena is built from them
    * @param o.log logger, o.skillTimeoutMs budget per skill step (walking, waiting for a handoff)
    */
-  constructor ({ serv, api, port, floorY, log, skillTimeoutMs = 20000 }) {
-    Object.assign(this, { serv, api, port, floorY, log, skillTimeoutMs })
-    this.registry = serv.registry
+  constructor ({ arena, serv, api, port, floorY, log, skillTimeoutMs = 20000 }) {
+    this.arena = arena || new EmbeddedArena({ serv, api, port, floorY })
+    Object.assign(this, { log, skillTimeoutMs })
+    this.registry = this.arena.registry
     this.bots = new Map()
     this.queues = new Map()
     this.layout = null // {stations: Map name -> {name, kind, pos: Vec3, cells: [Vec3]}}
-    this.consumed = new Map() // handoff ledger entries already claimed by an await_handoff
-    this.syncCounter = 0
+    this.failedGives = [] // gives that failed this episode, each claimed by at most one await_handoff
   }
+
+  get floorY () { return this.arena.floorY }
+  get api () { return this.arena.api }
 
   // ---------- bots ----------
 
@@ -44,19 +49,27 @@ class World {
     await Promise.all(missing.map(async name => {
       const old = this.bots.get(name)
       if (old) { this.log('world', `rejoining ${name} (its connection dropped)`); old.end() }
-      this.bots.set(name, await connectBot(name, this.port, this.log))
+      const bot = await connectBot(name, this.arena.port, this.log, { host: this.arena.host })
+      this.bots.set(name, bot)
+      await this.arena.attach(bot)
       if (!this.queues.has(name)) this.queues.set(name, new SerialQueue())
     }))
     return missing
   }
 
+  /** Test-only: cut one bot's connection as a network fault would (the next reset rejoins it). */
+  async dropBot (name) {
+    const bot = this.bots.get(name)
+    if (!bot) throw badRequest(`drop_bot: ${JSON.stringify(name)} is not an agent; agents are ${this.agents().join(', ')}`)
+    if (isDisconnected(bot)) return false
+    this.log('world', `dropping ${name}'s connection (test op)`)
+    bot._client.end('dropped by the drop_bot test op')
+    await waitFor(() => bot.gcEnded, 5000, `${name} disconnected`)
+    return true
+  }
+
   agents () { return [...this.bots.keys()] }
   bot (name) { return this.bots.get(name) || null }
-  player (name) {
-    const p = this.api.playerByName(name)
-    if (!p) throw new Error(`${name} is not connected to the server; reset to rejoin it`)
-    return p
-  }
 
   /** Run `fn` after every bot's queued skills, keeping new skills waiting until it is done. */
   exclusive (fn) {
@@ -71,35 +84,24 @@ class World {
   absolute ([x, y, z]) { return new Vec3(x, y + this.floorY, z) }
   relative (v) { return [v.x, v.y - this.floorY, v.z] }
   station (name) { return (this.layout && this.layout.stations.get(name)) || null }
-  cookTicks () { return this.api.cookTicks() }
+  stations () { return this.layout ? [...this.layout.stations.values()] : [] }
+  cookTicks () { return this.arena.cookTicks() }
 
-  // ---------- server truth ----------
+  // ---------- truth, as the arena knows it ----------
 
-  serverCount (agent, item) { return this.api.inventoryCounts(this.player(agent))[item] || 0 }
-  serverBlockNames (positions) { return this.api.blockNames(positions) }
+  /** How many `item` the agent holds (server state when embedded, the bot's own window otherwise). */
+  serverCount (agent, item) { return this.arena.count(agent, item) }
+  serverBlockNames (positions) { return this.arena.blockNames(positions) }
+  recordToss (from, to, item, count) { this.arena.recordToss(from, to, item, count) }
+  takeHandoff (from, to, item, count) { return this.arena.takeHandoff(from, to, item, count) }
 
-  /** Claim `count` items handed from `from` to `to` (ledger of server-side pickups); true once claimed. */
-  takeHandoff (from, to, item, count) {
-    const key = `${from}>${to}>${item}`
-    const received = this.api.pickups().filter(p => p.from === from && p.to === to && p.item === item).reduce((n, p) => n + p.count, 0)
-    const used = this.consumed.get(key) || 0
-    if (received - used < count) return false
-    this.consumed.set(key, used + count)
-    return true
+  /** A failed give from `from` to `to` of `item` not yet reported to an await_handoff; claims it. */
+  takeFailedGive (from, to, item) {
+    const i = this.failedGives.findIndex(g => g.from === from && g.to === to && g.item === item)
+    return i < 0 ? null : this.failedGives.splice(i, 1)[0]
   }
 
-  /** Ordering barrier for one bot: the server has applied every earlier packet of it. */
-  async barrierFor (bot) {
-    const token = `${bot.username}-${++this.syncCounter}`
-    const reply = new Promise(resolve => {
-      const onMessage = message => {
-        if (message.includes('sync:' + token)) { bot.removeListener('messagestr', onMessage); resolve() }
-      }
-      bot.on('messagestr', onMessage)
-    })
-    bot.chat('/sync ' + token)
-    await withTimeout(reply, 5000, `barrier for ${bot.username}`)
-  }
+  barrierFor (bot) { return this.arena.barrierFor(bot) }
 
   async barrier () {
     await Promise.all([...this.bots.values()].filter(b => !isDisconnected(b)).map(b => this.barrierFor(b)))
@@ -121,36 +123,16 @@ class World {
       const stations = new Map(spec.stations.map(s => [s.name, {
         name: s.name, kind: s.kind, pos: this.absolute(s.pos), cells: s.cells.map(c => this.absolute(c))
       }]))
+      const previous = this.layout
       this.layout = { stations }
-      this.api.clearDrops()
-      this.api.clearPickups()
-      this.consumed.clear()
-
-      // Blocks: remove whatever anyone placed that is not a station of this episode, then place stations.
-      const wanted = new Map()
-      for (const s of stations.values()) if (BLOCK_STATIONS.has(s.kind)) wanted.set(`${s.pos}`, s)
-      const siteCells = [...stations.values()].filter(s => s.kind === 'site').flatMap(s => s.cells)
-      const toClear = [...this.api.touchedPositions(), ...siteCells].filter(p => !wanted.has(`${p}`))
-      const clearNames = await this.api.blockNames(toClear)
-      for (let i = 0; i < toClear.length; i++) if (clearNames[i] !== 'air') await this.api.setBlock(toClear[i], 'air')
-      for (const s of wanted.values()) {
-        if (await this.api.blockName(s.pos) !== s.kind) await this.api.setBlock(s.pos, s.kind)
-        if (s.kind === 'chest') this.api.setContainer('chest', s.pos, spec.containers[s.name] || {})
-        if (s.kind === 'furnace') this.api.setContainer('furnace', s.pos, {})
-      }
-      this.api.setCookTicks(spec.cookTicks || 1)
-
-      for (const agent of spec.agents) {
-        const player = this.player(agent)
-        this.api.setInventory(player, spec.inventories[agent])
-        await this.api.teleport(player, this.absolute(spec.positions[agent]))
-      }
+      this.failedGives = []
+      await this.arena.arrange(this, spec, stations, previous)
       await this.settle(spec, stations)
       return { ms: Date.now() - start, rejoined }
     })
   }
 
-  /** Wait until every bot's own view agrees with the server: position, inventory, station blocks. */
+  /** Wait until every bot's own view agrees with the reset: position, inventory, station blocks. */
   async settle (spec, stations) {
     const blocks = [...stations.values()].filter(s => BLOCK_STATIONS.has(s.kind))
     const siteCells = [...stations.values()].filter(s => s.kind === 'site').flatMap(s => s.cells)
@@ -190,7 +172,7 @@ class World {
       const bot = this.bots.get(actor)
       const event = { call_id: id, actor, op, ok: true, kind: 'skill', reason: '', data: {} }
       const ctx = {
-        bot, actor, world: this, api: this.api, registry: this.registry, timeoutMs: this.skillTimeoutMs,
+        bot, actor, world: this, registry: this.registry, timeoutMs: this.skillTimeoutMs,
         barrier: () => this.barrierFor(bot)
       }
       const started = Date.now()
@@ -202,6 +184,8 @@ class World {
         bot.pathfinder?.setGoal(null)
         if (bot.currentWindow) bot.closeWindow(bot.currentWindow)
         Object.assign(event, { ok: false, reason: err.message, data: {} })
+        // The peer's await_handoff learns of this at once instead of waiting out its timeout.
+        if (op === 'give') this.failedGives.push({ from: actor, to: args.to, item: args.item, count: args.count, call_id: id, reason: err.message })
       }
       event.data = { ...event.data, ms: Date.now() - started }
       this.log('skill', `${actor} ${op} ${JSON.stringify(args)} -> ${event.ok ? 'ok' : 'FAILED: ' + event.reason} (${event.data.ms} ms)`)
@@ -219,27 +203,20 @@ class World {
 
   // ---------- observe ----------
 
-  /** Ground truth read from the server after a barrier. Site cells are relative `[x, y, z, block]`. */
+  /** Ground truth read after a barrier. Site cells are relative `[x, y, z, block]`, air left out. */
   async observe () {
     return this.exclusive(async () => {
       await this.barrier()
-      const inventories = {}
-      for (const agent of this.agents()) inventories[agent] = this.api.inventoryCounts(this.player(agent))
-      const containers = {}
-      const sites = {}
-      const furnaces = {}
-      for (const s of (this.layout ? this.layout.stations.values() : [])) {
-        if (s.kind === 'chest') containers[s.name] = this.api.containerCounts(s.pos)
-        else if (s.kind === 'furnace') furnaces[s.name] = this.api.furnaceCounts(s.pos)
-        else if (s.kind === 'site') {
-          const names = await this.api.blockNames(s.cells)
-          sites[s.name] = s.cells
-            .map((c, i) => [...this.relative(c), names[i]])
-            .filter(cell => cell[3] !== 'air')
-            .sort((a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2])
-        }
+      const truth = await this.arena.read(this)
+      for (const s of this.stations()) {
+        if (s.kind !== 'site') continue
+        const names = truth.sites[s.name]
+        truth.sites[s.name] = s.cells
+          .map((c, i) => [...this.relative(c), names[i]])
+          .filter(cell => cell[3] !== 'air')
+          .sort((a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2])
       }
-      return { inventories, containers, sites, furnaces }
+      return truth
     })
   }
 
@@ -249,4 +226,4 @@ class World {
   }
 }
 
-module.exports = { World }
+module.exports = { World, BLOCK_STATIONS }

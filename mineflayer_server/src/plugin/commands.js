@@ -1,6 +1,6 @@
 'use strict'
 // Chat commands: a numeric /give (stock flying-squid keeps the count as a string, so 4 + 3 = "43",
-// and ignores stack sizes) and /sync, the ordering barrier.
+// and ignores stack sizes), vanilla's /clear and /kill @e[type=item], and /sync, the ordering barrier.
 
 const { UserError } = require('flying-squid')
 
@@ -22,6 +22,36 @@ function server (serv, api) {
         const left = api.addToInventory(player, new api.Item(data.id, count))
         api.log('edit', `give ${player.username} ${item} ${count - left}${left ? ` (${left} did not fit)` : ''}`)
       }
+    }
+  })
+
+  // Vanilla commands an external-server reset sends, so that this server can stand in for the official
+  // one: `/clear <player>` (inventory and cursor) and `/kill @e[type=item]` (every dropped item).
+  serv.commands.add({
+    base: 'clear',
+    info: 'clear a player\'s inventory',
+    usage: '/clear [player]',
+    op: true,
+    parse (str) { return str === '' || /^[A-Za-z0-9_@]{1,16}$/.test(str) ? str : false },
+    action (target, ctx) {
+      const players = target ? serv.getPlayers(target, ctx.player) : (ctx.player ? [ctx.player] : [])
+      if (!players.length) throw new UserError('Player not found')
+      for (const player of players) {
+        if (player.gcWindow) api.closeWindow(player)
+        api.clearInventory(player)
+        api.log('edit', `clear ${player.username}`)
+      }
+    }
+  })
+  serv.once('asap', () => {
+    const kill = serv.commands.uniqueHash.kill
+    const action = kill.params.action
+    kill.params.action = (sel, ctx) => {
+      if (/^@e\[type=(minecraft:)?item\]$/.test(sel)) {
+        api.log('edit', `kill dropped items: ${api.clearDrops()}`)
+        return
+      }
+      return action(sel, ctx)
     }
   })
 

@@ -15,6 +15,9 @@ function server (serv, api) {
       if (world === serv.overworld) {
         if (stateId) touched.set(posKey(position), position.clone())
         else touched.delete(posKey(position))
+        // Replacing a chest or furnace (e.g. by /setblock) discards its contents, as on vanilla.
+        const store = api.findContainer(position)
+        if (store && registry.blocksByStateId[stateId]?.name !== store.kind) api.dropContainer(position)
       }
       return setBlock(world, position, stateId)
     }

@@ -28,6 +28,9 @@ function player (player, serv) {
   const playerType = registry.entitiesByName.player.id
   const write = player._client.write.bind(player._client)
 
+  let lastTabRequest = 0
+  player._client.prependListener('tab_complete', data => { lastTabRequest = data.transactionId ?? 0 })
+
   player._client.write = function (name, params) {
     if (player.disconnected) return // e.g. the leaked latency timer above, after the player left
     if (modern && name === 'entity_teleport') {
@@ -37,6 +40,11 @@ function player (player, serv) {
     }
     // flying-squid's sound_effect layout predates 1.21; clients log "partial packet" errors. Sounds are cosmetic.
     if (modern && name === 'sound_effect') return
+    // 1.13+ command suggestions carry the request's transaction id, a range and {match, tooltip} entries;
+    // flying-squid sends bare strings, which fail to serialize. Clients match replies by that id.
+    if (name === 'tab_complete' && !('transactionId' in params)) {
+      params = { transactionId: lastTabRequest, start: 0, length: 0, matches: (params.matches || []).map(m => (typeof m === 'string' ? { match: m } : m)) }
+    }
     // Players are spawned through the unified spawn_entity packet with type null (id 0 = a boat on 1.21.4).
     if (name === 'spawn_entity' && serv.entities[params.entityId]?.type === 'player') {
       params = { ...params, type: playerType }

@@ -1,0 +1,101 @@
+'use strict'
+// The embedded arena: flying-squid runs in this process with our game-logic plugin, so resets are
+// direct server-side edits (each logged) and ground truth is read from the server's own state.
+
+const { withTimeout } = require('../util')
+
+const BLOCK_STATIONS = new Set(['chest', 'crafting_table', 'furnace'])
+
+class EmbeddedArena {
+  /** @param o.serv flying-squid server, o.api its `serv.gencoord`, o.port its port, o.floorY arena floor height */
+  constructor ({ serv, api, port, floorY }) {
+    Object.assign(this, { serv, api, port, floorY, host: '127.0.0.1' })
+    this.registry = serv.registry
+    this.consumed = new Map() // handoff ledger entries already claimed by an await_handoff
+    this.syncCounter = 0
+  }
+
+  /** Called once per connected bot; the embedded arena needs nothing from it. */
+  attach () {}
+
+  player (name) {
+    const p = this.api.playerByName(name)
+    if (!p) throw new Error(`${name} is not connected to the server; reset to rejoin it`)
+    return p
+  }
+
+  count (agent, item) { return this.api.inventoryCounts(this.player(agent))[item] || 0 }
+  blockNames (positions) { return this.api.blockNames(positions) }
+  cookTicks () { return this.api.cookTicks() }
+
+  /** The giver's side of a handoff: the server's pickup ledger already has the evidence. */
+  recordToss () {}
+
+  /** Claim `count` items handed from `from` to `to` (ledger of server-side pickups); true once claimed. */
+  takeHandoff (from, to, item, count) {
+    const key = `${from}>${to}>${item}`
+    const received = this.api.pickups().filter(p => p.from === from && p.to === to && p.item === item).reduce((n, p) => n + p.count, 0)
+    const used = this.consumed.get(key) || 0
+    if (received - used < count) return false
+    this.consumed.set(key, used + count)
+    return true
+  }
+
+  /** Ordering barrier for one bot: `/sync <token>` is answered once the server applied its earlier packets. */
+  async barrierFor (bot) {
+    const token = `${bot.username}-${++this.syncCounter}`
+    const reply = new Promise(resolve => {
+      const onMessage = message => {
+        if (message.includes('sync:' + token)) { bot.removeListener('messagestr', onMessage); resolve() }
+      }
+      bot.on('messagestr', onMessage)
+    })
+    bot.chat('/sync ' + token)
+    await withTimeout(reply, 5000, `barrier for ${bot.username}`)
+  }
+
+  /** Server-side edits for one episode: blocks, container contents, inventories, positions. */
+  async arrange (world, spec, stations) {
+    const api = this.api
+    api.clearDrops()
+    api.clearPickups()
+    this.consumed.clear()
+
+    // Blocks: remove whatever anyone placed that is not a station of this episode, then place stations.
+    const wanted = new Map()
+    for (const s of stations.values()) if (BLOCK_STATIONS.has(s.kind)) wanted.set(`${s.pos}`, s)
+    const siteCells = [...stations.values()].filter(s => s.kind === 'site').flatMap(s => s.cells)
+    const toClear = [...api.touchedPositions(), ...siteCells].filter(p => !wanted.has(`${p}`))
+    const clearNames = await api.blockNames(toClear)
+    for (let i = 0; i < toClear.length; i++) if (clearNames[i] !== 'air') await api.setBlock(toClear[i], 'air')
+    for (const s of wanted.values()) {
+      if (await api.blockName(s.pos) !== s.kind) await api.setBlock(s.pos, s.kind)
+      if (s.kind === 'chest') api.setContainer('chest', s.pos, spec.containers[s.name] || {})
+      if (s.kind === 'furnace') api.setContainer('furnace', s.pos, {})
+    }
+    api.setCookTicks(spec.cookTicks || 1)
+
+    for (const agent of spec.agents) {
+      const player = this.player(agent)
+      api.setInventory(player, spec.inventories[agent])
+      await api.teleport(player, world.absolute(spec.positions[agent]))
+    }
+  }
+
+  /** Ground truth from the server's state (the caller has run the barrier). */
+  async read (world) {
+    const inventories = {}
+    for (const agent of world.agents()) inventories[agent] = this.api.inventoryCounts(this.player(agent))
+    const containers = {}
+    const sites = {}
+    const furnaces = {}
+    for (const s of world.stations()) {
+      if (s.kind === 'chest') containers[s.name] = this.api.containerCounts(s.pos)
+      else if (s.kind === 'furnace') furnaces[s.name] = this.api.furnaceCounts(s.pos)
+      else if (s.kind === 'site') sites[s.name] = await this.blockNames(s.cells)
+    }
+    return { inventories, containers, sites, furnaces }
+  }
+}
+
+module.exports = { EmbeddedArena, BLOCK_STATIONS }
