@@ -45,6 +45,17 @@ test('the sidecar binds loopback tcp or ipc only', () => {
   assert.deepEqual(parseArgs(['--endpoint', 'tcp://127.0.0.1:1', '--agents', 'x,y', '--cook-ticks', '3']).agents, ['x', 'y'])
 })
 
+test('external-server and test-op flags', () => {
+  const base = ['--endpoint', 'tcp://127.0.0.1:1']
+  const ext = parseArgs([...base, '--server', 'external', '--mc-host', 'mc.example.org', '--mc-port', '25565', '--test-ops'])
+  assert.deepEqual([ext.server, ext.mcHost, ext.mcPort, ext.testOps], ['external', 'mc.example.org', 25565, true])
+  assert.deepEqual([parseArgs(base).server, parseArgs(base).testOps], ['embedded', false])
+  assert.throws(() => parseArgs([...base, '--server', 'external']), /--server external needs --mc-port/)
+  assert.throws(() => parseArgs([...base, '--server', 'vanilla']), /--server must be embedded or external/)
+  assert.throws(() => parseArgs([...base, '--mc-host', '10.0.0.2']), /--mc-host applies to --server external/)
+  assert.throws(() => parseArgs([...base, '--server', 'external', '--mc-port', '1', '--mc-host', 'a b']), /not a host name/)
+})
+
 const spec = () => ({
   agents: ['agent_a', 'agent_b'],
   stations: [{ name: 'c', kind: 'chest', pos: [1, 0, 1], cells: [] }, { name: 's', kind: 'site', pos: [4, 0, 4], cells: [[4, 0, 4]] }],
@@ -74,4 +85,16 @@ test('skill args are checked against the op table and minecraft-data', () => {
   rejects(() => checkSkillArgs(registry, 'withdraw', { station: 'c', item: 'diamonds', count: 1 }), 'BadRequest', /unknown item "diamonds"/)
   rejects(() => checkSkillArgs(registry, 'give', { to: 'b', item: 'stick', count: 0 }), 'BadRequest', /args.count/)
   rejects(() => checkSkillArgs(registry, 'wait', { ticks: -1 }), 'BadRequest', /args.ticks/)
+})
+
+test('drop_bot is refused unless the sidecar was started with --test-ops', async () => {
+  const { createOps } = require('../src/ops')
+  const dropped = []
+  const world = { dropBot: async name => { dropped.push(name); return true } }
+  await assert.rejects(createOps(world, () => {}).drop_bot({ agent: 'agent_b' }),
+    err => err instanceof ProtocolError && err.type === 'BadRequest' && /test-only op; start the sidecar with --test-ops/.test(err.message))
+  assert.deepEqual(dropped, [])
+  assert.deepEqual(await createOps(world, () => {}, { testOps: true }).drop_bot({ agent: 'agent_b' }), { dropped: true })
+  assert.deepEqual(dropped, ['agent_b'])
+  await assert.rejects(createOps(world, () => {}, { testOps: true }).drop_bot({ agent: 'agent_b', now: 1 }), /unknown field\(s\) now/)
 })

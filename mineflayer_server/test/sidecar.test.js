@@ -40,7 +40,7 @@ const result = async (op, args) => {
   return reply.result
 }
 
-before(async () => { sc = await startSidecar(['--cook-ticks', '2', '--skill-timeout-ms', '4000']) })
+before(async () => { sc = await startSidecar(['--cook-ticks', '2', '--skill-timeout-ms', '4000', '--test-ops']) })
 after(async () => { await sc.close() })
 
 test('READY names the endpoint and hello reports protocol, versions and agents', async () => {
@@ -158,6 +158,42 @@ test('failing skills are events with ok:false and a reason, not protocol errors'
   assert.match(timedOut.reason, /did not receive 1 coal from agent_a/)
   const truth = await result('observe')
   assert.deepEqual(truth.inventories, SPEC.inventories, 'failed skills change nothing')
+})
+
+test('a failed give ends the peer\'s await_handoff at once, naming the give', async () => {
+  await result('reset', SPEC)
+  const started = Date.now()
+  // the give is sent after the await started, and (second case) before it
+  const [[given], [awaited]] = await Promise.all([
+    execute('agent_a', 'give', { to: 'agent_b', item: 'coal', count: 3 }),
+    execute('agent_b', 'await_handoff', { from: 'agent_a', item: 'coal', count: 3 })
+  ])
+  assert.equal(given.ok, false)
+  assert.equal(awaited.ok, false)
+  assert.match(awaited.reason, /agent_b did not receive 3 coal from agent_a: agent_a's give of 3 coal \(call c\d+\) failed: agent_a has 1 coal, needs 3/)
+  assert.ok(Date.now() - started < 2000, 'well before the 4 s skill timeout')
+  const [failedFirst] = await execute('agent_a', 'give', { to: 'agent_b', item: 'stick', count: 1 })
+  assert.equal(failedFirst.ok, false)
+  const t0 = Date.now()
+  const [late] = await execute('agent_b', 'await_handoff', { from: 'agent_a', item: 'stick', count: 1 })
+  assert.match(late.reason, /agent_a's give of 1 stick .* failed: agent_a has 0 stick, needs 1/)
+  assert.ok(Date.now() - t0 < 1000)
+  // a failed give is reported to one await only, and a reset forgets it
+  const [second] = await execute('agent_b', 'await_handoff', { from: 'agent_a', item: 'stick', count: 1 })
+  assert.match(second.reason, /timed out after 4000 ms/)
+})
+
+test('drop_bot (a test op) cuts one bot; its skills fail as values until reset rejoins it', async () => {
+  await result('reset', SPEC)
+  assert.deepEqual(await result('drop_bot', { agent: 'agent_b' }), { dropped: true })
+  const [event] = await execute('agent_b', 'wait', { ticks: 1 })
+  assert.equal(event.ok, false)
+  assert.match(event.reason, /agent_b is disconnected; reset rejoins it/)
+  const bad = await sc.call('drop_bot', { agent: 'agent_z' })
+  assert.deepEqual([bad.ok, bad.error.type], [false, 'BadRequest'])
+  const back = await result('reset', SPEC)
+  assert.deepEqual(back.rejoined, ['agent_b'])
+  assert.deepEqual((await result('observe')).inventories, SPEC.inventories)
 })
 
 test('a bot that dropped is rejoined at the next reset', async () => {
