@@ -2,8 +2,9 @@
 
 Episodes run in lockstep across ``batch_size`` env copies, so one batched model call answers every
 env whose agent is deciding; with ``batch_size=1`` each call is a hot batch-1 call, as the paper times
-them. For every episode the result keeps the env's final info (outcome, metrics, trace-free) plus the
-learned calls attributed to it: calls, input tokens, output tokens and model seconds.
+them. For every episode the result keeps the env's final info (outcome, metrics; the trace is dropped) plus
+the actions taken and the learned calls attributed to it: calls, input tokens, output tokens and model
+seconds.
 
 Table metrics (:func:`table_metrics`): success, calls, input tokens, output tokens, peer-directed wire
 bytes (means per episode) and time to commitment p50 / p95 (the env's clock from reset to the
@@ -52,7 +53,8 @@ def run_lockstep(
     def start(slot: int) -> None:
         k = pending.pop()
         obs, infos = envs[slot].reset(options={"index": k})
-        live[slot] = {"index": k, "obs": obs, "infos": infos, "calls": 0, "input_tokens": 0, "output_tokens": 0, "model_seconds": 0.0}
+        live[slot] = {"index": k, "obs": obs, "infos": infos, "calls": 0, "input_tokens": 0, "output_tokens": 0,
+                      "model_seconds": 0.0, "actions": []}
 
     for slot in range(min(len(envs), len(pending))):
         start(slot)
@@ -69,6 +71,7 @@ def run_lockstep(
                 state["input_tokens"] += rec.input_tokens
                 state["output_tokens"] += rec.output_tokens
                 state["model_seconds"] += rec.latency_s
+            state["actions"].append({"stage": live[slot]["infos"][turn].get("stage"), "agent": turn, "action": action})
             env = envs[slot]
             step_actions = {a: "" for a in env.agents}
             step_actions[turn] = action
@@ -78,7 +81,8 @@ def run_lockstep(
                 final = dict(infos[env.possible_agents[0]])
                 final.pop("trace", None)
                 final.update(index=state["index"], calls=state["calls"], input_tokens=state["input_tokens"],
-                             output_tokens=state["output_tokens"], model_seconds=state["model_seconds"])
+                             output_tokens=state["output_tokens"], model_seconds=state["model_seconds"],
+                             actions=state["actions"])
                 results[state["index"]] = final
                 del live[slot]
                 if on_episode:
