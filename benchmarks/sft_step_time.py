@@ -11,10 +11,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 
 def main() -> None:
@@ -33,8 +37,10 @@ def main() -> None:
         if not a.data:
             build_all(tmp, ["forward"])
         t0 = time.perf_counter()
+        # A line every 10 steps, so a run stopped early still says how fast it went.
         result = train(SFTConfig(data=(data,), out_dir=os.path.join(tmp, "run"), scratch=ScratchConfig(arch=a.arch),
-                                 max_steps=a.steps, save=False, progress=False))
+                                 max_steps=a.steps, save=False, progress=False),
+                       on_log=lambda step, loss, sec: print(f"step {step:4d} loss {loss:.4f} {sec:7.1f} s", flush=True))
         total = time.perf_counter() - t0
     prov = result.provenance
     exposure = prov["token_exposure"]

@@ -32,7 +32,7 @@ import os
 import platform
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -236,8 +236,11 @@ def _order(n: int, steps: int, per_step: int, seed: int) -> list[int]:
     return order[: steps * per_step]
 
 
-def train(config: SFTConfig) -> RunResult:
-    """Run one SFT job; writes ``<out_dir>/final`` (unless ``save`` is off) and ``<out_dir>/provenance.json``."""
+def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None = None) -> RunResult:
+    """Run one SFT job; writes ``<out_dir>/final`` (unless ``save`` is off) and ``<out_dir>/provenance.json``.
+
+    ``on_log(step, loss, seconds)`` is called at every logged step (benchmarks print from it).
+    """
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = [r for path in config.data for r in load_rows(path)]
@@ -285,6 +288,8 @@ def train(config: SFTConfig) -> RunResult:
             if step % config.log_every == 0 or step == steps - 1:
                 losses.append(float(total))  # one host sync per logged step only
                 progress.update(task, loss=losses[-1])
+                if on_log:
+                    on_log(step + 1, losses[-1], time.perf_counter() - start)
             progress.advance(task)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
