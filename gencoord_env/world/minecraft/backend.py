@@ -92,6 +92,8 @@ class MinecraftWorld:
         self._broken = False
         self._spec: WorldSpec | None = None
         self.restarts = 0
+        #: Agents whose bot the last reset had to (re)connect, e.g. after a dropped connection.
+        self.rejoined: tuple[str, ...] = ()
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
@@ -161,10 +163,12 @@ class MinecraftWorld:
         self._spec = None
         client = self._ensure_sidecar(tuple(spec.agents))
         try:
-            client.call("reset", spec_to_map(spec))
+            result = client.call("reset", spec_to_map(spec))
         except Exception as e:
             self._guard(e)
             raise
+        rejoined = result.get("rejoined", []) if isinstance(result, dict) else []
+        self.rejoined = tuple(str(a) for a in rejoined) if isinstance(rejoined, list) else ()
         self._spec = spec
 
     def close(self) -> None:

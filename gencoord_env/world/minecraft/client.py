@@ -22,7 +22,7 @@ from .protocol import IDEMPOTENT_OPS, Reply, decode_reply, encode_request
 #: timeouts, so it is generous: it only catches a hung sidecar.
 DEFAULT_TIMEOUTS: Mapping[str, float] = {
     "hello": 10.0, "ping": 2.0, "observe": 10.0, "barrier": 10.0,
-    "reset": 60.0, "execute": 120.0, "shutdown": 3.0,
+    "reset": 60.0, "execute": 120.0, "shutdown": 3.0, "drop_bot": 10.0,
 }
 _REFUSALS = frozenset({"BadRequest", "TooLarge", "VersionMismatch"})
 

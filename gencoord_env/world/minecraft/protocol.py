@@ -23,7 +23,9 @@ from .errors import ProtocolMismatch
 PROTOCOL_VERSION = 1
 MINECRAFT_VERSION = "1.21.4"
 MAX_MESSAGE_BYTES = 1 << 20  # the sidecar refuses larger messages (TooLarge); refuse them here first
-OPS: frozenset[str] = frozenset({"hello", "ping", "reset", "execute", "observe", "barrier", "shutdown"})
+OPS: frozenset[str] = frozenset({"hello", "ping", "reset", "execute", "observe", "barrier", "shutdown", "drop_bot"})
+#: Ops a sidecar serves only when started with ``--test-ops`` (fault injection for tests); refused otherwise.
+TEST_OPS: frozenset[str] = frozenset({"drop_bot"})
 #: Ops that may be resent after a timeout: repeating them cannot change the world twice.
 IDEMPOTENT_OPS: frozenset[str] = frozenset({"hello", "ping", "observe", "barrier"})
 ERROR_TYPES: frozenset[str] = frozenset({"BadRequest", "TooLarge", "VersionMismatch", "SkillFailed", "Internal"})

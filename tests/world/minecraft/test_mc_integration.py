@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gencoord_env.world.minecraft import MinecraftWorld, RuntimeMissing, SidecarDied, locate
+from gencoord_env.world.minecraft import MinecraftWorld, ProtocolMismatch, RuntimeMissing, SidecarDied, locate
 from gencoord_env.world.types import SkillCall, Station, WorldSpec
 
 try:
@@ -89,6 +89,44 @@ def test_killed_sidecar_raises_within_10s_and_next_reset_recovers() -> None:
         assert w.observe().containers == {"chest1": {"oak_planks": 4}}
     finally:
         w.close()
+
+
+def test_failed_give_ends_the_peers_await_at_once(world: MinecraftWorld) -> None:
+    world.reset(SPEC)
+    t0 = time.monotonic()
+    events = world.run([
+        SkillCall("g1", "agent_a", "give", {"to": "agent_b", "item": "oak_log", "count": 5}),
+        SkillCall("w1", "agent_b", "await_handoff", {"from": "agent_a", "item": "oak_log", "count": 5}),
+    ])
+    elapsed = time.monotonic() - t0
+    by_id = {e.call_id: e for e in events}
+    assert not by_id["g1"].ok and not by_id["w1"].ok
+    assert "agent_a's give of 5 oak_log (call g1) failed: agent_a has 1 oak_log, needs 5" in by_id["w1"].reason
+    assert elapsed < 5, f"the await took {elapsed:.1f} s: it waited for its skill timeout instead of the failed give"
+
+
+def test_drop_bot_is_refused_without_test_ops(world: MinecraftWorld) -> None:
+    world.reset(SPEC)
+    assert world.sidecar is not None and world.sidecar.client is not None
+    with pytest.raises(ProtocolMismatch, match="drop_bot is a test-only op; start the sidecar with --test-ops"):
+        world.sidecar.client.call("drop_bot", {"agent": "agent_b"})
+    assert all(e.ok for e in world.run([SkillCall("b1", "agent_b", "wait", {"ticks": 1})]))
+
+
+def test_disconnected_bot_is_rejoined_at_reset() -> None:
+    with MinecraftWorld(sidecar_args=("--test-ops",)) as w:
+        w.reset(SPEC)
+        assert w.rejoined == ()
+        assert w.sidecar is not None and w.sidecar.client is not None
+        assert w.sidecar.client.call("drop_bot", {"agent": "agent_b"}) == {"dropped": True}
+        [event] = w.run([SkillCall("b1", "agent_b", "wait", {"ticks": 1})])
+        assert not event.ok and "agent_b is disconnected; reset rejoins it" in event.reason
+        w.reset(SPEC)
+        assert w.rejoined == ("agent_b",) and w.restarts == 0  # the same sidecar, one bot reconnected
+        assert all(e.ok for e in w.run(CALLS))
+        truth = w.observe()
+        assert truth.inventories == {"agent_a": {}, "agent_b": {"crafting_table": 1}}
+        assert truth.containers == {"chest1": {"oak_planks": 4}}
 
 
 def _sidecar_supports_external() -> bool:
