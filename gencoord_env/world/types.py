@@ -125,7 +125,10 @@ class World(Protocol):
 
     ``run`` executes compiled calls honouring each call's ``after`` list (calls of different actors whose
     dependencies are met may run concurrently), stops starting new calls after the first failed one, and
-    returns every event in completion order. A ``give`` whose items reach the peer adds a ``handoff`` event.
+    returns every event in completion order. The ``handoff`` event comes with the receiver's
+    ``await_handoff``: when it succeeds, its call yields a second event ``kind="handoff"`` (actor = the
+    receiver, ``data = {from, to, item, count}``). ``give`` yields only its own skill event; a failed ``give``
+    makes the peer's pending ``await_handoff`` for that item fail too, with a reason naming the give.
     """
 
     def reset(self, spec: WorldSpec) -> None: ...
