@@ -86,6 +86,8 @@ test('skills on the external server; ground truth read by the bots equals the se
     ok('ext_b', 'await_handoff', { from: 'ext_a', item: 'oak_planks', count: 4 })
   ])
   assert.deepEqual(received.map(e => e.kind), ['skill', 'handoff'])
+  // flying-squid's item entities carry no readable item metadata, so the pickup is attributed to the toss
+  assert.deepEqual(ext.arena.collects, [{ to: 'ext_b', item: 'oak_planks', count: 4, from: 'last toss' }], 'the receiver saw its pickup')
   await ok('ext_b', 'craft', { item: 'chest', count: 1, station: 'table' })
   await ok('ext_b', 'deposit', { station: 'chest_out', item: 'chest', count: 1 })
   const placed = await ok('ext_b', 'place', { site: 'site', item: 'cobblestone', count: 2 })

@@ -61,9 +61,10 @@ class ExternalArena {
       const entity = bot.entities[packet.collectedEntityId]
       let name = null
       try { name = entity && entity.getDroppedItem() ? entity.getDroppedItem().name : null } catch (err) { name = null }
+      const from = name ? 'metadata' : 'last toss'
       // Without item metadata the pickup is attributed to the last toss aimed at this bot.
       if (!name) name = [...this.tosses].reverse().find(t => t.to === bot.username)?.item ?? null
-      this.collects.push({ to: bot.username, item: name, count: packet.pickupItemCount || 1 })
+      this.collects.push({ to: bot.username, item: name, count: packet.pickupItemCount || 1, from })
     })
     if (this.floorY === null) this.floorY = await this.findFloor(bot)
   }
