@@ -28,7 +28,7 @@ SKILL_OPS: Mapping[str, tuple[str, ...]] = {
     "goto": ("station",),                         # walk next to a station
     "withdraw": ("station", "item", "count"),     # chest -> own inventory
     "deposit": ("station", "item", "count"),      # own inventory -> chest
-    "give": ("to", "item", "count"),              # walk to the peer, toss; emits a handoff event
+    "give": ("to", "item", "count"),              # walk to the peer, turn to it and toss the items
     "await_handoff": ("from", "item", "count"),   # wait until the tossed items are in own inventory
     "craft": ("item", "count", "station"),        # station "" = 2x2 inventory grid, else a crafting table
     "place": ("site", "item", "count"),           # place blocks into the site's next free cells
