@@ -205,7 +205,7 @@ class EpisodeSession:
         if not self._one_request(q, "the requester"):
             return
         if self.route == "requester_only":
-            self._wire(self.surface.request_payload(q.peer_requests[0]))
+            # A-only: the plan goes straight to the executor; nothing crosses to the peer's decision maker
             self._commit(self.stages.resolve_joint(q, self.episode))
             return
         self._wire(self.surface.request_payload(q.peer_requests[0]))
