@@ -296,10 +296,11 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
     seconds = time.perf_counter() - start
     model.eval()
 
-    data_files = [{"file": Path(p).name, "sha256": file_sha256(p), "rows": sum(1 for _ in open(p, encoding="utf-8"))} for p in config.data]
+    hashes = [file_sha256(p) for p in config.data]
+    data_files = [{"file": Path(p).name, "sha256": h, "rows": sum(1 for _ in open(p, encoding="utf-8"))} for p, h in zip(config.data, hashes)]
     cfg = config.to_dict()
     provenance: dict[str, Any] = {
-        "data": {"files": data_files, "sha256": hashlib.sha256("".join(f["sha256"] for f in data_files).encode()).hexdigest()},
+        "data": {"files": data_files, "sha256": hashlib.sha256("".join(hashes).encode()).hexdigest()},
         "config": cfg,
         "config_sha256": _config_sha256(cfg),
         "base_model": {**base, "model_type": model.config.model_type,
