@@ -86,7 +86,8 @@ class GenerationConfig:
     # Run Qwen3.5 through agents.lm.hybrid (own state buffers, in-place updates); None: whenever supported.
     hybrid: bool | None = None
     # dtype of the Gated-DeltaNet recurrent state between decode steps: "float32" as transformers keeps
-    # it, or "model" (bf16 on GPU) to halve the state traffic of large-batch decoding.
+    # it, or "model" (bf16 on GPU) to halve the state traffic of large-batch decoding (measured on an
+    # H200 at batch 64: 70.1 vs 70.5 commitments/s, so float32 stays the default).
     recurrent_state: Literal["float32", "model"] = "float32"
     # Static decoders (shape, buffers, graph) kept; each holds a full cache for its batch size.
     max_decoders: int = 4
