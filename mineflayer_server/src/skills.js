@@ -4,11 +4,27 @@
 // player. What an agent got wrong (missing items, wrong station, timeout) is a SkillFailure: the
 // caller turns it into an event with ok:false. Bad arguments are protocol errors (BadRequest).
 
+const { once } = require('events')
 const { Vec3 } = require('vec3')
 const { goals } = require('mineflayer-pathfinder')
 const { check } = require('./validate')
 const { badRequest } = require('./protocol')
 const { sleep, withTimeout, waitFor } = require('./util')
+const { planStandpoint, canPlaceFrom, clickPoint } = require('./standpoint')
+
+/**
+ * Feet-block distance within which a bot uses a chest, table or furnace without walking: the station
+ * block then lies within vanilla's 4.5-block interaction range of the eye, so walks end at the nearest
+ * spot from which the station can be used rather than next to it.
+ */
+const REACH = 4
+/**
+ * Feet-block distance from the receiver within which the giver tosses: the stack lands about two blocks
+ * ahead of the thrower and is picked up within 1.5 blocks, so the receiver never has to move.
+ */
+const TOSS_RANGE = 2.5
+/** After the look packet is out, the server needs a moment to apply it before the toss clicks arrive. */
+const LOOK_SETTLE_MS = 50
 
 /** The skill could not be done; `reason` says why. Becomes an event with ok:false. */
 class SkillFailure extends Error {
@@ -47,7 +63,28 @@ async function walkTo (ctx, goal, what) {
   }
 }
 
-const walkNear = (ctx, pos, what, range = 2) => walkTo(ctx, new goals.GoalNear(pos.x, pos.y, pos.z, range), what)
+const walkNear = (ctx, pos, what, range = REACH) => walkTo(ctx, new goals.GoalNear(pos.x, pos.y, pos.z, range), what)
+
+/**
+ * Turn to `point` at once. Mineflayer's own looks before a click turn at a capped speed, up to a second
+ * for a half turn; looking at the same point first makes theirs a no-op. The server does not check the
+ * look for block clicks; only a toss needs the look applied first (see `faceForToss`).
+ */
+const face = (bot, point) => bot.lookAt(point, true)
+
+/** Face `point` and wait until the server has applied the look, so a toss flies that way. */
+async function faceForToss (bot, point) {
+  await face(bot, point)
+  // the look packet goes out in the position update that follows the next physics tick
+  await withTimeout(once(bot, 'physicsTick'), 1000, 'a physics tick').catch(() => {})
+  await sleep(LOOK_SETTLE_MS)
+}
+
+/** Open a chest or furnace window (mineflayer looks at the block centre first). */
+async function openStation (ctx, block, open) {
+  await face(ctx.bot, block.position.offset(0.5, 0.5, 0.5))
+  return open(block)
+}
 
 function needItems (ctx, item, count) {
   const have = countOf(ctx.bot, item)
@@ -60,6 +97,43 @@ async function withWindow (ctx, open, use) {
     return await use(window)
   } finally {
     ctx.bot.closeWindow(window)
+  }
+}
+
+const eyeOf = bot => bot.entity.position.offset(0, bot.entity.eyeHeight, 0)
+
+/** Solidity as the bot sees the world: blocks that stop a ray or a body. */
+const solidView = bot => (x, y, z) => {
+  const block = bot.blockAt(new Vec3(x, y, z))
+  return !!block && block.boundingBox === 'block'
+}
+
+/**
+ * Walk (if need be) to the standpoint that reaches the longest run of `cells`; false when none reaches
+ * even the first. Nobody stands in a cell column of the site or where another bot stands.
+ */
+async function walkToBuild (ctx, s, cells) {
+  const bot = ctx.bot
+  const others = ctx.world.agents().filter(n => n !== ctx.actor).map(n => ctx.world.bot(n))
+    .filter(b => b && b.entity).map(b => b.entity.position.floored())
+  const avoid = [...s.cells, ...others]
+  const { stand, covers } = planStandpoint({ cells, from: bot.entity.position, solid: solidView(bot), avoid })
+  if (!covers) return false
+  if (stand) await walkTo(ctx, new goals.GoalBlock(stand.x, stand.y, stand.z), `a spot to build at ${cells[0]}`)
+  return canPlaceFrom(eyeOf(bot), cells[0], solidView(bot))
+}
+
+/** Place `item` on the top face of the block below `cell` (looking there first, at once). */
+async function placeOn (ctx, cell, item) {
+  const bot = ctx.bot
+  const below = bot.blockAt(cell.offset(0, -1, 0))
+  if (!below || below.boundingBox !== 'block') fail(`nothing to place on below ${cell}`)
+  try {
+    await bot.equip(ctx.registry.itemsByName[item].id, 'hand')
+    await face(bot, clickPoint(cell))
+    await withTimeout(bot.placeBlock(below, new Vec3(0, 1, 0)), 5000, `place ${item}`)
+  } catch (err) {
+    fail(`placing ${item} at ${cell} failed: ${err.message}`)
   }
 }
 
@@ -87,7 +161,7 @@ const SKILLS = {
       await walkNear(ctx, s.pos, `station ${name}`)
       const block = stationBlock(ctx, s)
       const id = ctx.registry.itemsByName[item].id
-      await withWindow(ctx, () => ctx.bot.openContainer(block), async chest => {
+      await withWindow(ctx, () => openStation(ctx, block, b => ctx.bot.openContainer(b)), async chest => {
         const have = chest.containerItems().filter(i => i.name === item).reduce((n, i) => n + i.count, 0)
         if (have < count) fail(`chest ${name} holds ${have} ${item}, needs ${count}`)
         await withTimeout(chest.withdraw(id, null, count), 5000, 'withdraw clicks')
@@ -105,7 +179,7 @@ const SKILLS = {
       await walkNear(ctx, s.pos, `station ${name}`)
       const block = stationBlock(ctx, s)
       const id = ctx.registry.itemsByName[item].id
-      await withWindow(ctx, () => ctx.bot.openContainer(block), chest =>
+      await withWindow(ctx, () => openStation(ctx, block, b => ctx.bot.openContainer(b)), chest =>
         withTimeout(chest.deposit(id, null, count), 5000, 'deposit clicks'))
       await ctx.barrier()
       return { station: name, item, count }
@@ -119,9 +193,9 @@ const SKILLS = {
       const peer = ctx.world.bot(to)
       if (!peer) fail(`no agent named ${JSON.stringify(to)} in this episode`)
       needItems(ctx, item, count)
-      await walkNear(ctx, peer.entity.position.floored(), to)
-      await ctx.bot.lookAt(peer.entity.position.offset(0, 1.0, 0), true)
-      await sleep(100) // the server throws in the last look direction it has seen
+      // the receiver stands still; the giver comes only as close as a toss carries
+      await walkNear(ctx, peer.entity.position.floored(), to, TOSS_RANGE)
+      await faceForToss(ctx.bot, peer.entity.position.offset(0, 1.0, 0)) // the server throws along its last look
       await withTimeout(ctx.bot.toss(ctx.registry.itemsByName[item].id, null, count), 5000, 'toss')
       ctx.world.recordToss(ctx.actor, to, item, count)
       await ctx.barrier()
@@ -168,6 +242,7 @@ const SKILLS = {
         const s = station(ctx, name, 'crafting_table')
         await walkNear(ctx, s.pos, `station ${name}`)
         table = stationBlock(ctx, s)
+        await face(bot, table.position.offset(0.5, 0.5, 0.5)) // bot.craft opens the table looking at it
       }
       const known = bot.recipesAll(id, null, table)
       if (!known.length) {
@@ -201,18 +276,19 @@ const SKILLS = {
       const names = await ctx.world.serverBlockNames(s.cells)
       const free = s.cells.filter((_, i) => names[i] === 'air')
       if (free.length < count) fail(`site ${site} has ${free.length} free cells, needs ${count}`)
+      const todo = free.slice(0, count) // fill order, as the sim world fills
       const placed = []
-      for (const cell of free.slice(0, count)) {
-        await walkTo(ctx, new goals.GoalPlaceBlock(cell, bot.world, { range: 4, faces: [new Vec3(0, -1, 0)] }), `a spot to place at ${cell}`)
-        const below = bot.blockAt(cell.offset(0, -1, 0))
-        if (!below || below.boundingBox !== 'block') fail(`nothing to place on below ${cell}`)
-        try {
-          await bot.equip(ctx.registry.itemsByName[item].id, 'hand')
-          await withTimeout(bot.placeBlock(below, new Vec3(0, 1, 0)), 5000, `place ${item}`)
-        } catch (err) {
-          fail(`placing ${item} at ${cell} failed: ${err.message}`)
+      while (todo.length) {
+        if (!await walkToBuild(ctx, s, todo)) {
+          // no standpoint sees the next cell: let the pathfinder search for one
+          await walkTo(ctx, new goals.GoalPlaceBlock(todo[0], bot.world, { range: 4, faces: [new Vec3(0, -1, 0)] }), `a spot to place at ${todo[0]}`)
         }
-        placed.push(ctx.world.relative(cell))
+        // place every cell reachable from here, in order; re-plan when the next one is not
+        do {
+          const cell = todo.shift()
+          await placeOn(ctx, cell, item)
+          placed.push(ctx.world.relative(cell))
+        } while (todo.length && canPlaceFrom(eyeOf(bot), todo[0], solidView(bot)))
       }
       await ctx.barrier()
       return { site, item, count, cells: placed }
@@ -230,7 +306,7 @@ const SKILLS = {
       const block = stationBlock(ctx, s)
       const id = ctx.registry.itemsByName[item].id
       const budget = ctx.timeoutMs + count * ctx.world.cookTicks() * 50 * 2
-      await withWindow(ctx, () => ctx.bot.openFurnace(block), async furnace => {
+      await withWindow(ctx, () => openStation(ctx, block, b => ctx.bot.openFurnace(b)), async furnace => {
         try {
           await waitFor(() => {
             const out = furnace.outputItem()
@@ -274,7 +350,7 @@ function furnaceLoad (slot) {
       await walkNear(ctx, s.pos, `station ${name}`)
       const block = stationBlock(ctx, s)
       const id = ctx.registry.itemsByName[item].id
-      await withWindow(ctx, () => ctx.bot.openFurnace(block), furnace =>
+      await withWindow(ctx, () => openStation(ctx, block, b => ctx.bot.openFurnace(b)), furnace =>
         withTimeout(slot === 'input' ? furnace.putInput(id, null, count) : furnace.putFuel(id, null, count), 5000, `put ${slot}`))
       await ctx.barrier()
       return { station: name, item, count, slot }

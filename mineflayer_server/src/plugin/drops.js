@@ -8,7 +8,7 @@ const { Vec3 } = require('vec3')
 function server (serv, api, options) {
   const registry = serv.registry
   const itemType = registry.entitiesByName.item.id
-  const pickupDelayMs = options.pickupDelayMs ?? 400
+  const pickupDelayMs = options.pickupDelayMs ?? 100
   const throwerDelayMs = options.throwerDelayMs ?? 2000
   const ledger = []
 
