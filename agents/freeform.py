@@ -1,11 +1,18 @@
 """Rule agent for the controlled free-form surface: Rule-Minimal-Request, said in English.
 
-The sender opens with the order, its own plan ("I will ...") and its request ("<peer>, please ...");
-the receiver reads the request with the shared extractor's reader and answers by restating it as its own
-plan ("I will ..."), which completes the commitment. If a turn comes round again (the peer said nothing
-the extractor could use) the sender restates its plan and request and the receiver asks for them.
-Paths are composed exactly as ``RuleMinimalRequest`` composes them, so the commitment is the same one
-the structured surfaces carry; only the surface differs.
+The sender opens with the order, its own plan ("I will ...") and its request ("<peer>, please ...").
+The receiver reads the request with the shared extractor's reader and answers by restating it as its own
+plan ("I will ..."), which completes the commitment, except when the task clarifies
+(``freeform.clarifies``: the recipe family, where the hidden fact decides what the handed-over material
+becomes): then it first asks what the material should become, the sender names the output and restates
+its request, and the receiver commits. So a dialogue has two turns, or four for one episode in four.
+Every choice is deterministic and read from the agent's own context.
+
+If a turn comes round again (the peer said nothing the extractor could use) the sender restates its plan
+and request and the receiver asks for them. Paths are composed exactly as ``RuleMinimalRequest``
+composes them, and the wording is the surface's (``gencoord_env/data/freeform.json``, ``dialogue``),
+so the commitment is the same one the structured surfaces carry and the utterances are those of the
+free-form training set.
 """
 from __future__ import annotations
 
@@ -17,7 +24,8 @@ from agents.rules import RuleMinimalRequest
 from gencoord_env import freeform
 
 
-def _dialogue(ctx: Mapping[str, Any]) -> list[tuple[str, str]]:
+def dialogue(ctx: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The ``(speaker, utterance)`` pairs of the conversation so far, from the context's messages."""
     out = []
     for m in ctx["messages"]:
         speaker, sep, text = m.partition(" says: ")
@@ -37,21 +45,29 @@ class FreeformRule(RuleMinimalRequest):
     def act(self, observation: str, info: dict[str, Any]) -> str:
         ctx = info.get("context")
         if not ctx:
-            return "I have nothing to add."
+            return freeform.say_idle()
         return self.say(ctx)
 
     def say(self, ctx: Mapping[str, Any]) -> str:
         first, second = roles(ctx)
         peer, me = ctx["peer"], ctx["agent"]
+        said = dialogue(ctx)
         if ctx["role"] == first:
             mine, theirs = compose(ctx, self.binding(ctx) or self.guess(ctx), first, second)
-            return (f"Hi {peer}, we need to {ctx['task']['order']}. "
-                    f"My plan: I will {freeform.say_path(mine)}. {peer}, please {freeform.say_path(theirs)}.")
-        asked = [s for speaker, text in _dialogue(ctx) if speaker == peer
-                 for s in freeform.statements(text) if s.kind == "request" and s.target == me]
+            if said and said[-1][0] == peer and freeform.is_question(said[-1][1]):
+                return freeform.say_answer(peer, theirs)
+            return freeform.say_opening(peer, ctx["task"]["order"], mine, theirs)
+        heard = [s for speaker, text in said if speaker == peer for s in freeform.statements(text)]
+        asked = [s for s in heard if s.kind == "request" and s.target == me]
         if not asked:
-            return f"{peer}, what should I do for this order?"
-        return f"Understood, {peer}, I will wait for your handoff. I will {freeform.say_path(asked[-1].tasks)}."
+            return freeform.say_ask_for_request(peer)
+        asked_before = any(freeform.is_question(text) for speaker, text in said if speaker == me)
+        if freeform.clarifies(ctx["task"]["family"]) and not asked_before:
+            handoff = next((t for s in reversed(heard) if s.kind == "self"
+                            for t in [freeform.handoff_to(me, s.tasks)] if t is not None), None)
+            if handoff is not None:
+                return freeform.say_question(peer, handoff)
+        return freeform.say_commit(peer, asked[-1].tasks)
 
 
-__all__ = ["FreeformRule"]
+__all__ = ["FreeformRule", "dialogue"]

@@ -26,6 +26,16 @@ request to the receiver, and the receiver's latest SELF statement made *after* t
 three exist the commitment is recovered as the two proposals ``(SELF sender-path, REQ receiver
 request)`` and ``(SELF receiver-path, REQ -)``, which then go through the same contract check and
 forward resolution as the structured surfaces. The extractor is a pure function of the dialogue.
+
+**Turns** (``say_opening`` .. ``say_commit``; wording in the table's ``dialogue`` section), shared by the
+free-form rule agent and the training-data builder. A dialogue has two turns (the sender's opening with
+its plan and request, the receiver's commitment) or, when ``clarifies(family)``, four: after the
+opening the receiver asks what the handed-over material should become (a question, no statement), the
+sender names the output and restates the same request, and the receiver commits. The clarifying
+families are those whose hidden fact decides the transformation (``recipe``: two of the eight core
+templates, so 2.5 turns per episode on average). Since the restated request has the same path and the
+extractor reads the latest request and the receiver's SELF after it, the four-turn dialogue yields
+exactly the commitment of the two-turn one.
 """
 from __future__ import annotations
 
@@ -183,6 +193,69 @@ def extract(dialogue: Sequence[tuple[str, str]], first: str, second: str) -> Ext
     )
 
 
+# --- dialogue turns: what the rule agent says, and what the free-form training rows teach ------------
+def _line(name: str, **fields: str) -> str:
+    return str(table()["dialogue"][name]).format(**fields)
+
+
+def clarifies(family: str) -> bool:
+    """Whether the receiver asks before committing on a task of ``family`` (the clarification rule).
+
+    The rule is content-based and public: a family clarifies when its hidden fact decides what the
+    handed-over material is turned into (``recipe``), so the receiver confirms the output it must
+    produce. With the eight core templates that is two of eight, one episode in four.
+    """
+    return family in table()["dialogue"]["clarify_families"]
+
+
+def say_opening(peer: str, order: str, mine: Sequence[Task], theirs: Sequence[Task]) -> str:
+    """The sender's first turn: the order, its own plan and its request to ``peer``."""
+    return _line("opening", peer=peer, order=order, mine=say_path(mine), theirs=say_path(theirs))
+
+
+def say_question(peer: str, handoff: Task) -> str:
+    """The receiver's clarification question about the material ``handoff`` brings it (no statement)."""
+    return _line("question", peer=peer, q=str(handoff.args.get("q", "")), item=str(handoff.args.get("item", "")))
+
+
+def say_answer(peer: str, theirs: Sequence[Task]) -> str:
+    """The sender's answer: the output its request makes (or that nothing is crafted), then the request again.
+
+    Restating the request keeps the commitment exactly the one of the two-turn form: the extractor reads
+    the latest request, which has the same path.
+    """
+    craft = next((t for t in theirs if t.skill == "craft.item"), None)
+    bind = str(next((t.args["bind"] for t in theirs if "bind" in t.args), "-"))
+    if craft is not None:
+        return _line("answer_transform", peer=peer, q=str(craft.args["q"]), item=str(craft.args["item"]), bind=bind,
+                     theirs=say_path(theirs))
+    item = str(theirs[0].args.get("item", "")) if theirs else ""
+    return _line("answer_unchanged", peer=peer, item=item, bind=bind, theirs=say_path(theirs))
+
+
+def say_commit(peer: str, path: Sequence[Task]) -> str:
+    """The receiver's commitment: its own plan, the requested path."""
+    return _line("commit", peer=peer, path=say_path(path))
+
+
+def say_ask_for_request(peer: str) -> str:
+    return _line("ask_for_request", peer=peer)
+
+
+def say_idle() -> str:
+    return _line("idle")
+
+
+def handoff_to(receiver: str, tasks: Sequence[Task]) -> Task | None:
+    """The task of ``tasks`` that hands material to ``receiver`` (what the clarification asks about)."""
+    return next((t for t in tasks if t.skill == "resource.deliver" and t.args.get("to") == receiver), None)
+
+
+def is_question(utterance: str) -> bool:
+    """A turn that asks and states nothing: it ends with "?" and has no plan sentence."""
+    return utterance.rstrip().endswith("?") and not statements(utterance)
+
+
 # --- the Surface view: one statement-only utterance <-> one proposal ----------------------------------
 def say(proposal: Proposal) -> str:
     """A proposal as controlled English: "I will <path>." and "<agent>, please <path>." sentences."""
@@ -205,5 +278,6 @@ def parse(utterance: str) -> Proposal:
     return Proposal(own[-1].tasks if own else (), tuple(PeerRequest(s.target, s.tasks) for s in found if s.kind == "request"))
 
 
-__all__ = ["Extraction", "Statement", "extract", "parse", "read_path", "read_task", "say", "say_path", "say_task",
-           "sentences", "statements", "table"]
+__all__ = ["Extraction", "Statement", "clarifies", "extract", "handoff_to", "is_question", "parse", "read_path",
+           "read_task", "say", "say_answer", "say_ask_for_request", "say_commit", "say_idle", "say_opening", "say_path",
+           "say_question", "say_task", "sentences", "statements", "table"]

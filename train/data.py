@@ -14,6 +14,7 @@ that each target maps back to the intended binding before writing it.
 | ``factor_code`` | train | 1,920 | 960 sender code (``active_binding_id``) + 960 receiver code (``accepted_binding_id``) |
 | ``gc_requester`` | gc_train | 640 | 320 requester_initial + 320 requester_after_response |
 | ``gc_centralized`` | gc_train | 320 | 320 centralized joint plans from the merged views |
+| ``freeform`` | train | 2,400 | 960 sender_initial + 240 receiver_question + 240 sender_answer + 960 receiver_after_request |
 
 ``gc_train`` is the training side of the Goal x Capability suite. The evaluation pool crosses two goals,
 two workcell modes and the prior's ten world variants (40 clusters); the paper's 320 rows per stage need
@@ -22,8 +23,13 @@ variants (``training_variants``): the 40 (shift, mirror) layouts the ten evaluat
 so every training context differs from every evaluation context. These episodes carry an
 extended prior and can be run in the env as a custom pool (``gc_train_episodes``).
 
-The controlled free-form set (2,400 rows) needs the free-form dialogue surface, which this builder does
-not know yet; it is not produced here.
+``freeform`` is the controlled free-form dialogue (``surface="freeform"``): one row per utterance, the
+prompt being the observation the env shows at that turn (the conversation so far in its messages), the
+target the utterance in the surface's wording (``gencoord_env.freeform.say_*``) over the canonical
+reference paths. Episodes whose family clarifies (``freeform.clarifies``: recipe, two of the eight
+templates) have four turns (opening, the receiver's question, the sender's answer, the receiver's
+commitment), the others two: 960 episodes x 2.5 turns = 1,200 sender + 1,200 receiver rows, the paper's
+count.
 
 Example::
 
@@ -44,7 +50,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from gencoord_env import dsl
+from gencoord_env import dsl, freeform
 from gencoord_env.dsl.model import PeerRequest, Proposal
 from gencoord_env.pipeline.response import respond
 from gencoord_env.tasks import Cluster, Episode, pool as load_pool
@@ -74,6 +80,7 @@ EXPECTED_ROWS: dict[str, int] = {
     "factor_code": 1920,
     "gc_requester": 640,
     "gc_centralized": 320,
+    "freeform": 2400,
 }
 
 #: Extra world variants for Goal x Capability training (2 goals x 2 modes x 40 = 160 clusters).
@@ -209,6 +216,28 @@ def _gc_centralized_rows(episodes: Iterable[Episode]) -> Iterator[Row]:
                    observation(ep, ep.first, "centralized", route="centralized"), dsl.format(target))
 
 
+def _freeform_rows(episodes: Iterable[Episode]) -> Iterator[Row]:
+    for ep in episodes:
+        sender = _checked(ref.sender_initial(ep), ep.binding, ep.id)
+        request = sender.peer_requests[0]
+        receiver = _checked(ref.receiver_after_request(request), ep.binding, ep.id)
+        first, second = ep.first, ep.second
+        order = build_context(ep, first, "dialogue", route="forward")["task"]["order"]
+        turns = [("sender_initial", first, freeform.say_opening(second, order, sender.self_plan, request.requested_plan))]
+        if freeform.clarifies(ep.template.family):
+            handoff = freeform.handoff_to(second, sender.self_plan)
+            if handoff is None:
+                raise AssertionError(f"{ep.id}: a clarifying episode whose sender plan hands nothing to {second}")
+            turns += [("receiver_question", second, freeform.say_question(first, handoff)),
+                      ("sender_answer", first, freeform.say_answer(second, request.requested_plan))]
+        turns.append(("receiver_after_request", second, freeform.say_commit(first, receiver.self_plan)))
+        said: list[str] = []
+        for stage, agent, utterance in turns:
+            prompt = observation(ep, agent, "dialogue", route="forward", messages=said)
+            yield _row("freeform", stage, "forward", "freeform", ep, agent, prompt, utterance)
+            said.append(f"{agent} says: {utterance}")
+
+
 # --------------------------------------------------------------------------- Goal x Capability training side
 
 
@@ -264,6 +293,7 @@ DATASETS: dict[str, Callable[[int], Iterator[Row]]] = {
     "factor_code": lambda seed: _forward_rows(_pool_episodes("train", seed), "factor_code", codes=True),
     "gc_requester": lambda seed: _gc_requester_rows(gc_train_episodes(seed)),
     "gc_centralized": lambda seed: _gc_centralized_rows(gc_train_episodes(seed)),
+    "freeform": lambda seed: _freeform_rows(_pool_episodes("train", seed)),
 }
 
 
@@ -329,7 +359,6 @@ def build_all(out_dir: str | os.PathLike[str], sets: Sequence[str] | None = None
             "stages": dict(sorted(Counter(r.stage for r in rows).items())),
             "sha256": file_sha256(path),
         }
-    manifest = {"pool_seed": seed, "files": files,
-                "not_built": {"free_form": "needs the controlled free-form dialogue surface"}}
+    manifest = {"pool_seed": seed, "files": files}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return manifest

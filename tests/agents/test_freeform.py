@@ -63,10 +63,40 @@ def test_surface_parse_and_show_are_inverse_and_errors_are_syntax_errors():
         freeform.parse("I will juggle 3 torches.")
 
 
-def test_rule_dialogue_succeeds_on_every_heldout_episode_in_two_utterances():
-    s = summarize(rollout(gencoord_env.parallel_env(pool="heldout", surface="freeform"), make_policy("freeform")))
+def test_rule_dialogue_succeeds_on_every_heldout_episode_in_two_or_four_utterances():
+    env = gencoord_env.parallel_env(pool="heldout", surface="freeform")
+    rows = rollout(env, make_policy("freeform"))
+    s = summarize(rows)
     assert s["episodes"] == 256 and s["success_rate"] == 1.0
-    assert s["decisions_per_episode"] == 2.0 and s["handoff_verified_rate"] == 1.0
+    assert s["decisions_per_episode"] == 2.5 and s["handoff_verified_rate"] == 1.0
+    episodes = [Episode(c, perm) for c in pool("heldout") for perm in (0, 1)]
+    assert len(rows) == len(episodes)
+    for ep, r in zip(episodes, rows):
+        assert r["metrics"]["decisions"] == (4 if ep.template.family == "recipe" else 2), ep.id
+
+
+def test_clarification_asks_answers_and_commits_to_the_two_turn_commitment():
+    env = gencoord_env.parallel_env(pool="heldout", surface="freeform")
+    index = next(k for k, (c, perm) in enumerate((c, p) for c in pool("heldout") for p in (0, 1))
+                 if Episode(c, perm).template.family == "recipe")
+    info = run_episode(env, make_policy("freeform"), index=index)
+    turns = [(r["agent"], r["action"]) for r in info["trace"] if r["stage"] == "dialogue"]
+    first, second = turns[0][0], turns[1][0]
+    assert [a for a, _ in turns] == [first, second, first, second]
+    assert freeform.is_question(turns[1][1]) and "become?" in turns[1][1]
+    assert turns[2][1].startswith(("They become ", "They stay "))
+    extraction = next(r["extraction"] for r in info["trace"] if r["stage"] == "extract")
+    assert extraction.turns == (0, 2, 3)
+    two_turn = freeform.extract([turns[0], turns[3]], first, second)
+    assert (extraction.sender, extraction.receiver) == (two_turn.sender, two_turn.receiver)
+    assert str(info["outcome"]) == "SUCCESS"
+    assert info["metrics"]["wire_bytes"] == sum(len(u.encode()) for _, u in turns)
+
+
+def test_clarifying_families_are_the_recipe_family_only():
+    families = {t.family for t in Episode(pool("train")[0], 0).prior.templates.values() if t.split == "core"}
+    assert {f for f in families if freeform.clarifies(f)} == {"recipe"}
+    assert not freeform.is_question("agent_b, please take 1 oak_planks?")  # a statement, not a question
 
 
 def test_wire_bytes_dsl_lt_json_lt_freeform_and_freeform_counts_all_dialogue():

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gencoord_env import dsl
+from agents.freeform import FreeformRule
+from gencoord_env import dsl, freeform
 from gencoord_env.envs.gencoord.gencoord import parallel_env
+from gencoord_env.dsl.model import Proposal
 from gencoord_env.tasks import Episode, pool
 from gencoord_env.tasks.references import binding_of
 from train.data import (
@@ -31,6 +33,7 @@ PAPER_STAGES = {
     "factor_code": {"sender_initial": 960, "receiver_after_request": 960},
     "gc_requester": {"requester_initial": 320, "requester_after_response": 320},
     "gc_centralized": {"centralized": 320},
+    "freeform": {"sender_initial": 960, "receiver_question": 240, "sender_answer": 240, "receiver_after_request": 960},
 }
 
 
@@ -38,7 +41,7 @@ def test_row_counts_match_the_paper(data_dir: Path) -> None:
     manifest = json.loads((data_dir / "manifest.json").read_text())
     assert {k: v["rows"] for k, v in manifest["files"].items()} == {
         "forward": 1920, "forward_json": 1920, "single_step": 2880, "factor_code": 1920,
-        "gc_requester": 640, "gc_centralized": 320,
+        "gc_requester": 640, "gc_centralized": 320, "freeform": 2400,
     }
     for name, stages in PAPER_STAGES.items():
         assert manifest["files"][name]["stages"] == stages
@@ -128,6 +131,7 @@ class _Replay:
         ("single_step", "single_step", "dsl", False),
         ("gc_requester", "feedback", "dsl", True),
         ("gc_centralized", "centralized", "dsl", True),
+        ("freeform", "forward", "freeform", False),
     ],
 )
 def test_prompts_are_env_observations_and_targets_succeed_in_closed_loop(
@@ -153,3 +157,58 @@ def test_env_observation_matches_builder_for_every_stage_of_a_few_episodes() -> 
             assert obs[turn] == row.prompt and row.agent == turn
             obs, _, _, _, infos = env.step({turn: row.target})
         assert str(infos["agent_a"]["outcome"]) == "SUCCESS"
+
+
+def _dialogues(rows: list[Row]) -> dict[str, list[Row]]:
+    out: dict[str, list[Row]] = {}
+    for r in rows:
+        out.setdefault(r.episode, []).append(r)
+    return out
+
+
+def test_freeform_is_1200_sender_and_1200_receiver_rows_with_a_clarification_in_one_episode_in_four(
+    data_dir: Path,
+) -> None:
+    rows = load_rows(data_dir / "freeform.jsonl")
+    roles = [r.stage.split("_", 1)[0] for r in rows]
+    assert roles.count("sender") == 1200 and roles.count("receiver") == 1200
+    episodes = {ep.id: ep for ep in (Episode(c, perm) for c in pool("train") for perm in (0, 1))}
+    turns = {ep: [r.stage for r in rs] for ep, rs in _dialogues(rows).items()}
+    assert len(turns) == 960 and sum(len(t) for t in turns.values()) / 960 == 2.5
+    for ep_id, stages in turns.items():
+        family = episodes[ep_id].template.family
+        assert stages == (["sender_initial", "receiver_question", "sender_answer", "receiver_after_request"]
+                          if family == "recipe" else ["sender_initial", "receiver_after_request"]), ep_id
+    assert sum(len(t) == 4 for t in turns.values()) == 240
+
+
+def test_freeform_dialogues_extract_the_forward_commitments_with_or_without_the_clarification(data_dir: Path) -> None:
+    forward = {(r.episode, r.stage): dsl.parse(r.target) for r in load_rows(data_dir / "forward.jsonl")}
+    for ep_id, rs in _dialogues(load_rows(data_dir / "freeform.jsonl")).items():
+        said = [(r.agent, r.target) for r in rs]
+        first, second = rs[0].agent, rs[-1].agent
+        full = freeform.extract(said, first, second)
+        short = freeform.extract([said[0], said[-1]], first, second)
+        assert full is not None and short is not None, ep_id
+        assert (full.sender, full.receiver) == (short.sender, short.receiver)
+        assert full.turns == ((0, 2, 3) if len(said) == 4 else (0, 0, 1))
+        sender, receiver = forward[(ep_id, "sender_initial")], forward[(ep_id, "receiver_after_request")]
+        assert full.sender == sender and full.receiver == Proposal(receiver.self_plan, ())
+        for agent, utterance in said[1:-1]:  # the clarification states nothing on its own but the request
+            assert [s.kind for s in freeform.statements(utterance)] in ([], ["request"])
+
+
+def test_freeform_rule_agent_says_exactly_the_training_targets(data_dir: Path) -> None:
+    rows = load_rows(data_dir / "freeform.jsonl")
+    table = {r.prompt: r.target for r in rows}
+    rule = FreeformRule()
+
+    class Checked(_Replay):
+        def act(self, observation: str, info: dict) -> str:
+            target = super().act(observation, info)
+            assert rule.act(observation, info) == target, observation
+            return target
+
+    policy = Checked(rows)
+    report = evaluate(policy, "train", route="forward", surface="freeform", batch_size=16)
+    assert report["metrics"]["success_rate"] == 1.0 and policy.seen == set(table)
