@@ -65,6 +65,8 @@ def test_representation_success_and_wire_bytes_dsl_below_json_below_freeform() -
     dsl, js, ff = (x["wire_bytes_mean"] for x in r)
     assert 0 < dsl < js < ff
     assert [x["paper"]["wire_bytes_mean"] for x in r] == [76.3, 303.4, 1061.1]
+    # free-form clarifies one episode in four (the recipe family): 2.5 calls, the paper's figure
+    assert [x["decisions_per_episode"] for x in r] == [2.0, 2.0, 2.5] == [x["paper"]["calls_per_episode"] for x in r]
     assert all(x["time_to_commitment_p50"] is not None for x in r)
 
 
