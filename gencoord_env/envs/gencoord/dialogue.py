@@ -10,6 +10,11 @@ forward resolution, and the episode continues exactly as on the structured surfa
 compile, execute, verify). Without a commitment after ``max_turns`` utterances the episode ends with
 ``NO_COMMITMENT``.
 
+The session imposes no script: a clarification exchange (the receiver asks, the sender answers and
+restates its request) is ordinary dialogue, and the extractor simply waits for the receiver's SELF after
+the latest request. The rule agent and the free-form training set clarify on the recipe family
+(``freeform.clarifies``), so their dialogues take two or four of the ``max_turns`` utterances.
+
 Trace: one ``{"stage": "dialogue", "agent", "observation", "action", "statements"}`` record per
 utterance, then ``{"stage": "extract", "extraction"}`` and the usual resolve .. verify records.
 Raw validity is false when an utterance contains an unreadable plan sentence (a statement form whose
