@@ -10,7 +10,7 @@ const { goals } = require('mineflayer-pathfinder')
 const { check } = require('./validate')
 const { badRequest } = require('./protocol')
 const { sleep, withTimeout, waitFor } = require('./util')
-const { planStandpoint, canPlaceFrom, clickPoint } = require('./standpoint')
+const { planStandpoint, reachableRun, clickPoint } = require('./standpoint')
 
 /**
  * Feet-block distance within which a bot uses a chest, table or furnace without walking: the station
@@ -52,18 +52,36 @@ function stationBlock (ctx, s) {
   return block
 }
 
-async function walkTo (ctx, goal, what) {
+/**
+ * Walk with the pathfinder (sprinting where the path allows) until `goal` is reached or, checked every
+ * physics tick, `arrived()` holds for where the bot actually is: a walk to a station or a peer ends as
+ * soon as the bot is in reach, not at the centre of the path's last block.
+ */
+async function walkTo (ctx, goal, what, arrived = null) {
   const bot = ctx.bot
-  if (goal.isEnd(bot.entity.position.floored())) return
+  if (goal.isEnd(bot.entity.position.floored()) || (arrived && arrived())) return
+  let onTick = null
+  const early = arrived && new Promise(resolve => {
+    onTick = () => { if (arrived()) resolve('arrived') }
+    bot.on('physicsTick', onTick)
+  })
   try {
-    await withTimeout(bot.pathfinder.goto(goal), ctx.timeoutMs, what)
+    const walk = bot.pathfinder.goto(goal)
+    walk.catch(() => {}) // a walk ended early rejects with GoalChanged, which is no failure
+    const how = await withTimeout(early ? Promise.race([walk, early]) : walk, ctx.timeoutMs, what)
+    if (how === 'arrived') bot.pathfinder.setGoal(null)
   } catch (err) {
     bot.pathfinder.setGoal(null)
     fail(`could not walk to ${what}: ${err.message}`)
+  } finally {
+    if (onTick) bot.removeListener('physicsTick', onTick)
   }
 }
 
-const walkNear = (ctx, pos, what, range = REACH) => walkTo(ctx, new goals.GoalNear(pos.x, pos.y, pos.z, range), what)
+function walkNear (ctx, pos, what, range = REACH) {
+  const goal = new goals.GoalNear(pos.x, pos.y, pos.z, range)
+  return walkTo(ctx, goal, what, () => goal.isEnd(ctx.bot.entity.position.floored()))
+}
 
 /**
  * Turn to `point` at once. Mineflayer's own looks before a click turn at a capped speed, up to a second
@@ -100,7 +118,8 @@ async function withWindow (ctx, open, use) {
   }
 }
 
-const eyeOf = bot => bot.entity.position.offset(0, bot.entity.eyeHeight, 0)
+/** True when the bot can place `cells[0]` from where it stands (in reach, in sight, not in its body). */
+const canPlaceNext = (bot, cells) => reachableRun(bot.entity.position, cells.slice(0, 1), solidView(bot)) === 1
 
 /** Solidity as the bot sees the world: blocks that stop a ray or a body. */
 const solidView = bot => (x, y, z) => {
@@ -119,8 +138,12 @@ async function walkToBuild (ctx, s, cells) {
   const avoid = [...s.cells, ...others]
   const { stand, covers } = planStandpoint({ cells, from: bot.entity.position, solid: solidView(bot), avoid })
   if (!covers) return false
-  if (stand) await walkTo(ctx, new goals.GoalBlock(stand.x, stand.y, stand.z), `a spot to build at ${cells[0]}`)
-  return canPlaceFrom(eyeOf(bot), cells[0], solidView(bot))
+  if (stand) {
+    await walkTo(ctx, new goals.GoalBlock(stand.x, stand.y, stand.z), `a spot to build at ${cells[0]}`)
+    // the bot slides on after the path ends; plan placements from where it comes to rest
+    await waitFor(() => Math.hypot(bot.entity.velocity.x, bot.entity.velocity.z) < 0.005, 500, 'coming to rest', 10).catch(() => {})
+  }
+  return canPlaceNext(bot, cells)
 }
 
 /** Place `item` on the top face of the block below `cell` (looking there first, at once). */
@@ -149,6 +172,12 @@ const SKILLS = {
     args: (registry, args) => ({ station: check.string(args.station, 'args.station') }),
     async run (ctx, { station: name }) {
       const s = station(ctx, name)
+      if (s.kind === 'site') {
+        // next to a site means where building it can begin: in reach and sight of its next free cell
+        const names = await ctx.world.serverBlockNames(s.cells)
+        const next = s.cells.find((_, i) => names[i] === 'air')
+        if (next && await walkToBuild(ctx, s, [next])) return { station: name }
+      }
       await walkNear(ctx, s.pos, `station ${name}`)
       return { station: name }
     }
@@ -288,7 +317,7 @@ const SKILLS = {
           const cell = todo.shift()
           await placeOn(ctx, cell, item)
           placed.push(ctx.world.relative(cell))
-        } while (todo.length && canPlaceFrom(eyeOf(bot), todo[0], solidView(bot)))
+        } while (todo.length && canPlaceNext(bot, todo))
       }
       await ctx.barrier()
       return { site, item, count, cells: placed }

@@ -18,6 +18,17 @@ const SEARCH_MARGIN = 4
 
 const key = (x, y, z) => `${x},${y},${z}`
 
+/** Keys of the blocks a player's body (0.6 x 1.8 x 0.6) at `pos` overlaps: no block can go there. */
+function bodyBlocks (pos) {
+  const keys = new Set()
+  for (let x = Math.floor(pos.x - 0.3); x <= Math.floor(pos.x + 0.3 - 1e-9); x++) {
+    for (let y = Math.floor(pos.y); y <= Math.floor(pos.y + 1.8 - 1e-9); y++) {
+      for (let z = Math.floor(pos.z - 0.3); z <= Math.floor(pos.z + 0.3 - 1e-9); z++) keys.add(key(x, y, z))
+    }
+  }
+  return keys
+}
+
 /** The point the bot looks at and clicks to place `cell`: the centre of the top face of the block below. */
 const clickPoint = cell => new Vec3(cell.x + 0.5, cell.y, cell.z + 0.5)
 
@@ -42,13 +53,18 @@ function canPlaceFrom (eye, cell, solid, reach = PLACE_REACH) {
   return true
 }
 
-/** How many of `cells`, in order, are placeable from `eye`, each seeing past the ones placed before it. */
-function reachableRun (eye, cells, solid, reach = PLACE_REACH) {
+/**
+ * How many of `cells`, in order, a player standing at `feet` can place, each seeing past the ones
+ * placed before it and none inside the player's own body.
+ */
+function reachableRun (feet, cells, solid, { reach = PLACE_REACH, eyeHeight = EYE_HEIGHT } = {}) {
+  const eye = feet.offset(0, eyeHeight, 0)
+  const body = bodyBlocks(feet)
   const placed = new Set()
   const view = (x, y, z) => placed.has(key(x, y, z)) || solid(x, y, z)
   let n = 0
   for (const cell of cells) {
-    if (!canPlaceFrom(eye, cell, view, reach)) break
+    if (body.has(key(cell.x, cell.y, cell.z)) || !canPlaceFrom(eye, cell, view, reach)) break
     placed.add(key(cell.x, cell.y, cell.z))
     n++
   }
@@ -67,9 +83,10 @@ function reachableRun (eye, cells, solid, reach = PLACE_REACH) {
  * @returns {{stand: Vec3|null, covers: number}} `stand` null means stay where the bot is
  */
 function planStandpoint ({ cells, from, solid, avoid = [], reach = PLACE_REACH, eyeHeight = EYE_HEIGHT }) {
-  const here = reachableRun(from.offset(0, eyeHeight, 0), cells, solid, reach)
+  const opts = { reach, eyeHeight }
+  const here = reachableRun(from, cells, solid, opts)
+  if (here === cells.length) return { stand: null, covers: here }
   let best = { stand: null, covers: here, distance: 0 }
-  if (here === cells.length) return best
   const banned = new Set(avoid.map(p => key(p.x, p.y, p.z)))
   const ys = [...new Set(cells.map(c => c.y))]
   const box = axis => [Math.min(...cells.map(c => c[axis])) - SEARCH_MARGIN, Math.max(...cells.map(c => c[axis])) + SEARCH_MARGIN]
@@ -84,7 +101,7 @@ function planStandpoint ({ cells, from, solid, avoid = [], reach = PLACE_REACH, 
         // a standpoint has ground under the feet and room for the body
         if (!solid(x, y - 1, z) || solid(x, y, z) || solid(x, y + 1, z)) continue
         const stand = new Vec3(x, y, z)
-        const covers = reachableRun(stand.offset(0.5, eyeHeight, 0.5), cells, solid, reach)
+        const covers = reachableRun(stand.offset(0.5, 0, 0.5), cells, solid, opts)
         if (covers === 0 || covers < best.covers) continue
         const distance = stand.offset(0.5, 0, 0.5).distanceTo(from)
         if (covers > best.covers || distance < best.distance) best = { stand, covers, distance }
@@ -94,4 +111,4 @@ function planStandpoint ({ cells, from, solid, avoid = [], reach = PLACE_REACH, 
   return { stand: best.stand, covers: best.covers }
 }
 
-module.exports = { planStandpoint, reachableRun, canPlaceFrom, clickPoint, PLACE_REACH, EYE_HEIGHT }
+module.exports = { planStandpoint, reachableRun, canPlaceFrom, clickPoint, bodyBlocks, PLACE_REACH, EYE_HEIGHT }

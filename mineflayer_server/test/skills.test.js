@@ -1,0 +1,126 @@
+'use strict'
+// How the skills move: the standpoint planner (pure geometry), and on the embedded server that walks
+// end within reach, that a give comes only within toss range of a receiver who stands still, and that a
+// site is built in fill order from as few standpoints as its geometry allows.
+
+const { test, before, after } = require('node:test')
+const assert = require('node:assert/strict')
+const { Vec3 } = require('vec3')
+const { planStandpoint, reachableRun, canPlaceFrom, bodyBlocks, PLACE_REACH } = require('../src/standpoint')
+const { startArena } = require('./helpers')
+
+// ---------- the planner, on a flat world whose ground is every block below y = 0 ----------
+
+const flat = (x, y, z) => y < 0
+const rows = xs => xs.flatMap(x => [0, 1, 2, 3].map(z => new Vec3(x, 0, z)))
+const SITE = rows([-5, -6, -7]) // fill order: the row nearest the arena centre first, as in the layout
+
+test('a run of cells is limited by reach, by sight past the cells placed before, and by the body', () => {
+  const eastOfSite = new Vec3(-3.5, 0, 4.5) // beyond the end of the first row, which is filled towards it
+  assert.equal(reachableRun(eastOfSite, SITE, flat), 4, 'the first row hides the rows behind it')
+  assert.equal(reachableRun(new Vec3(-3.5, 0, 1.5), SITE, flat), 3, 'a cell placed first can hide the next one along its row')
+  const westOfSite = new Vec3(-7.5, 0, 2.5) // the block column x = -8, beyond the far row
+  assert.equal(reachableRun(westOfSite, SITE, flat), 12, 'from the far side each row is placed before the one in front of it')
+
+  const eye = new Vec3(0.5, 1.62, 0.5)
+  assert.equal(canPlaceFrom(eye, new Vec3(3, 0, 0), flat), true)
+  const wall = (x, y, z) => y < 0 || (x === 2 && y === 0 && z === 0)
+  assert.equal(canPlaceFrom(eye, new Vec3(3, 0, 0), wall), false, 'a block between eye and face blocks the click')
+  assert.equal(canPlaceFrom(eye, new Vec3(Math.ceil(PLACE_REACH) + 1, 0, 0), flat), false, 'out of reach')
+
+  assert.deepEqual([...bodyBlocks(new Vec3(0.5, 0, 0.5))].sort(), ['0,0,0', '0,1,0'])
+  assert.deepEqual([...bodyBlocks(new Vec3(0.9, 0, 0.5))].sort(), ['0,0,0', '0,1,0', '1,0,0', '1,1,0'])
+  assert.equal(reachableRun(new Vec3(0.9, 0, 0.5), [new Vec3(1, 0, 0)], flat), 0, 'no block goes where the body is')
+})
+
+test('the planner stays put when it can, walks a little for a near row, and to the far side for the whole site', () => {
+  const inReach = planStandpoint({ cells: SITE.slice(0, 2), from: new Vec3(-2.5, 0, 0.5), solid: flat, avoid: SITE })
+  assert.deepEqual(inReach, { stand: null, covers: 2 })
+
+  const from = new Vec3(-0.5, 0, 0.5)
+  const near = planStandpoint({ cells: SITE.slice(0, 4), from, solid: flat, avoid: SITE })
+  assert.equal(near.covers, 4)
+  assert.ok(near.stand.x >= -4, `the first row is built from its own side, got ${near.stand}`)
+  assert.ok(near.stand.offset(0.5, 0, 0.5).distanceTo(from) < 3, `a short walk, got ${near.stand}`)
+
+  const whole = planStandpoint({ cells: SITE, from, solid: flat, avoid: SITE })
+  assert.equal(whole.covers, 12)
+  assert.ok(whole.stand.x < -7, `the whole site is built from beyond its far row, got ${whole.stand}`)
+  assert.ok(!SITE.some(c => c.x === whole.stand.x && c.z === whole.stand.z))
+
+  const blocked = planStandpoint({ cells: [new Vec3(0, 0, 0)], from, solid: (x, y, z) => y !== 0 || x !== 0 || z !== 0 })
+  assert.equal(blocked.covers, 0, 'a cell no standpoint sees is reported, not guessed')
+})
+
+// ---------- the skills on the embedded server ----------
+
+let arena
+let callId = 0
+const STATIONS = [
+  { name: 'chest', kind: 'chest', pos: [-4, 0, -2], cells: [] },
+  { name: 'site', kind: 'site', pos: [-5, 0, 0], cells: SITE.map(c => [c.x, c.y, c.z]) }
+]
+const spec = (inventories, containers = {}, positions = { agent_a: [-1, 0, 0], agent_b: [5, 0, 0] }) =>
+  ({ agents: ['agent_a', 'agent_b'], stations: STATIONS, positions, inventories, containers })
+
+async function run (actor, op, args) {
+  const events = await arena.world.execute(arena.world.checkCall({ id: `s${++callId}`, actor, op, args }))
+  assert.equal(events[0].ok, true, `${op} failed: ${events[0].reason}`)
+  return events
+}
+
+/** Count the pathfinder walks a bot starts. */
+function countWalks (bot) {
+  const walks = []
+  const goto = bot.pathfinder.goto
+  bot.pathfinder.goto = goal => { walks.push(goal); return goto(goal) }
+  return { walks, restore: () => { bot.pathfinder.goto = goto } }
+}
+
+before(async () => { arena = await startArena({ cookTicks: 2 }) })
+after(async () => { await arena.close() })
+
+test('a chest in reach is used where the bot stands; a give comes within toss range of a receiver who stands still', async () => {
+  await arena.world.reset(spec({}, { chest: { oak_planks: 4 } }))
+  const a = arena.a
+  const b = arena.b
+  const start = a.entity.position.clone()
+  const { walks, restore } = countWalks(a)
+  await run('agent_a', 'goto', { station: 'chest' })
+  await run('agent_a', 'withdraw', { station: 'chest', item: 'oak_planks', count: 4 })
+  assert.equal(walks.length, 0, 'a chest 3.6 blocks away is within reach')
+  assert.ok(a.entity.position.distanceTo(start) < 0.01)
+
+  const receiverAt = b.entity.position.clone()
+  const [, received] = await Promise.all([
+    run('agent_a', 'give', { to: 'agent_b', item: 'oak_planks', count: 4 }),
+    run('agent_b', 'await_handoff', { from: 'agent_a', item: 'oak_planks', count: 4 })
+  ])
+  restore()
+  assert.equal(received[1].kind, 'handoff')
+  assert.equal(walks.length, 1)
+  assert.ok(b.entity.position.distanceTo(receiverAt) < 0.01, 'the receiver did not move')
+  const gap = Math.hypot(a.entity.position.x - b.entity.position.x, a.entity.position.z - b.entity.position.z)
+  assert.ok(gap > 1.5 && gap < 4, `the giver stopped within toss range, not next to the receiver (gap ${gap.toFixed(2)})`)
+  const truth = await arena.world.observe()
+  assert.deepEqual(truth.inventories, { agent_a: {}, agent_b: { oak_planks: 4 } })
+})
+
+test('a whole site is built in fill order from one standpoint; a near row without walking', async () => {
+  await arena.world.reset(spec({ agent_a: { cobblestone: 16 } }, {}, { agent_a: [-2, 0, 1], agent_b: [5, 0, 0] }))
+  const { walks, restore } = countWalks(arena.a)
+  try {
+    const first = await run('agent_a', 'place', { site: 'site', item: 'cobblestone', count: 4 })
+    assert.deepEqual(first[0].data.cells, SITE.slice(0, 4).map(c => [c.x, c.y, c.z]))
+    assert.equal(walks.length, 0, 'the first row is in reach from beside it')
+    const rest = await run('agent_a', 'place', { site: 'site', item: 'cobblestone', count: 8 })
+    assert.deepEqual(rest[0].data.cells, SITE.slice(4).map(c => [c.x, c.y, c.z]))
+    assert.equal(walks.length, 1, 'one walk, round to the far side, for the two rows left')
+  } finally {
+    restore()
+  }
+  const truth = await arena.world.observe()
+  assert.equal(truth.sites.site.length, 12)
+  assert.ok(truth.sites.site.every(c => c[3] === 'cobblestone'))
+  assert.deepEqual(truth.inventories.agent_a, { cobblestone: 4 })
+})
