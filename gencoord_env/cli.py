@@ -1,7 +1,7 @@
 """The ``gencoord`` command.
 
     gencoord setup                          install the Minecraft sidecar's Node packages
-    gencoord rollout --backend sim --pool heldout --policy rule --episodes 64 --seed 0
+    gencoord rollout --backend minecraft --pool heldout --policy rule --episodes 16 --seed 0
     gencoord replay TRACE.jsonl             re-run recorded episodes and check they match
     gencoord experiment NAME [--backend sim|minecraft] [--out DIR]
     gencoord train ...                      SFT data, training and closed-loop evaluation
@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help="reinstall even when up to date")
     s.set_defaults(func=_setup)
     r = sub.add_parser("rollout", help="run a policy on a pool and print the results table")
-    r.add_argument("--backend", default="sim", choices=["sim", "minecraft"])
+    r.add_argument("--backend", default="minecraft", choices=["sim", "minecraft"])
     r.add_argument("--pool", default="heldout")
     r.add_argument("--policy", default="rule", help="rule, factor, table, requester_local, random, or model:PATH")
     r.add_argument("--route", default="forward")

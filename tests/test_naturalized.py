@@ -48,7 +48,7 @@ def test_describe_is_stable_per_cluster_and_c3_mentions_the_other_option():
 
 
 def test_the_sender_sees_a_description_not_the_id():
-    env = gencoord_env.parallel_env(pool="heldout", private_fact="C2")
+    env = gencoord_env.parallel_env(backend="sim", pool="heldout", private_fact="C2")
     obs, infos = env.reset(options={"index": 0})
     sender = env.unwrapped.session.turn
     ctx = infos[sender]["context"]
@@ -68,14 +68,14 @@ def test_unknown_form_and_binding_fail_early():
 
 @pytest.mark.parametrize("form", ["train", "C1"])
 def test_tfidf_rule_recovers_every_binding_on_training_words(form):
-    summary = summarize(rollout(gencoord_env.parallel_env(pool="heldout", private_fact=form), make_policy("tfidf")))
+    summary = summarize(rollout(gencoord_env.parallel_env(backend="sim", pool="heldout", private_fact=form), make_policy("tfidf")))
     assert summary["success_rate"] == 1.0
 
 
 def test_tfidf_rule_degrades_under_lexical_shift():
     # Every template's paired bindings are disjoint in the world, so a wrong nearest neighbour always fails:
     # the rate is the share of paraphrases whose nearest training phrasing has the right binding.
-    rates = {f: summarize(rollout(gencoord_env.parallel_env(pool="heldout", private_fact=f), make_policy("tfidf")))["success_rate"]
+    rates = {f: summarize(rollout(gencoord_env.parallel_env(backend="sim", pool="heldout", private_fact=f), make_policy("tfidf")))["success_rate"]
              for f in ("C2", "C3")}
     assert all(0.3 <= r < 1.0 for r in rates.values()), rates
 

@@ -14,7 +14,7 @@ from gencoord_env.wrappers import CounterfactualFeedback, TraceRecorder, Unrelia
 
 def test_round_trip_through_a_file(tmp_path):
     path = tmp_path / "t.jsonl"
-    env = TraceRecorder(UnreliableChannel(gencoord_env.parallel_env(pool="request"), drop=0.3, duplicate=0.3, seed=2), path)
+    env = TraceRecorder(UnreliableChannel(gencoord_env.parallel_env(backend="sim", pool="request"), drop=0.3, duplicate=0.3, seed=2), path)
     rollout(env, make_policy("rule"), episodes=8)
     results = replay_file(path)
     assert len(results) == 8 and all(r.ok for r in results), [r.mismatches for r in results]
@@ -22,7 +22,7 @@ def test_round_trip_through_a_file(tmp_path):
 
 def test_round_trip_feedback_route_with_counterfactual_response():
     buf = io.StringIO()
-    env = TraceRecorder(CounterfactualFeedback(gencoord_env.parallel_env(pool="goal_capability", route="feedback")), buf)
+    env = TraceRecorder(CounterfactualFeedback(gencoord_env.parallel_env(backend="sim", pool="goal_capability", route="feedback")), buf)
     rollout(env, make_policy("rule"), episodes=2)
     for line in buf.getvalue().splitlines():
         result = replay(json.loads(line))
@@ -31,7 +31,7 @@ def test_round_trip_feedback_route_with_counterfactual_response():
 
 def _record() -> dict:
     buf = io.StringIO()
-    rollout(TraceRecorder(gencoord_env.parallel_env(pool="heldout"), buf), make_policy("rule"), episodes=1)
+    rollout(TraceRecorder(gencoord_env.parallel_env(backend="sim", pool="heldout"), buf), make_policy("rule"), episodes=1)
     return json.loads(buf.getvalue())
 
 
@@ -48,7 +48,7 @@ def test_a_missing_intervention_is_reported():
     buf = io.StringIO()
     from gencoord_env.wrappers import RequestRemoval
 
-    rollout(TraceRecorder(RequestRemoval(gencoord_env.parallel_env(pool="request")), buf), make_policy("rule"), episodes=1)
+    rollout(TraceRecorder(RequestRemoval(gencoord_env.parallel_env(backend="sim", pool="request")), buf), make_policy("rule"), episodes=1)
     rec = json.loads(buf.getvalue())
     rec["interventions"] = []
     assert not replay(rec).ok

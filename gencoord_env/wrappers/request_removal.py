@@ -20,7 +20,7 @@ class RequestRemoval(StageIntervention):
     """Swap ``deliver`` for a channel that delivers nothing.
 
     >>> import gencoord_env
-    >>> env = RequestRemoval(gencoord_env.parallel_env(pool="request"))
+    >>> env = RequestRemoval(gencoord_env.parallel_env(backend="sim", pool="request"))
     """
 
     stage = "deliver"

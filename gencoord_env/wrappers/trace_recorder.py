@@ -87,7 +87,7 @@ class TraceRecorder(BaseParallelWrapper):
 
     >>> import gencoord_env, io
     >>> from gencoord_env.wrappers import RequestRemoval
-    >>> env = TraceRecorder(RequestRemoval(gencoord_env.parallel_env(pool="request")), io.StringIO())
+    >>> env = TraceRecorder(RequestRemoval(gencoord_env.parallel_env(backend="sim", pool="request")), io.StringIO())
     """
 
     def __init__(self, env: Any, path: str | os.PathLike[str] | IO[str]) -> None:

@@ -38,7 +38,7 @@ class UnreliableChannel(StageIntervention):
     """Swap ``deliver`` for a seeded lossy channel.
 
     >>> import gencoord_env
-    >>> env = UnreliableChannel(gencoord_env.parallel_env(), drop=0.1, duplicate=0.1, seed=7)
+    >>> env = UnreliableChannel(gencoord_env.parallel_env(backend="sim"), drop=0.1, duplicate=0.1, seed=7)
     """
 
     stage = "deliver"

@@ -64,7 +64,7 @@ def test_surface_parse_and_show_are_inverse_and_errors_are_syntax_errors():
 
 
 def test_rule_dialogue_succeeds_on_every_heldout_episode_in_two_or_four_utterances():
-    env = gencoord_env.parallel_env(pool="heldout", surface="freeform")
+    env = gencoord_env.parallel_env(backend="sim", pool="heldout", surface="freeform")
     rows = rollout(env, make_policy("freeform"))
     s = summarize(rows)
     assert s["episodes"] == 256 and s["success_rate"] == 1.0
@@ -76,7 +76,7 @@ def test_rule_dialogue_succeeds_on_every_heldout_episode_in_two_or_four_utteranc
 
 
 def test_clarification_asks_answers_and_commits_to_the_two_turn_commitment():
-    env = gencoord_env.parallel_env(pool="heldout", surface="freeform")
+    env = gencoord_env.parallel_env(backend="sim", pool="heldout", surface="freeform")
     index = next(k for k, (c, perm) in enumerate((c, p) for c in pool("heldout") for p in (0, 1))
                  if Episode(c, perm).template.family == "recipe")
     info = run_episode(env, make_policy("freeform"), index=index)
@@ -102,19 +102,19 @@ def test_clarifying_families_are_the_recipe_family_only():
 def test_wire_bytes_dsl_lt_json_lt_freeform_and_freeform_counts_all_dialogue():
     means = {}
     for surface, policy in (("dsl", "rule"), ("json", "rule_json"), ("freeform", "freeform")):
-        env = gencoord_env.parallel_env(pool="heldout", surface=surface)
+        env = gencoord_env.parallel_env(backend="sim", pool="heldout", surface=surface)
         rows = rollout(env, make_policy(policy), episodes=32)
         assert all(str(r["outcome"]) == "SUCCESS" for r in rows)
         means[surface] = sum(r["metrics"]["wire_bytes"] for r in rows) / len(rows)
     assert means["dsl"] < means["json"] < means["freeform"]
-    info = run_episode(gencoord_env.parallel_env(pool="heldout", surface="freeform"), make_policy("freeform"), index=3)
+    info = run_episode(gencoord_env.parallel_env(backend="sim", pool="heldout", surface="freeform"), make_policy("freeform"), index=3)
     said = [r["action"] for r in info["trace"] if r["stage"] == "dialogue"]
     assert info["metrics"]["wire_bytes"] == sum(len(u.encode()) for u in said)
     assert info["metrics"]["wire_messages"] == len(said) == 2
 
 
 def test_contexts_grow_with_the_dialogue_and_the_trace_has_the_extraction():
-    env = gencoord_env.parallel_env(pool="heldout", surface="freeform")
+    env = gencoord_env.parallel_env(backend="sim", pool="heldout", surface="freeform")
     obs, infos = env.reset(options={"index": 0})
     first = env.unwrapped.session.turn
     assert infos[first]["stage"] == "dialogue" and "MESSAGE -" in obs[first]
@@ -129,7 +129,7 @@ def test_contexts_grow_with_the_dialogue_and_the_trace_has_the_extraction():
 
 
 def test_talk_without_a_commitment_ends_in_no_commitment():
-    env = gencoord_env.parallel_env(pool="heldout", surface="freeform")
+    env = gencoord_env.parallel_env(backend="sim", pool="heldout", surface="freeform")
     obs, infos = env.reset(options={"index": 0})
     while env.agents:
         turn = env.unwrapped.session.turn
@@ -141,19 +141,19 @@ def test_talk_without_a_commitment_ends_in_no_commitment():
 
 def test_freeform_needs_the_forward_route():
     with pytest.raises(ValueError, match=re.escape("surface='freeform' runs the forward route only; got route='feedback'")):
-        gencoord_env.parallel_env(pool="goal_capability", route="feedback", surface="freeform")
+        gencoord_env.parallel_env(backend="sim", pool="goal_capability", route="feedback", surface="freeform")
 
 
 def test_freeform_episode_replays():
     buf = io.StringIO()
-    rollout(TraceRecorder(gencoord_env.parallel_env(pool="heldout", surface="freeform"), buf), make_policy("freeform"), episodes=2)
+    rollout(TraceRecorder(gencoord_env.parallel_env(backend="sim", pool="heldout", surface="freeform"), buf), make_policy("freeform"), episodes=2)
     for line in buf.getvalue().splitlines():
         result = replay(json.loads(line))
         assert result.ok, result.mismatches
 
 
 def test_json_rule_agent_speaks_json():
-    env = gencoord_env.parallel_env(pool="heldout", surface="json")
+    env = gencoord_env.parallel_env(backend="sim", pool="heldout", surface="json")
     obs, infos = env.reset(options={"index": 0})
     turn = env.unwrapped.session.turn
     action = make_policy("rule_json").act(obs[turn], infos[turn])

@@ -17,12 +17,12 @@ ROUTE_POOLS = {"forward": "heldout", "single_step": "heldout", "centralized": "h
 @pytest.mark.parametrize("route", sorted(ROUTES))
 @pytest.mark.parametrize("view", VIEWS)
 def test_parallel_api(route: str, view: str) -> None:
-    env = gencoord_v0.parallel_env(pool=ROUTE_POOLS[route], route=route, view=view)
+    env = gencoord_v0.parallel_env(backend="sim", pool=ROUTE_POOLS[route], route=route, view=view)
     parallel_api_test(env, num_cycles=50)
 
 
 def test_spaces_are_cached_and_have_an_explicit_charset() -> None:
-    env = gencoord_env.parallel_env()
+    env = gencoord_env.parallel_env(backend="sim")
     for a in env.possible_agents:
         assert env.observation_space(a) is env.observation_space(a)
         assert env.action_space(a) is env.action_space(a)
@@ -31,7 +31,7 @@ def test_spaces_are_cached_and_have_an_explicit_charset() -> None:
 
 def test_metadata_and_aec_form() -> None:
     assert gencoord_v0.raw_env.metadata["name"] == "gencoord_v0"
-    aec = gencoord_v0.env()
+    aec = gencoord_v0.env(backend="sim")
     aec.reset(seed=1)
     assert aec.agent_selection in aec.possible_agents
 
@@ -43,10 +43,21 @@ def test_metadata_and_aec_form() -> None:
 )
 def test_bad_options_say_what_was_expected(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
-        gencoord_env.parallel_env(**kwargs)
+        gencoord_env.parallel_env(**{"backend": "sim", **kwargs})
+
+
+def test_default_backend_is_minecraft() -> None:
+    import inspect
+
+    from gencoord_env.envs.gencoord.gencoord import raw_env
+
+    assert inspect.signature(raw_env.__init__).parameters["backend"].default == "minecraft"
+    # nothing starts until the world is first needed
+    env = gencoord_env.parallel_env()
+    assert env.backend == "minecraft" and env._world is None
 
 
 def test_step_before_reset_raises_a_clear_error() -> None:
-    env = gencoord_env.parallel_env()
+    env = gencoord_env.parallel_env(backend="sim")
     with pytest.raises(RuntimeError, match="call reset"):
         env.step({})

@@ -26,7 +26,7 @@ def _good(stage, ep):  # type: ignore[no-untyped-def]
 
 
 def test_success_gives_reward_one_to_both() -> None:
-    info, rewards = _play(gencoord_env.parallel_env(), _good)
+    info, rewards = _play(gencoord_env.parallel_env(backend="sim"), _good)
     assert info["outcome"] is FailureCode.SUCCESS
     assert rewards == {"agent_a": 1.0, "agent_b": 1.0}
     assert info["metrics"]["handoff_verified"] and info["metrics"]["commitment_validity"]
@@ -44,7 +44,7 @@ def test_success_gives_reward_one_to_both() -> None:
     ],
 )
 def test_agent_mistakes_are_failure_codes_not_exceptions(mutate, code) -> None:  # type: ignore[no-untyped-def]
-    info, rewards = _play(gencoord_env.parallel_env(), mutate)
+    info, rewards = _play(gencoord_env.parallel_env(backend="sim"), mutate)
     assert info["outcome"] is code
     assert rewards == {"agent_a": 0.0, "agent_b": 0.0}
     assert info["reason"]
@@ -57,7 +57,7 @@ def _wrong_binding(stage, ep):  # type: ignore[no-untyped-def]
 
 
 def test_wrong_binding_fails_at_the_terminal_predicate() -> None:
-    info, _ = _play(gencoord_env.parallel_env(pool="heldout"), _wrong_binding)
+    info, _ = _play(gencoord_env.parallel_env(backend="sim", pool="heldout"), _wrong_binding)
     assert info["outcome"] is FailureCode.TERMINAL_FAILURE
     assert info["metrics"]["handoff_verified"]
 
@@ -73,14 +73,14 @@ def test_missing_items_give_execution_failure() -> None:
         return dsl.format(big if stage == "sender_initial" else R.receiver_after_request(big.peer_requests[0]))
 
     # the DAG fixes quantities, so an inflated plan does not resolve; run the inflated plan directly instead
-    info, _ = _play(gencoord_env.parallel_env(), greedy)
+    info, _ = _play(gencoord_env.parallel_env(backend="sim"), greedy)
     assert info["outcome"] is FailureCode.RESOLUTION_CONFLICT
 
 
 def test_execution_and_handoff_failures_from_world_truth() -> None:
     from gencoord_env.envs.gencoord.stages import Stages
 
-    env = gencoord_env.parallel_env()
+    env = gencoord_env.parallel_env(backend="sim")
     # a world where the source chest is empty: the withdraw cannot happen
     def starve(plan, skip=()):  # type: ignore[no-untyped-def]
         calls = Stages().compile(plan, skip)
@@ -90,7 +90,7 @@ def test_execution_and_handoff_failures_from_world_truth() -> None:
     info, _ = _play(env, _good)
     assert info["outcome"] is FailureCode.EXECUTION_FAILURE
 
-    env = gencoord_env.parallel_env()
+    env = gencoord_env.parallel_env(backend="sim")
     def short(plan, skip=()):  # type: ignore[no-untyped-def]  # the receiver waits for more than was given
         calls = Stages().compile(plan, skip)
         return [c if c.op != "await_handoff" else type(c)(c.id, c.actor, c.op, {**c.args, "count": c.args["count"] + 1}, c.after, c.task_id) for c in calls]
@@ -103,7 +103,7 @@ def test_execution_and_handoff_failures_from_world_truth() -> None:
 def test_materialization_failure() -> None:
     from gencoord_env.pipeline.materialize import MaterializationError
 
-    env = gencoord_env.parallel_env()
+    env = gencoord_env.parallel_env(backend="sim")
 
     def broken(commitment, episode):  # type: ignore[no-untyped-def]
         raise MaterializationError("no station for this task")
@@ -116,7 +116,7 @@ def test_materialization_failure() -> None:
 def test_reject_gives_no_commitment() -> None:
     from gencoord_env.pipeline.response import Response
 
-    env = gencoord_env.parallel_env(pool="goal_capability", route="feedback")
+    env = gencoord_env.parallel_env(backend="sim", pool="goal_capability", route="feedback")
     env.set_stage("respond", lambda request, episode, record: Response("REJECT", "PEER_CANNOT_EXECUTE"))
     info = run_episode(env, make_policy("rule"), index=0)
     assert info["outcome"] is FailureCode.NO_COMMITMENT
@@ -124,7 +124,7 @@ def test_reject_gives_no_commitment() -> None:
 
 
 def test_any_string_is_a_legal_action() -> None:
-    env = gencoord_env.parallel_env()
+    env = gencoord_env.parallel_env(backend="sim")
     for junk in ["", "SELF", "\x00\x01", "SELF -\nREQ -\n\n", "é" * 10, "SELF a(" * 100]:
         env.reset(options={"index": 3})
         _, _, term, _, infos = env.step({"agent_a": junk, "agent_b": junk})
@@ -134,7 +134,7 @@ def test_any_string_is_a_legal_action() -> None:
 
 def test_determinism_same_seed_same_everything() -> None:
     def run() -> list:
-        env = gencoord_env.parallel_env(pool="request", seed=7)
+        env = gencoord_env.parallel_env(backend="sim", pool="request", seed=7)
         out = []
         policy = make_policy("random", seed=3)
         for _ in range(20):
@@ -148,30 +148,30 @@ def test_determinism_same_seed_same_everything() -> None:
 
 @pytest.mark.parametrize("pool", ["heldout", "request", "horizon", "crossproduct"])
 def test_rule_minimal_request_succeeds_everywhere(pool: str) -> None:
-    s = summarize(rollout(gencoord_env.parallel_env(pool=pool), make_policy("rule")))
+    s = summarize(rollout(gencoord_env.parallel_env(backend="sim", pool=pool), make_policy("rule")))
     assert s["success_rate"] == 1.0, s["outcomes"]
     assert s["decisions_per_episode"] == 2.0
 
 
 def test_complete_case_table_fails_on_crossproduct_and_factor_composer_succeeds() -> None:
-    env = gencoord_env.parallel_env(pool="crossproduct")
+    env = gencoord_env.parallel_env(backend="sim", pool="crossproduct")
     assert summarize(rollout(env, make_policy("table")))["success_rate"] == 0.0
     assert summarize(rollout(env, make_policy("factor")))["success_rate"] == 1.0
     # the table does know the cases it was built from
-    assert summarize(rollout(gencoord_env.parallel_env(pool="train"), make_policy("table"), episodes=40))["success_rate"] == 1.0
+    assert summarize(rollout(gencoord_env.parallel_env(backend="sim", pool="train"), make_policy("table"), episodes=40))["success_rate"] == 1.0
 
 
 def test_goal_capability_correct_feedback_and_a_only() -> None:
-    fb = summarize(rollout(gencoord_env.parallel_env(pool="goal_capability", route="feedback"), make_policy("rule")))
+    fb = summarize(rollout(gencoord_env.parallel_env(backend="sim", pool="goal_capability", route="feedback"), make_policy("rule")))
     assert fb["success_rate"] == 1.0 and fb["decisions_per_episode"] == 2.0
-    a_only = summarize(rollout(gencoord_env.parallel_env(pool="goal_capability", route="requester_only"), make_policy("requester_local")))
+    a_only = summarize(rollout(gencoord_env.parallel_env(backend="sim", pool="goal_capability", route="requester_only"), make_policy("requester_local")))
     assert a_only["success_rate"] == 0.5 and a_only["decisions_per_episode"] == 1.0
-    central = summarize(rollout(gencoord_env.parallel_env(pool="goal_capability", route="centralized"), make_policy("rule")))
+    central = summarize(rollout(gencoord_env.parallel_env(backend="sim", pool="goal_capability", route="centralized"), make_policy("rule")))
     assert central["success_rate"] == 1.0
 
 
 def test_single_step_route_runs_the_first_task_before_the_rest() -> None:
-    env = gencoord_env.parallel_env(route="single_step")
+    env = gencoord_env.parallel_env(backend="sim", route="single_step")
     info = run_episode(env, make_policy("rule"), index=0)
     assert info["outcome"] is FailureCode.SUCCESS
     assert info["metrics"]["decisions"] == 3

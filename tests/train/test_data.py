@@ -147,7 +147,7 @@ def test_prompts_are_env_observations_and_targets_succeed_in_closed_loop(
 
 
 def test_env_observation_matches_builder_for_every_stage_of_a_few_episodes() -> None:
-    env = parallel_env(pool="train", route="forward")
+    env = parallel_env(backend="sim", pool="train", route="forward")
     rows = {(r.episode, r.stage): r for r in build_set("forward")}
     for k in (0, 1, 101, 777):
         obs, infos = env.reset(options={"index": k})

@@ -14,7 +14,7 @@ from gencoord_env.wrappers.counterfactual_feedback import paired_episode
 
 
 def _env(**kw):
-    return gencoord_env.parallel_env(pool="goal_capability", route="feedback", **kw)
+    return gencoord_env.parallel_env(backend="sim", pool="goal_capability", route="feedback", **kw)
 
 
 def test_requester_view_initial_proposal_and_world_are_unchanged():
@@ -59,4 +59,4 @@ def test_rates_feedback_100_counterfactual_0_on_all_40_clusters():
 
 def test_needs_the_feedback_route():
     with pytest.raises(ValueError, match=re.escape("only runs in the routes ['feedback']; this env uses route='forward'")):
-        CounterfactualFeedback(gencoord_env.parallel_env(pool="goal_capability"))
+        CounterfactualFeedback(gencoord_env.parallel_env(backend="sim", pool="goal_capability"))

@@ -12,8 +12,8 @@ from gencoord_env.wrappers import RequestRemoval, RequestReplacement
 
 
 def test_receiver_gets_no_request_and_sender_is_untouched():
-    plain = play(gencoord_env.parallel_env(pool="request"), 0)
-    removed = play(RequestRemoval(gencoord_env.parallel_env(pool="request")), 0)
+    plain = play(gencoord_env.parallel_env(backend="sim", pool="request"), 0)
+    removed = play(RequestRemoval(gencoord_env.parallel_env(backend="sim", pool="request")), 0)
     (s0, r0), (s1, r1) = plain["steps"], removed["steps"]
     sender, receiver = s0["turn"], r0["turn"]
     # the sender's observation and action are byte-identical; only the receiver's messages change
@@ -28,7 +28,7 @@ def test_receiver_gets_no_request_and_sender_is_untouched():
 
 
 def test_trace_records_the_removed_request():
-    out = play(RequestRemoval(gencoord_env.parallel_env(pool="request")), 3)
+    out = play(RequestRemoval(gencoord_env.parallel_env(backend="sim", pool="request")), 3)
     trace = out["info"]["trace"]
     [rec] = interventions_in(trace)
     assert rec["intervention"] == "RequestRemoval"
@@ -40,7 +40,7 @@ def test_trace_records_the_removed_request():
 
 
 def test_rule_receiver_success_is_the_paired_ambiguity_ceiling():
-    summary = summarize(rollout(RequestRemoval(gencoord_env.parallel_env(pool="request")), _rule()))
+    summary = summarize(rollout(RequestRemoval(gencoord_env.parallel_env(backend="sim", pool="request")), _rule()))
     assert summary["episodes"] == 320
     assert summary["success_rate"] == 0.5
     assert summary["decisions_per_episode"] == 2.0  # schedule unchanged
@@ -48,9 +48,9 @@ def test_rule_receiver_success_is_the_paired_ambiguity_ceiling():
 
 def test_refuses_routes_without_a_request_and_double_delivery_swaps():
     with pytest.raises(ValueError, match=re.escape("RequestRemoval changes the 'deliver' stage, which only runs in the routes ['forward', 'single_step']; this env uses route='feedback'")):
-        RequestRemoval(gencoord_env.parallel_env(pool="goal_capability", route="feedback"))
+        RequestRemoval(gencoord_env.parallel_env(backend="sim", pool="goal_capability", route="feedback"))
     with pytest.raises(ValueError, match="already replaced by RequestRemoval"):
-        RequestReplacement(RequestRemoval(gencoord_env.parallel_env()))
+        RequestReplacement(RequestRemoval(gencoord_env.parallel_env(backend="sim")))
 
 
 def _rule():

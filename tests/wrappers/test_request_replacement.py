@@ -12,8 +12,8 @@ from gencoord_env.wrappers import RequestReplacement
 
 
 def test_delivers_the_paired_bindings_request_in_the_same_schema():
-    plain = play(gencoord_env.parallel_env(pool="request"), 0)
-    swapped = play(RequestReplacement(gencoord_env.parallel_env(pool="request")), 0)
+    plain = play(gencoord_env.parallel_env(backend="sim", pool="request"), 0)
+    swapped = play(RequestReplacement(gencoord_env.parallel_env(backend="sim", pool="request")), 0)
     (s0, r0), (s1, r1) = plain["steps"], swapped["steps"]
     assert s1["obs"] == s0["obs"] and s1["action"] == s0["action"]  # sender untouched
     true_req, alt_req = delivered_request(r0["info"]["context"]), delivered_request(r1["info"]["context"])
@@ -27,7 +27,7 @@ def test_delivers_the_paired_bindings_request_in_the_same_schema():
 
 
 def test_replacement_is_the_composer_path_of_the_other_binding_and_is_recorded():
-    env = RequestReplacement(gencoord_env.parallel_env(pool="request"))
+    env = RequestReplacement(gencoord_env.parallel_env(backend="sim", pool="request"))
     out = play(env, 5)
     episode = env.unwrapped.session.episode
     [rec] = interventions_in(out["info"]["trace"])
@@ -42,11 +42,11 @@ def test_replacement_is_the_composer_path_of_the_other_binding_and_is_recorded()
 
 
 def test_rule_agents_follow_the_alternative_everywhere():
-    summary = summarize(rollout(RequestReplacement(gencoord_env.parallel_env(pool="request")), make_policy("rule")))
+    summary = summarize(rollout(RequestReplacement(gencoord_env.parallel_env(backend="sim", pool="request")), make_policy("rule")))
     assert summary["episodes"] == 320 and summary["success_rate"] == 0.0
     assert summary["decisions_per_episode"] == 2.0
 
 
 def test_true_request_and_deterministic_rule_reach_every_episode():
-    summary = summarize(rollout(gencoord_env.parallel_env(pool="request"), make_policy("rule")))
+    summary = summarize(rollout(gencoord_env.parallel_env(backend="sim", pool="request"), make_policy("rule")))
     assert summary["success_rate"] == 1.0

@@ -12,7 +12,7 @@ from gencoord_env.wrappers import RequestReplacement, TraceRecorder
 
 def test_one_sorted_record_per_episode_with_every_stage(tmp_path):
     path = tmp_path / "trace.jsonl"
-    env = TraceRecorder(RequestReplacement(gencoord_env.parallel_env(pool="request")), path)
+    env = TraceRecorder(RequestReplacement(gencoord_env.parallel_env(backend="sim", pool="request")), path)
     infos = rollout(env, make_policy("rule"), episodes=3)
     lines = path.read_text().splitlines()
     assert len(lines) == 3 == env.records_written
@@ -36,7 +36,7 @@ def test_one_sorted_record_per_episode_with_every_stage(tmp_path):
 def test_records_are_deterministic_apart_from_timings():
     def record() -> dict:
         buf = io.StringIO()
-        rollout(TraceRecorder(gencoord_env.parallel_env(pool="heldout"), buf), make_policy("rule"), episodes=1)
+        rollout(TraceRecorder(gencoord_env.parallel_env(backend="sim", pool="heldout"), buf), make_policy("rule"), episodes=1)
         rec = json.loads(buf.getvalue())
         rec["metrics"].pop("episode_seconds"), rec["metrics"].pop("time_to_commitment")
         return rec

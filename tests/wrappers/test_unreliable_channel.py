@@ -13,7 +13,7 @@ from gencoord_env.wrappers import UnreliableChannel
 
 
 def _env(**kw):
-    return UnreliableChannel(gencoord_env.parallel_env(pool="request"), **kw)
+    return UnreliableChannel(gencoord_env.parallel_env(backend="sim", pool="request"), **kw)
 
 
 @pytest.mark.parametrize("fault", ["drop", "delay"])
@@ -27,7 +27,7 @@ def test_lost_or_late_request_never_reaches_the_receiver(fault):
 
 
 def test_duplicate_shows_two_copies_and_counts_both():
-    plain = play(gencoord_env.parallel_env(pool="request"), 0)
+    plain = play(gencoord_env.parallel_env(backend="sim", pool="request"), 0)
     dup = play(_env(duplicate=1.0), 0)
     receiver_obs = dup["steps"][1]["obs"][dup["steps"][1]["turn"]]
     assert receiver_obs.count("MESSAGE REQ from") == 2
@@ -38,7 +38,7 @@ def test_duplicate_shows_two_copies_and_counts_both():
 
 
 def test_no_fault_leaves_the_episode_byte_identical():
-    plain = play(gencoord_env.parallel_env(pool="request"), 4)
+    plain = play(gencoord_env.parallel_env(backend="sim", pool="request"), 4)
     clean = play(_env(seed=5), 4)
     assert [s["obs"] for s in clean["steps"]] == [s["obs"] for s in plain["steps"]]
     assert interventions_in(clean["info"]["trace"])[0]["fault"] == "none"

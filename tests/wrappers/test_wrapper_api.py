@@ -17,19 +17,19 @@ from gencoord_env.wrappers import (
 
 
 @pytest.mark.parametrize("make", [
-    lambda: RequestRemoval(gencoord_env.parallel_env(pool="request")),
-    lambda: RequestReplacement(gencoord_env.parallel_env(pool="request", route="single_step")),
-    lambda: CounterfactualFeedback(gencoord_env.parallel_env(pool="goal_capability", route="feedback")),
-    lambda: UnreliableChannel(gencoord_env.parallel_env(pool="request"), drop=0.3, duplicate=0.3),
-    lambda: TraceRecorder(RequestRemoval(gencoord_env.parallel_env(pool="request")), io.StringIO()),
-    lambda: gencoord_env.parallel_env(pool="heldout", surface="freeform"),
+    lambda: RequestRemoval(gencoord_env.parallel_env(backend="sim", pool="request")),
+    lambda: RequestReplacement(gencoord_env.parallel_env(backend="sim", pool="request", route="single_step")),
+    lambda: CounterfactualFeedback(gencoord_env.parallel_env(backend="sim", pool="goal_capability", route="feedback")),
+    lambda: UnreliableChannel(gencoord_env.parallel_env(backend="sim", pool="request"), drop=0.3, duplicate=0.3),
+    lambda: TraceRecorder(RequestRemoval(gencoord_env.parallel_env(backend="sim", pool="request")), io.StringIO()),
+    lambda: gencoord_env.parallel_env(backend="sim", pool="heldout", surface="freeform"),
 ])
 def test_wrapped_envs_pass_the_parallel_api_test(make):
     parallel_api_test(make(), num_cycles=20)
 
 
 def test_spaces_and_agents_are_the_wrapped_envs():
-    base = gencoord_env.parallel_env(pool="request")
+    base = gencoord_env.parallel_env(backend="sim", pool="request")
     env = TraceRecorder(UnreliableChannel(base, delay=0.5, seed=3), io.StringIO())
     assert env.unwrapped is base
     assert env.observation_space("agent_a") is base.observation_space("agent_a")

@@ -17,12 +17,14 @@ environment parses, contract-checks, resolves, materializes a dispatch plan, com
 executes them in the world backend and verifies the handoff and the terminal predicate from world truth.
 
 ### Arguments
-``parallel_env(pool="heldout", backend="sim", route="forward", view="full", surface="dsl", seed=0,
+``parallel_env(pool="heldout", backend="minecraft", route="forward", view="full", surface="dsl", seed=0,
 pool_seed=0, private_fact="id", world=None, render_mode=None)``
 
 - ``pool``: ``train``, ``heldout``, ``request``, ``horizon``, ``crossproduct``, ``goal_capability``,
   ``visibility`` (see ``gencoord_env.tasks.pools``), or a sequence of ``Episode`` objects.
-- ``backend``: ``sim`` (pure-Python world) or ``minecraft`` (Mineflayer bots on a Minecraft server).
+- ``backend``: ``minecraft`` (default: two Mineflayer bots on the embedded Minecraft 1.21.4 server; run
+  ``gencoord setup`` once) or ``sim`` (the pure-Python world, held equal to Minecraft by parity tests).
+- ``backend_options``: for ``minecraft``, e.g. ``{"server": "external", "host": ..., "port": ...}``.
 - ``route``: ``forward``, ``feedback``, ``requester_only``, ``single_step``, ``centralized``.
 - ``view``: projection of the shared prior: ``full``, ``skeleton``, ``node_only``.
 - ``surface``: ``dsl``, ``json`` or ``freeform`` (controlled natural-language dialogue, forward route only:
@@ -100,7 +102,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
     def __init__(
         self,
         pool: str | Sequence[Episode] = "heldout",
-        backend: str = "sim",
+        backend: str = "minecraft",
         route: str = "forward",
         view: str = "full",
         surface: str = "dsl",
