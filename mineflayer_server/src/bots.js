@@ -37,6 +37,7 @@ async function connectBot (username, port, log, { host = '127.0.0.1', timeoutMs 
   movements.allow1by1towers = false
   movements.scafoldingBlocks = []
   movements.allowParkour = false
+  movements.allowSprinting = true // walks dominate episode time; sprinting changes no world state
   bot.pathfinder.setMovements(movements)
   bot.pathfinder.thinkTimeout = 2000
   return bot

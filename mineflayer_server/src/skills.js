@@ -10,7 +10,7 @@ const { goals } = require('mineflayer-pathfinder')
 const { check } = require('./validate')
 const { badRequest } = require('./protocol')
 const { sleep, withTimeout, waitFor } = require('./util')
-const { planStandpoint, reachableRun, clickPoint } = require('./standpoint')
+const { planStandpoint, reachableRun, clickPoint, PLACE_REACH } = require('./standpoint')
 
 /**
  * Feet-block distance within which a bot uses a chest, table or furnace without walking: the station
@@ -23,6 +23,11 @@ const REACH = 4
  * ahead of the thrower and is picked up within 1.5 blocks, so the receiver never has to move.
  */
 const TOSS_RANGE = 2.5
+/**
+ * Build walks aim this much inside the placing reach, so that cells reached at the end of a walk stay
+ * in reach however the bot settles (without it, a cell at the very edge is lost again and costs a walk).
+ */
+const BUILD_REACH_MARGIN = 0.3
 /** After the look packet is out, the server needs a moment to apply it before the toss clicks arrive. */
 const LOOK_SETTLE_MS = 50
 
@@ -118,8 +123,24 @@ async function withWindow (ctx, open, use) {
   }
 }
 
-/** True when the bot can place `cells[0]` from where it stands (in reach, in sight, not in its body). */
-const canPlaceNext = (bot, cells) => reachableRun(bot.entity.position, cells.slice(0, 1), solidView(bot)) === 1
+/**
+ * Where a bot that stops pressing keys now comes to rest: on the ground each tick keeps 0.546 of the
+ * horizontal speed (vanilla friction), so it slides on by speed / (1 - 0.546).
+ */
+function restingAt (bot) {
+  const v = bot.entity.velocity
+  return bot.entity.position.offset(v.x / (1 - 0.546), 0, v.z / (1 - 0.546))
+}
+
+/**
+ * True when the bot can place the first `n` of `cells`, in order, both from where it is and from where
+ * it comes to rest (in reach, in sight, never into its own body), so it may place while still sliding.
+ */
+function canPlaceRun (bot, cells, n = 1, reach = PLACE_REACH) {
+  const run = cells.slice(0, n)
+  const solid = solidView(bot)
+  return reachableRun(bot.entity.position, run, solid, { reach }) === n && reachableRun(restingAt(bot), run, solid, { reach }) === n
+}
 
 /** Solidity as the bot sees the world: blocks that stop a ray or a body. */
 const solidView = bot => (x, y, z) => {
@@ -136,14 +157,15 @@ async function walkToBuild (ctx, s, cells) {
   const others = ctx.world.agents().filter(n => n !== ctx.actor).map(n => ctx.world.bot(n))
     .filter(b => b && b.entity).map(b => b.entity.position.floored())
   const avoid = [...s.cells, ...others]
-  const { stand, covers } = planStandpoint({ cells, from: bot.entity.position, solid: solidView(bot), avoid })
-  if (!covers) return false
+  const reach = PLACE_REACH - BUILD_REACH_MARGIN
+  const { stand, covers } = planStandpoint({ cells, from: restingAt(bot), solid: solidView(bot), avoid, reach })
+  if (!covers) return canPlaceRun(bot, cells)
   if (stand) {
-    await walkTo(ctx, new goals.GoalBlock(stand.x, stand.y, stand.z), `a spot to build at ${cells[0]}`)
-    // the bot slides on after the path ends; plan placements from where it comes to rest
-    await waitFor(() => Math.hypot(bot.entity.velocity.x, bot.entity.velocity.z) < 0.005, 500, 'coming to rest', 10).catch(() => {})
+    // stop as soon as the whole run is in reach, not at the centre of the standpoint
+    await walkTo(ctx, new goals.GoalBlock(stand.x, stand.y, stand.z), `a spot to build at ${cells[0]}`,
+      () => canPlaceRun(bot, cells, covers, reach))
   }
-  return canPlaceNext(bot, cells)
+  return canPlaceRun(bot, cells)
 }
 
 /** Place `item` on the top face of the block below `cell` (looking there first, at once). */
@@ -174,6 +196,7 @@ const SKILLS = {
       const s = station(ctx, name)
       if (s.kind === 'site') {
         // next to a site means where building it can begin: in reach and sight of its next free cell
+        // (the place that follows walks on only if its later cells are out of reach from there)
         const names = await ctx.world.serverBlockNames(s.cells)
         const next = s.cells.find((_, i) => names[i] === 'air')
         if (next && await walkToBuild(ctx, s, [next])) return { station: name }
@@ -317,7 +340,7 @@ const SKILLS = {
           const cell = todo.shift()
           await placeOn(ctx, cell, item)
           placed.push(ctx.world.relative(cell))
-        } while (todo.length && canPlaceNext(bot, todo))
+        } while (todo.length && canPlaceRun(bot, todo))
       }
       await ctx.barrier()
       return { site, item, count, cells: placed }
