@@ -33,7 +33,24 @@ def _task(text: str) -> Task:
     return dsl.parse(f"SELF {text}\nREQ -").self_plan[0]
 
 
+#: Parsed prior nodes keyed by the identity of the context's prior part (the env shares that part
+#: between the steps of an episode, so an agent parses the public prior once per episode).
+_PARSED: dict[int, tuple[object, list[PriorNode]]] = {}
+
+
 def prior_nodes(context: Mapping[str, Any]) -> list[PriorNode]:
+    part = context["prior"]
+    hit = _PARSED.get(id(part))
+    if hit is not None and hit[0] is part:
+        return hit[1]
+    nodes = _parse_prior(context)
+    if len(_PARSED) > 8192:
+        _PARSED.clear()
+    _PARSED[id(part)] = (part, nodes)
+    return nodes
+
+
+def _parse_prior(context: Mapping[str, Any]) -> list[PriorNode]:
     return [
         PriorNode(n["id"], n["actor"], None if n["branch"] == "*" else n["branch"], _task(n["task"]),
                   n.get("stage", "acquire"), tuple(n.get("preds", ())))
@@ -43,6 +60,21 @@ def prior_nodes(context: Mapping[str, Any]) -> list[PriorNode]:
 
 def compose(context: Mapping[str, Any], binding: str, first_role: str, second_role: str) -> tuple[tuple[Task, ...], tuple[Task, ...]]:
     """Both role-local paths of ``binding`` from the public prior, ordered as the context's view allows."""
+    part = context["prior"]
+    hit = _COMPOSED.get((id(part), binding, first_role, second_role))
+    if hit is not None and hit[0] is part:
+        return hit[1]
+    paths = _compose(context, binding, first_role, second_role)
+    if len(_COMPOSED) > 8192:
+        _COMPOSED.clear()
+    _COMPOSED[(id(part), binding, first_role, second_role)] = (part, paths)
+    return paths
+
+
+_COMPOSED: dict[tuple[int, str, str, str], tuple[object, tuple[tuple[Task, ...], tuple[Task, ...]]]] = {}
+
+
+def _compose(context: Mapping[str, Any], binding: str, first_role: str, second_role: str) -> tuple[tuple[Task, ...], tuple[Task, ...]]:
     nodes = [n for n in prior_nodes(context) if n.branch in (None, binding)]
     ordered = order_nodes(nodes, context["prior"]["view"])  # type: ignore[arg-type]
     return (tuple(n.task for n in ordered if n.role == first_role),

@@ -39,6 +39,22 @@ class Args(Mapping[str, Value]):
     def __getitem__(self, key: str) -> Value:
         return self._items[key]
 
+    # Mapping's mixins go through __getitem__ and exceptions; these read the dict directly (hot paths).
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._items.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def keys(self):  # type: ignore[no-untyped-def]
+        return self._items.keys()
+
+    def items(self):  # type: ignore[no-untyped-def]
+        return self._items.items()
+
+    def values(self):  # type: ignore[no-untyped-def]
+        return self._items.values()
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._items)
 
@@ -47,7 +63,16 @@ class Args(Mapping[str, Value]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Args):
-            return self._typed_items() == other._typed_items()
+            a, b = self._items, other._items
+            if len(a) != len(b):
+                return False
+            for k, v in a.items():
+                if k not in b:
+                    return False
+                w = b[k]
+                if type(v) is not type(w) or v != w:
+                    return False
+            return True
         if isinstance(other, Mapping):
             return self._typed_items() == Args(other)._typed_items()
         return NotImplemented

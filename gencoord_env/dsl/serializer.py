@@ -76,6 +76,20 @@ def format_path(tasks: Sequence[Task], where: str) -> str:
 
 
 def format_task(task: Task) -> str:
+    # Tasks are immutable: the canonical text is memoized on the instance (shared prior nodes and
+    # composed paths are formatted again and again).
+    memo = getattr(task, "__dict__", {}).get("_canonical")
+    if memo is not None:
+        return memo  # type: ignore[no-any-return]
+    text = _format_task(task)
+    try:
+        object.__setattr__(task, "_canonical", text)
+    except AttributeError:  # a Task subclass with __slots__: nothing to memoize on
+        pass
+    return text
+
+
+def _format_task(task: Task) -> str:
     items = _checked_items(task)
     string_cache = _STRING_CACHE
     parts = []

@@ -19,7 +19,7 @@ _FURNACE_OPS = {
 }
 
 
-def lower(task: DispatchTask, peer: str) -> list[tuple[str, str, dict[str, Any]]]:
+def lower(task: DispatchTask) -> list[tuple[str, str, dict[str, Any]]]:
     """(actor, op, args) steps realizing one task."""
     a, t = task.task.args, task.task
     actor, q, item = task.actor, a.get("q"), a.get("item")
@@ -53,7 +53,7 @@ def compile_plan(plan: DispatchPlan, skip: Collection[str] = ()) -> list[SkillCa
         if task.id in skip:
             continue
         first_after = tuple(last_of_task[d] for d in task.deps if d in last_of_task)
-        for step, (actor, op, args) in enumerate(lower(task, "")):
+        for step, (actor, op, args) in enumerate(lower(task)):
             after = [last_of_actor[actor]] if actor in last_of_actor else []
             if step == 0 or actor != task.actor:
                 after += [c for c in (first_after if step == 0 else (calls[-1].id,)) if c not in after]

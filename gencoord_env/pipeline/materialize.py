@@ -39,7 +39,8 @@ def materialize(commitment: Commitment, episode: Episode) -> DispatchPlan:
     id_of = {node_id: f"t{k + 1}" for k, (_, _, node_id, _) in enumerate(order)}
     tasks = []
     for k, (actor, task, node_id, preds) in enumerate(order):
-        loc = episode.location(task, actor)  # type: ignore[arg-type]
+        # the merge matched this task to a public node, whose grounded location is the same
+        loc = episode.node(node_id).loc
         if loc and loc not in references:
             raise MaterializationError(f"{node_id}: location {loc!r} is not a reference of this episode")
         checks: tuple[str, ...] = ()

@@ -48,7 +48,7 @@ class Cluster:
     def key(self) -> tuple[object, ...]:
         return (self.template, self.binding, self.q, self.variant, self.decoy, self.goal, self.mode)
 
-    @property
+    @cached_property
     def id(self) -> str:
         parts = [self.pool, self.template, self.goal or "", self.mode or self.binding, f"q{self.q}", self.variant, self.decoy]
         return "-".join(p for p in parts if p)
@@ -111,7 +111,7 @@ class Episode:
     def second(self) -> str:
         return self.agent_of[self.roles[1]]
 
-    @property
+    @cached_property
     def id(self) -> str:
         return f"{self.cluster.id}-R{self.perm}"
 
@@ -163,7 +163,11 @@ class Episode:
         return tuple(out)
 
     def node(self, node_id: str) -> GroundedNode:
-        return next(n for n in self.nodes if n.id == node_id)
+        return self._node_by_id[node_id]
+
+    @cached_property
+    def _node_by_id(self) -> dict[str, GroundedNode]:
+        return {n.id: n for n in self.nodes}
 
     def location(self, task: Task, actor: str) -> str:
         """The grounding location of a task: the rule the materializer uses for every skill."""
@@ -179,7 +183,15 @@ class Episode:
         return str(args.get("loc") or "")
 
     def branch_nodes(self, binding: str) -> tuple[GroundedNode, ...]:
-        return tuple(n for n in self.nodes if n.branch in (None, binding))
+        """The public nodes on ``binding``'s branch (shared nodes included), in template order."""
+        cached = self._branches.get(binding)
+        if cached is None:
+            cached = self._branches[binding] = tuple(n for n in self.nodes if n.branch in (None, binding))
+        return cached
+
+    @cached_property
+    def _branches(self) -> dict[str, tuple[GroundedNode, ...]]:
+        return {}
 
     # --- private facts and terminal predicate --------------------------------------------------------
     @property

@@ -242,7 +242,7 @@ class EpisodeSession:
     def _execute_now(self, task: Any, agent: str) -> None:
         """Single-step: run one SELF task in the world right away."""
         dt = DispatchTask(f"s{len(self.executed) + 1}", "", agent, task, self.episode.location(task, agent), ())
-        steps = lower(dt, "")
+        steps = lower(dt)
         calls = [SkillCall(f"s{len(self.events) + i + 1}", a, op, args, (), dt.id) for i, (a, op, args) in enumerate(steps)]
         events = self.world.run(calls)
         self.events += events
