@@ -93,6 +93,7 @@ def _static(episode: Episode, agent: str, view: str) -> tuple[dict[str, Any], di
         "view": view,
         "roles": list(t.roles),
         "codebook": list(t.bindings),
+        "skills": _skill_lines(),
         "nodes": [_node_dict(n, view) for n in view_order(episode.nodes, view)],
     }
     if len(_RENDERED) > 4 * 4096:
@@ -155,8 +156,21 @@ def _render_observation(obs: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+@lru_cache(maxsize=1)
+def _skill_lines() -> tuple[str, ...]:
+    """The skill ontology of the prior: each catalog skill with its required and [optional] keys."""
+    from gencoord_env.catalog import CATALOG
+
+    out = []
+    for name, spec in CATALOG.skills.items():
+        required = list(spec.required) + ([" | ".join(spec.exactly_one_of)] if spec.exactly_one_of else [])
+        out.append(f"{name} {','.join(required) or '-'} [{','.join(spec.optional)}]")
+    return tuple(out)
+
+
 def _render_prior(p: Mapping[str, Any]) -> str:
     lines = [f"PRIOR view={p['view']} roles={','.join(p['roles'])} codebook={','.join(p['codebook'])}"]
+    lines += [f"SKILL {line}" for line in p.get("skills", ())]
     for n in p["nodes"]:
         fields = [n["id"], f"actor={n['actor']}", f"branch={n['branch']}"]
         if "stage" in n:
