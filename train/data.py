@@ -1,7 +1,7 @@
 """Programmatic SFT data: local contexts paired with canonical targets, written as JSONL plus a manifest.
 
 Every row pairs the exact observation text the environment shows the deciding agent at one decision
-stage (``render(build_context(...))`` with the history and messages the env would give at that point)
+stage (``contexts.observation(...)`` with the history and messages the env would give at that point)
 with the canonical reference target of ``gencoord_env.tasks.references``. No language-model teacher and
 no hand-written requests: targets come from the executable template contract, and the builder checks
 that each target maps back to the intended binding before writing it.
@@ -55,7 +55,8 @@ from gencoord_env.dsl.model import PeerRequest, Proposal
 from gencoord_env.pipeline.response import respond
 from gencoord_env.tasks import Cluster, Episode, pool as load_pool
 from gencoord_env.tasks import references as ref
-from gencoord_env.tasks.contexts import build_context, render, request_message
+from gencoord_env.tasks import contexts
+from gencoord_env.tasks.contexts import request_message
 from gencoord_env.tasks.prior import GOAL_CAPABILITY, Prior, WorldVariant, prior
 
 __all__ = [
@@ -120,10 +121,7 @@ def observation(
     messages: Sequence[str] = (),
 ) -> str:
     """The observation text the env shows ``agent`` at ``stage`` (see ``EpisodeSession.observation``)."""
-    text = render(build_context(episode, agent, stage, route=route, view=view, history=history, messages=messages))
-    if stage == "centralized":
-        peer = build_context(episode, episode.second, "centralized_peer_view", route=route, view=view)
-        text = text + "\n" + render(peer)
+    text, _ = contexts.observation(episode, agent, stage, route=route, view=view, history=history, messages=messages)
     return text
 
 
@@ -222,7 +220,7 @@ def _freeform_rows(episodes: Iterable[Episode]) -> Iterator[Row]:
         request = sender.peer_requests[0]
         receiver = _checked(ref.receiver_after_request(request), ep.binding, ep.id)
         first, second = ep.first, ep.second
-        order = build_context(ep, first, "dialogue", route="forward")["task"]["order"]
+        order = contexts.build_context(ep, first, "dialogue", route="forward")["task"]["order"]
         turns = [("sender_initial", first, freeform.say_opening(second, order, sender.self_plan, request.requested_plan))]
         if freeform.clarifies(ep.template.family):
             handoff = freeform.handoff_to(second, sender.self_plan)

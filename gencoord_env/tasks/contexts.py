@@ -63,6 +63,36 @@ def build_context(
     }
 
 
+def observation(
+    episode: Episode,
+    agent: str,
+    stage: str,
+    *,
+    route: str = "forward",
+    view: str = "full",
+    history: Sequence[str] = (),
+    messages: Sequence[str] = (),
+    private_fact: str = "id",
+    describe: Any = None,
+) -> tuple[str, dict[str, Any]]:
+    """What the deciding agent observes: (text, structured context).
+
+    At the ``centralized`` stage the planner also receives the peer's local view (without the shared
+    prior, which it already holds); that upload is in ``context["upload"]`` so its bytes can be counted.
+    """
+    ctx = build_context(episode, agent, stage, route=route, view=view, history=history, messages=messages,
+                        private_fact=private_fact, describe=describe)
+    text = render(ctx)
+    if stage == "centralized":
+        peer_ctx = build_context(episode, episode.second if agent == episode.first else episode.first,
+                                 "centralized_peer_view", route=route, view=view, private_fact=private_fact,
+                                 describe=describe)
+        upload = render(peer_ctx, with_prior=False)
+        ctx = {**ctx, "peer_context": peer_ctx, "upload": upload}
+        text = text + "\n" + upload
+    return text, ctx
+
+
 #: Rendered text of the shared (cached) observation and prior parts, keyed by object identity.
 _RENDERED: dict[int, tuple[object, str]] = {}
 
@@ -124,8 +154,12 @@ def _node_dict(n: Any, view: str) -> dict[str, Any]:
     return d
 
 
-def render(context: Mapping[str, Any]) -> str:
-    """The text form of a context dict: one fact per line, stable order."""
+def render(context: Mapping[str, Any], *, with_prior: bool = True) -> str:
+    """The text form of a context dict: one fact per line, stable order.
+
+    ``with_prior=False`` leaves out the shared prior (which every agent already holds): what a
+    centralized planner has to collect from a peer is only its local view.
+    """
     c = context
     lines = [
         f"AGENT {c['agent']}",
@@ -139,7 +173,8 @@ def render(context: Mapping[str, Any]) -> str:
     lines.append(_cached(c["observation"], _render_observation))
     lines += [f"HISTORY {h}" for h in c["history"]] or ["HISTORY -"]
     lines += [f"MESSAGE {m}" for m in c["messages"]] or ["MESSAGE -"]
-    lines.append(_cached(c["prior"], _render_prior))
+    if with_prior:
+        lines.append(_cached(c["prior"], _render_prior))
     return "\n".join(lines)
 
 

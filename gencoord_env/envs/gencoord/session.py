@@ -18,7 +18,7 @@ from gencoord_env.outcomes import FailureCode
 from gencoord_env.pipeline.compile import lower
 from gencoord_env.pipeline.materialize import MaterializationError
 from gencoord_env.pipeline.types import DispatchTask, Resolution
-from gencoord_env.tasks.contexts import build_context, render
+from gencoord_env.tasks.contexts import build_context, observation
 from gencoord_env.tasks.episode import Episode
 from gencoord_env.world.types import SkillCall, World
 
@@ -83,14 +83,12 @@ class EpisodeSession:
             return f"AGENT {agent}\nSTAGE done\nOUTCOME {self.outcome}"
         if agent != self.turn:
             return f"AGENT {agent}\nSTAGE wait\nTURN {self.turn}"
-        ctx = self.context(agent)
-        text = render(ctx)
-        if self.decision.stage == "centralized":
-            peer_ctx = self.context(self.episode.second, "centralized_peer_view")
-            upload = render(peer_ctx)
-            self._wire(upload)
-            ctx = {**ctx, "peer_context": peer_ctx}
-            text = text + "\n" + upload
+        text, ctx = observation(
+            self.episode, agent, self.decision.stage, route=self.route, view=self.view, history=self.history[agent],
+            messages=self.messages[agent], private_fact=self.private_fact, describe=self.describe,
+        )
+        if "upload" in ctx:
+            self._wire(ctx["upload"])
         self.last_context = ctx
         return text
 
