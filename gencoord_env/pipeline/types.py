@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gencoord_env.dsl.model import Task
+from gencoord_env.dsl.serializer import format_task
 from gencoord_env.outcomes import FailureCode
 
 
@@ -26,8 +27,6 @@ class Commitment:
     handoff: tuple[str, str, str, int]  # (producer, receiver, item, count)
 
     def to_dict(self) -> dict[str, Any]:
-        from gencoord_env.dsl.serializer import format_task
-
         return {
             "first": self.first, "second": self.second, "binding": self.binding,
             "first_path": [format_task(t) for t in self.first_path],
@@ -65,8 +64,6 @@ class DispatchPlan:
     terminal: tuple[Any, ...]  # TerminalCheck values of the episode's true binding
 
     def to_dict(self) -> dict[str, Any]:
-        from gencoord_env.dsl.serializer import format_task
-
         return {
             "tasks": [
                 {"id": t.id, "node": t.node, "actor": t.actor, "task": format_task(t.task), "loc": t.loc,

@@ -20,11 +20,13 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from gencoord_env.catalog import CATALOG
 from gencoord_env.dsl import format as format_dsl
-from gencoord_env.dsl.model import Task
+from gencoord_env.dsl.model import PeerRequest, Proposal, Task
 from gencoord_env.dsl.serializer import format_task
 from gencoord_env.tasks.compose import view_order
 from gencoord_env.tasks.episode import Episode
+from gencoord_env.world.types import Station
 
 PRIVATE_FACT_FORMS: tuple[str, ...] = ("id", "train", "C1", "C2", "C3")
 
@@ -139,8 +141,6 @@ def _visible_stations(episode: Episode):  # type: ignore[no-untyped-def]
     for spec in episode.public_stations:
         s = placed.get(spec.name)
         if s is None:  # a workcell station of the other mode: its reference is public, its state is not
-            from gencoord_env.world.types import Station
-
             s = Station(spec.name, spec.kind, episode._place(spec.pos))
         yield s
 
@@ -194,8 +194,6 @@ def _render_observation(obs: Mapping[str, Any]) -> str:
 @lru_cache(maxsize=1)
 def _skill_lines() -> tuple[str, ...]:
     """The skill ontology of the prior: each catalog skill with its required and [optional] keys."""
-    from gencoord_env.catalog import CATALOG
-
     out = []
     for name, spec in CATALOG.skills.items():
         required = list(spec.required) + ([" | ".join(spec.exactly_one_of)] if spec.exactly_one_of else [])
@@ -226,6 +224,4 @@ def request_message(sender: str, tasks: Sequence[Task], target: str) -> str:
 
 
 def format_dsl_request(target: str, tasks: Sequence[Task]) -> str:
-    from gencoord_env.dsl.model import PeerRequest, Proposal
-
     return format_dsl(Proposal((), (PeerRequest(target, tuple(tasks)),))).split("\n", 1)[1]

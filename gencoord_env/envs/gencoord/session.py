@@ -11,12 +11,14 @@ from typing import Any
 
 from gencoord_env.dsl.errors import DSLSyntaxError
 from gencoord_env.dsl.model import PeerRequest, Proposal
+from gencoord_env.dsl.serializer import format_task
 from gencoord_env.envs.gencoord.routes import ROUTES, Decision
 from gencoord_env.envs.gencoord.stages import Stages
 from gencoord_env.envs.gencoord.surfaces import Surface
 from gencoord_env.outcomes import FailureCode
 from gencoord_env.pipeline.compile import lower
 from gencoord_env.pipeline.materialize import MaterializationError
+from gencoord_env.pipeline.response import response_valid
 from gencoord_env.pipeline.types import DispatchTask, Resolution
 from gencoord_env.tasks.contexts import build_context, observation
 from gencoord_env.tasks.episode import Episode
@@ -209,8 +211,6 @@ class EpisodeSession:
         self._wire(self.surface.request_payload(q.peer_requests[0]))
         response = self.stages.respond(q.peer_requests[0], self.episode, self._record)
         self._record({"stage": "respond", "response": response})
-        from gencoord_env.pipeline.response import response_valid
-
         problem = response_valid(response, self.episode)
         if problem:
             self._end(F.CONTRACT_REJECT, f"invalid response: {problem}")
@@ -250,8 +250,6 @@ class EpisodeSession:
             self._end(F.EXECUTION_FAILURE, f"{bad.op}: {bad.reason}")
             return
         self.executed.append(task)
-        from gencoord_env.dsl.serializer import format_task
-
         self.history[agent].append(f"DONE {format_task(task)} ok")
         self.index += 1
 
