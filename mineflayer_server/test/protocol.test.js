@@ -37,7 +37,7 @@ test('replies carry v, id and either result or a typed error', () => {
 test('the sidecar binds loopback tcp or ipc only', () => {
   assert.equal(checkEndpoint('tcp://127.0.0.1:5555'), 'tcp://127.0.0.1:5555')
   assert.equal(checkEndpoint('tcp://127.0.0.1:0'), 'tcp://127.0.0.1:*')
-  assert.equal(checkEndpoint('ipc:///tmp/x.sock'), 'ipc:///tmp/x.sock')
+  assert.equal(checkEndpoint('ipc:///run/gencoord/x.sock'), 'ipc:///run/gencoord/x.sock')
   assert.throws(() => checkEndpoint('tcp://0.0.0.0:5555'), /binds loopback only/)
   assert.throws(() => checkEndpoint('tcp://10.0.0.1:5555'), /binds loopback only/)
   assert.throws(() => parseArgs(['--endpoint']), /bad argument/)

@@ -72,8 +72,8 @@ def sidecar_argv(runtime: Runtime, endpoint: str, options: SidecarOptions, paren
 
     ``--parent-pid`` lets the sidecar exit by itself if this process dies without closing it.
 
-    >>> sidecar_argv(rt, "ipc:///tmp/x/s.sock", SidecarOptions(agents=("A", "B")), 42)[2:]
-    ['--endpoint', 'ipc:///tmp/x/s.sock', '--agents', 'A,B', '--parent-pid', '42']
+    >>> sidecar_argv(rt, "ipc:///run/gencoord/s.sock", SidecarOptions(agents=("A", "B")), 42)[2:]
+    ['--endpoint', 'ipc:///run/gencoord/s.sock', '--agents', 'A,B', '--parent-pid', '42']
     """
     argv = [str(runtime.node), str(runtime.entry), "--endpoint", endpoint]
     if options.agents:
