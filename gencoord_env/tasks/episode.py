@@ -251,8 +251,12 @@ class Episode:
         bindings = frozenset(self.template.bindings)
         return {a: PublicScope(agents=AGENTS, agent=a, references=references, bindings=bindings) for a in AGENTS}
 
+    @cached_property
+    def _variant(self):  # type: ignore[no-untyped-def]
+        return self.prior.variant(self.cluster.variant)
+
     def _place(self, pos: Pos) -> Pos:
-        v = self.prior.variant(self.cluster.variant)
+        v = self._variant
         x, y, z = pos
         if v.mirror:
             x = -x

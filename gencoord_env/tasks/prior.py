@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -152,10 +152,18 @@ class Prior:
             raise KeyError(f"unknown template {template_id!r}; known: {sorted(self.templates)}") from None
 
     def variant(self, variant_id: str) -> WorldVariant:
-        return next(v for v in self.variants if v.id == variant_id)
+        return self._variants_by_id[variant_id]
 
     def decoy(self, decoy_id: str) -> Decoy:
-        return next(d for d in self.decoys if d.id == decoy_id)
+        return self._decoys_by_id[decoy_id]
+
+    @cached_property
+    def _variants_by_id(self) -> dict[str, WorldVariant]:
+        return {v.id: v for v in self.variants}
+
+    @cached_property
+    def _decoys_by_id(self) -> dict[str, Decoy]:
+        return {d.id: d for d in self.decoys}
 
 
 GOAL_CAPABILITY = "goal_capability"
