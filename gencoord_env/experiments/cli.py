@@ -87,7 +87,8 @@ def run(exp: Experiment, args: argparse.Namespace, out: Path) -> list[dict[str, 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="gencoord experiment", description="reproduce one of the paper's evaluations")
     ap.add_argument("name", nargs="?", help=f"one of {list(EXPERIMENTS)}, or 'all'")
-    ap.add_argument("--backend", default="sim", choices=["sim", "minecraft"])
+    ap.add_argument("--backend", default="sim", choices=["sim", "minecraft"],
+                    help="world backend (default: sim; a whole pool on minecraft takes about an hour per experiment)")
     ap.add_argument("--policy", default=None,
                     help="policy for the learned-model conditions: a rule agent name or model:PATH (default: rule agents)")
     ap.add_argument("--out", default=None, help="output folder (default: results/NAME; with 'all': results/)")
