@@ -218,9 +218,14 @@ def _counts(counts: Mapping[str, int]) -> str:
     return ",".join(f"{k}:{v}" for k, v in counts.items()) or "-"
 
 
+def delivered_message(sender: str, payload: str) -> str:
+    """How a delivered REQ payload (in whatever surface carried it) appears in the receiver's context."""
+    return f"REQ from {sender}: {payload}"
+
+
 def request_message(sender: str, tasks: Sequence[Task], target: str) -> str:
-    """How a delivered REQ appears in the receiver's context."""
-    return f"REQ from {sender}: " + format_dsl_request(target, tasks)
+    """The receiver's context line for a Short DSL request."""
+    return delivered_message(sender, format_dsl_request(target, tasks))
 
 
 def format_dsl_request(target: str, tasks: Sequence[Task]) -> str:

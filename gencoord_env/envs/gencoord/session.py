@@ -20,7 +20,7 @@ from gencoord_env.pipeline.compile import lower
 from gencoord_env.pipeline.materialize import MaterializationError
 from gencoord_env.pipeline.response import response_valid
 from gencoord_env.pipeline.types import DispatchTask, Resolution
-from gencoord_env.tasks.contexts import build_context, observation
+from gencoord_env.tasks.contexts import build_context, delivered_message, observation
 from gencoord_env.tasks.episode import Episode
 from gencoord_env.world.types import SkillCall, World
 
@@ -183,7 +183,7 @@ class EpisodeSession:
         self._record(entry)
         for text in texts:
             self._wire(text)
-            self.messages[request.target].append(f"REQ from {sender}: {text}")
+            self.messages[request.target].append(delivered_message(sender, text))
         self.index += 1
 
     def _on_receiver_after_request(self, q: Proposal, agent: str) -> None:
