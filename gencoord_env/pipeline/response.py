@@ -56,8 +56,24 @@ def respond(request: PeerRequest, episode: Episode) -> Response:
     return Response("REJECT", "PEER_CANNOT_EXECUTE")
 
 
-def response_valid(response: Response, episode: Episode) -> str | None:
-    """None when the response fits the finite schema, else what is wrong."""
+def requested_branch(request: PeerRequest, episode: Episode) -> str | None:
+    """The branch a request selects: the ``bind`` of its tasks, else the branch its first task realizes."""
+    for t in request.requested_plan:
+        b = t.args.get("bind")
+        if isinstance(b, str):
+            return b
+    for t in request.requested_plan:
+        for n in episode.nodes:
+            if n.branch is not None and n.task == t:
+                return n.branch
+    return None
+
+
+def response_valid(response: Response, episode: Episode, request: PeerRequest | None = None) -> str | None:
+    """None when the response fits the finite schema, else what is wrong.
+
+    A COUNTER must name exactly one admissible alternative other than the branch ``request`` selects.
+    """
     if response.decision not in DECISIONS:
         return f"unknown decision {response.decision!r}; expected one of {DECISIONS}"
     if not response.reason_code:
@@ -65,6 +81,9 @@ def response_valid(response: Response, episode: Episode) -> str | None:
     if response.decision == "COUNTER":
         if response.counter_offer_id not in episode.template.bindings:
             return f"counter_offer_id {response.counter_offer_id!r} is not an admissible alternative"
+        asked = requested_branch(request, episode) if request is not None else None
+        if asked is not None and response.counter_offer_id == asked:
+            return f"counter_offer_id {response.counter_offer_id!r} names the requested branch itself; a COUNTER offers a different one"
     elif response.counter_offer_id is not None:
         return f"{response.decision} must not carry a counter_offer_id"
     return None

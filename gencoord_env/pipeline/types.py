@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gencoord_env.dsl.model import Task
+from gencoord_env.dsl.model import PeerRequest, Task
 from gencoord_env.dsl.serializer import format_task
 from gencoord_env.outcomes import FailureCode
 
@@ -33,6 +33,26 @@ class Commitment:
             "second_path": [format_task(t) for t in self.second_path],
             "edges": [list(e) for e in self.edges], "handoff": list(self.handoff),
         }
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What the ``deliver`` stage hands the receiver for one sent REQ.
+
+    ``received`` is every copy the receiver reads, in order: ``()`` when nothing arrives, one request on a
+    reliable channel, several when a channel duplicates. ``sender_plan`` is set only when an intervention
+    substitutes the sender-local consequence itself (the same-template alternative): the sender path that
+    goes with the substituted request, so that the joint plan stays executable.
+    """
+
+    sent: PeerRequest
+    received: tuple[PeerRequest, ...]
+    sender_plan: tuple[Task, ...] | None = None
+
+    @property
+    def operative(self) -> PeerRequest | None:
+        """The request the commitment is formed from: the first copy received, if any."""
+        return self.received[0] if self.received else None
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ public task DAG with agent ids and quantities, and builds the world the backends
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -33,7 +34,13 @@ AGENTS: tuple[str, str] = ("agent_a", "agent_b")
 
 @dataclass(frozen=True)
 class Cluster:
-    """One semantic instance; ``key`` identifies it across pools (the pool name is not part of it)."""
+    """One semantic instance: one binding of one public instance; ``key`` identifies it across pools.
+
+    ``pair_key`` is the public instance without the hidden fact: the two clusters of a matched pair share
+    it. ``id`` names the public instance plus an opaque tag that tells the two clusters of a pair apart
+    without naming the binding (or, in Goal x Capability, the goal and the workcell mode): ids reach
+    every agent through ``infos``, and a learner must not read the hidden fact from them.
+    """
 
     pool: str
     template: str
@@ -48,10 +55,20 @@ class Cluster:
     def key(self) -> tuple[object, ...]:
         return (self.template, self.binding, self.q, self.variant, self.decoy, self.goal, self.mode)
 
+    @property
+    def pair_key(self) -> tuple[object, ...]:
+        return (self.template, self.q, self.variant, self.decoy, self.goal)
+
+    @cached_property
+    def pair_id(self) -> str:
+        """The matched pair's id (names the Goal x Capability goal, which the pair shares)."""
+        return "-".join(p for p in (self.pool, self.template, self.goal or "", f"q{self.q}", self.variant, self.decoy) if p)
+
     @cached_property
     def id(self) -> str:
-        parts = [self.pool, self.template, self.goal or "", self.mode or self.binding, f"q{self.q}", self.variant, self.decoy]
-        return "-".join(p for p in parts if p)
+        public = "-".join(p for p in (self.pool, self.template, f"q{self.q}", self.variant, self.decoy) if p)
+        hidden = f"{public}|{self.goal}|{self.mode}|{self.binding}"
+        return f"{public}-{hashlib.sha256(hidden.encode()).hexdigest()[:6]}"
 
 
 @dataclass(frozen=True)

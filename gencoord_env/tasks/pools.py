@@ -1,21 +1,31 @@
-"""Evaluation and training pools, built deterministically from the prior.
+"""Evaluation and training pools, built deterministically from the prior as matched pairs.
 
-Every pool is a tuple of clusters; each cluster is evaluated under both role permutations. For one seed
-all pools are pairwise disjoint (no cluster key in two pools). How each pool is drawn:
+Counting follows the paper. A *semantic cluster* is one binding's instance of a public instance
+(template, order quantity, world variant, decoy objects); a *matched pair* is the two clusters of one
+public instance that differ only in the hidden fact. Every pool is drawn as pairs, so the agent without
+the fact sees byte-identical views of the two clusters until a message arrives (Proposition "Paired
+local ambiguity"), and every cluster runs under both role permutations:
+episodes = 2 x clusters = 4 x pairs. For one seed the pools are pairwise disjoint (no cluster in two pools).
 
-| pool | clusters | construction |
-| --- | --- | --- |
-| ``train`` | 480 | 8 core templates x 2 bindings x 30; binding i draws quantities ``quantities[i::2]`` |
-| ``heldout`` | 128 | 16 per core template, new (quantity, world variant, decoy) combinations, same factor sides |
-| ``request`` | 160 | 20 per core template, further unseen combinations, same factor sides |
-| ``crossproduct`` | 60 | binding i paired with quantities ``quantities[1-i::2]``: each factor seen in train, the combination never |
-| ``horizon`` | 80 | 20 per held-out template (one per family, never in train) |
-| ``goal_capability`` | 40 | 2 goals x 2 workcell modes x 10 world variants; 20 matched pairs |
-| ``visibility`` | 96 | 32 per motif: familiar post-handoff craft, smelt input-then-fuel, smelt fuel-then-input |
+| pool | clusters | pairs | construction |
+| --- | --- | --- | --- |
+| ``train`` | 480 | 240 | 30 pairs per core template (8); quantities other than the template's crossproduct quantity |
+| ``heldout`` | 128 | 64 | 8 pairs per core template: public instances not in train |
+| ``request`` | 160 | 80 | 10 pairs per core template: further unseen public instances |
+| ``crossproduct`` | 60 | 30 | each core template at its crossproduct quantity (``CROSSPRODUCT_Q``): the template and the quantity are each seen in train, their combination never |
+| ``horizon`` | 80 | 40 | 10 pairs per held-out template (one per family, never in train) |
+| ``goal_capability`` | 40 | 20 | 2 goals x 10 world variants, each under both workcell modes |
+| ``visibility`` | 96 | 48 | 16 pairs per motif: familiar post-handoff craft, smelt input-then-fuel, smelt fuel-then-input |
+
+Inside a pool the public instances cycle through the template's quantities, so every pool covers them
+evenly; the order of the two clusters of a pair is opaque (it follows the clusters' ids, which do not
+name the binding).
 """
 from __future__ import annotations
 
+import difflib
 import random
+from collections.abc import Sequence
 from functools import lru_cache
 
 from gencoord_env.tasks.episode import Cluster
@@ -31,36 +41,49 @@ POOL_SIZES: dict[str, int] = {
     "visibility": 96,
 }
 
-_CORE_PER_BINDING = {"train": 30, "heldout": 8, "request": 10}
+#: Pairs per core template in the pools drawn from the same side of the quantity split, in draw order.
+_CORE_PAIRS: dict[str, int] = {"train": 30, "heldout": 8, "request": 10}
 
+#: The order quantity each core template keeps out of train, heldout and request: the crossproduct pool
+#: combines the template with it. A Latin assignment: every quantity is held out by exactly one template,
+#: so every quantity is still seen in train with the seven others.
+CROSSPRODUCT_Q: dict[str, int] = {
+    "build_site_ab": 6,
+    "chest_ab": 3,
+    "chest_or_table": 8,
+    "planks_or_sticks": 5,
+    "deposit_or_build": 2,
+    "dual_build": 7,
+    "active_order": 4,
+    "remaining_terminal": 1,
+}
 
-def _combos(p: Prior, t: TemplateSpec, quantities: tuple[int, ...], rng: random.Random) -> list[tuple[int, str, str]]:
-    combos = [(q, v.id, d.id) for q in quantities for v in p.variants for d in p.decoys]
-    rng.shuffle(combos)
-    return combos
+PublicInstance = tuple[int, str, str]  # (order quantity, world variant, decoy)
 
 
 def _rng(seed: int, *parts: object) -> random.Random:
     return random.Random(f"{seed}:" + ":".join(map(str, parts)))
 
 
-@lru_cache(maxsize=32)
-def _core_pools(seed: int) -> dict[str, tuple[Cluster, ...]]:
-    p = prior()
-    out: dict[str, list[Cluster]] = {name: [] for name in (*_CORE_PER_BINDING, "crossproduct")}
-    core = [t for t in p.templates.values() if t.split == "core"]
-    cross_quota = _spread(POOL_SIZES["crossproduct"], len(core) * 2)
-    for ti, t in enumerate(core):
-        for bi, b in enumerate(t.bindings):
-            side = _combos(p, t, t.quantities[bi::2], _rng(seed, t.id, b, "side"))
-            start = 0
-            for name, n in _CORE_PER_BINDING.items():
-                out[name] += [Cluster(name, t.id, b, q, v, d) for q, v, d in side[start:start + n]]
-                start += n
-            cross = _combos(p, t, t.quantities[1 - bi::2], _rng(seed, t.id, b, "cross"))
-            k = cross_quota[ti * 2 + bi]
-            out["crossproduct"] += [Cluster("crossproduct", t.id, b, q, v, d) for q, v, d in cross[:k]]
-    return {k: tuple(v) for k, v in out.items()}
+def _instances(p: Prior, quantities: Sequence[int], rng: random.Random) -> list[PublicInstance]:
+    """Every (quantity, variant, decoy) public instance, shuffled, with the quantities interleaved.
+
+    Round-robin over the quantities (each one's instances shuffled) so that any run of consecutive
+    instances covers the quantities evenly: a pool sliced from this list sees every quantity.
+    """
+    by_q = []
+    for q in quantities:
+        group = [(q, v.id, d.id) for v in p.variants for d in p.decoys]
+        rng.shuffle(group)
+        by_q.append(group)
+    rng.shuffle(by_q)
+    return [group[i] for i in range(max(map(len, by_q))) for group in by_q if i < len(group)]
+
+
+def _pair(pool_name: str, t: TemplateSpec, instance: PublicInstance) -> list[Cluster]:
+    q, v, d = instance
+    clusters = [Cluster(pool_name, t.id, b, q, v, d) for b in t.bindings]
+    return sorted(clusters, key=lambda c: c.id)
 
 
 def _spread(total: int, slots: int) -> list[int]:
@@ -68,25 +91,47 @@ def _spread(total: int, slots: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(slots)]
 
 
+@lru_cache(maxsize=32)
+def _core_pools(seed: int) -> dict[str, tuple[Cluster, ...]]:
+    p = prior()
+    out: dict[str, list[Cluster]] = {name: [] for name in (*_CORE_PAIRS, "crossproduct")}
+    core = [t for t in p.templates.values() if t.split == "core"]
+    if set(CROSSPRODUCT_Q) != {t.id for t in core}:
+        raise ValueError(f"CROSSPRODUCT_Q names {sorted(CROSSPRODUCT_Q)}; the core templates are {sorted(t.id for t in core)}")
+    cross_pairs = _spread(POOL_SIZES["crossproduct"] // 2, len(core))
+    for t, n_cross in zip(core, cross_pairs):
+        held = CROSSPRODUCT_Q[t.id]
+        side = _instances(p, [q for q in t.quantities if q != held], _rng(seed, t.id, "side"))
+        start = 0
+        for name, n in _CORE_PAIRS.items():
+            for instance in side[start:start + n]:
+                out[name] += _pair(name, t, instance)
+            start += n
+        for instance in _instances(p, [held], _rng(seed, t.id, "cross"))[:n_cross]:
+            out["crossproduct"] += _pair("crossproduct", t, instance)
+    return {k: tuple(v) for k, v in out.items()}
+
+
 def _split_pool(name: str, split: str, per_template: int, seed: int) -> tuple[Cluster, ...]:
     p = prior()
     out: list[Cluster] = []
     for t in (t for t in p.templates.values() if t.split == split):
-        for b, n in zip(t.bindings, _spread(per_template, len(t.bindings))):
-            combos = _combos(p, t, t.quantities, _rng(seed, t.id, b, split))
-            out += [Cluster(name, t.id, b, q, v, d) for q, v, d in combos[:n]]
+        for instance in _instances(p, t.quantities, _rng(seed, t.id, split))[:per_template]:
+            out += _pair(name, t, instance)
     return tuple(out)
 
 
 def _goal_capability_pool() -> tuple[Cluster, ...]:
+    """2 goals x 10 world variants x 2 workcell modes: each (goal, variant) is a matched pair across modes."""
     p = prior()
     gc = p.goal_capability
-    return tuple(
-        Cluster("goal_capability", GOAL_CAPABILITY, gc.modes[mode], goal.q, v.id, p.decoys[0].id, goal=goal.id, mode=mode)
-        for goal in gc.goals
-        for v in p.variants
-        for mode in gc.modes
-    )
+    out: list[Cluster] = []
+    for goal in gc.goals:
+        for v in p.variants:
+            pair = [Cluster("goal_capability", GOAL_CAPABILITY, gc.modes[mode], goal.q, v.id, p.decoys[0].id,
+                            goal=goal.id, mode=mode) for mode in gc.modes]
+            out += sorted(pair, key=lambda c: c.id)
+    return tuple(out)
 
 
 def pool(name: str, seed: int = 0) -> tuple[Cluster, ...]:
@@ -95,15 +140,13 @@ def pool(name: str, seed: int = 0) -> tuple[Cluster, ...]:
     >>> len(pool("heldout"))
     128
     """
-    if name in _CORE_PER_BINDING or name == "crossproduct":
+    if name in _CORE_PAIRS or name == "crossproduct":
         return _core_pools(seed)[name]
     if name == "horizon":
-        return _split_pool(name, "horizon", POOL_SIZES["horizon"] // 4, seed)
+        return _split_pool(name, "horizon", POOL_SIZES["horizon"] // 2 // 4, seed)
     if name == "visibility":
-        return _split_pool(name, "visibility", POOL_SIZES["visibility"] // 3, seed)
+        return _split_pool(name, "visibility", POOL_SIZES["visibility"] // 2 // 3, seed)
     if name == "goal_capability":
         return _goal_capability_pool()
-    import difflib
-
     hint = difflib.get_close_matches(name, POOL_SIZES, n=1)
     raise ValueError(f"unknown pool {name!r}; expected one of {sorted(POOL_SIZES)}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))

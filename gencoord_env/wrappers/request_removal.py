@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from gencoord_env.dsl.model import PeerRequest
+from gencoord_env.pipeline.types import Delivery
 from gencoord_env.tasks.episode import Episode
 from gencoord_env.wrappers.base import Record, StageIntervention
 
@@ -26,9 +27,9 @@ class RequestRemoval(StageIntervention):
     stage = "deliver"
     routes = ("forward", "single_step")
 
-    def __call__(self, request: PeerRequest, episode: Episode, record: Record) -> None:
+    def __call__(self, request: PeerRequest, episode: Episode, record: Record) -> Delivery:
         self.provenance(record, removed=request)
-        return None
+        return Delivery(request, ())
 
 
 __all__ = ["RequestRemoval"]

@@ -28,6 +28,7 @@ import random
 from typing import Any
 
 from gencoord_env.dsl.model import PeerRequest
+from gencoord_env.pipeline.types import Delivery
 from gencoord_env.tasks.episode import Episode
 from gencoord_env.wrappers.base import Record, StageIntervention
 
@@ -68,14 +69,11 @@ class UnreliableChannel(StageIntervention):
                 return name, draw
         return "none", draw
 
-    def __call__(self, request: PeerRequest, episode: Episode, record: Record) -> PeerRequest | tuple[PeerRequest, ...] | None:
+    def __call__(self, request: PeerRequest, episode: Episode, record: Record) -> Delivery:
         fault, draw = self.fault(episode)
         self.provenance(record, fault=fault, draw=draw, request=request)
-        if fault in ("drop", "delay"):
-            return None
-        if fault == "duplicate":
-            return (request, request)
-        return request
+        copies = {"drop": 0, "delay": 0, "duplicate": 2}.get(fault, 1)
+        return Delivery(request, (request,) * copies)
 
 
 __all__ = ["FAULTS", "UnreliableChannel"]

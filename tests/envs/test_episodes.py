@@ -123,6 +123,46 @@ def test_reject_gives_no_commitment() -> None:
     assert info["metrics"]["decisions"] == 1
 
 
+def test_a_counter_naming_the_requested_branch_is_a_contract_reject() -> None:
+    """A COUNTER must offer an admissible alternative other than the branch it answers."""
+    from gencoord_env.pipeline.response import Response
+    from gencoord_env.tasks import prior
+
+    requested = prior().goal_capability.initial_branch  # what the rule requester asks first
+    env = gencoord_env.parallel_env(backend="sim", pool="goal_capability", route="feedback")
+    env.set_stage("respond", lambda request, episode, record: Response("COUNTER", "PEER_RECEIVES_FINISHED_ONLY", requested))
+    info = run_episode(env, make_policy("rule"), index=0)
+    assert info["outcome"] is FailureCode.CONTRACT_REJECT
+    assert "names the requested branch itself" in info["reason"]
+    assert info["metrics"]["decisions"] == 1
+
+
+def test_feedback_metrics_count_request_and_response_bytes_apart() -> None:
+    env = gencoord_env.parallel_env(backend="sim", pool="goal_capability", route="feedback")
+    for index in range(4):
+        info = run_episode(env, make_policy("rule"), index=index)
+        m = info["metrics"]
+        [response] = [r["response"] for r in info["trace"] if r["stage"] == "respond"]
+        assert m["response_bytes"] == len(response.wire().encode())
+        assert m["request_bytes"] > 0 and m["wire_bytes"] == m["request_bytes"] + m["response_bytes"]
+
+
+def test_time_to_commitment_leaves_out_the_reset() -> None:
+    """TTC runs from the first decision's observation; a slow world reset must not show up in it."""
+    import time
+
+    from gencoord_env.world.sim import SimWorld
+
+    class SlowReset(SimWorld):
+        def reset(self, spec):  # type: ignore[no-untyped-def]
+            time.sleep(0.3)
+            return super().reset(spec)
+
+    env = gencoord_env.parallel_env(backend="sim", world=SlowReset())
+    info = run_episode(env, make_policy("rule"), index=0)
+    assert info["metrics"]["time_to_commitment"] < 0.2 < info["metrics"]["episode_seconds"]
+
+
 def test_any_string_is_a_legal_action() -> None:
     env = gencoord_env.parallel_env(backend="sim")
     for junk in ["", "SELF", "\x00\x01", "SELF -\nREQ -\n\n", "é" * 10, "SELF a(" * 100]:

@@ -5,6 +5,7 @@ import itertools
 import pytest
 
 from gencoord_env.tasks import POOL_SIZES, pool, prior
+from gencoord_env.tasks.pools import CROSSPRODUCT_Q
 
 
 @pytest.mark.parametrize("name,size", sorted(POOL_SIZES.items()))
@@ -32,15 +33,62 @@ def test_core_pools_per_template_counts_and_balance() -> None:
             assert [sum(c.binding == b for c in mine) for b in bindings] == [per // 2, per // 2]
 
 
+@pytest.mark.parametrize("name", sorted(POOL_SIZES))
+def test_every_pool_is_matched_pairs(name: str) -> None:
+    """Paper counting: a cluster is one binding's instance, a pair two clusters that differ only in it."""
+    clusters = pool(name)
+    pairs: dict[tuple, list] = {}
+    for c in clusters:
+        pairs.setdefault(c.pair_key, []).append(c)
+    assert len(pairs) == len(clusters) // 2
+    for members in pairs.values():
+        t = prior().template(members[0].template)
+        assert sorted(c.binding for c in members) == sorted(t.bindings)
+        if members[0].mode is not None:  # Goal x Capability: one cluster of each workcell mode
+            assert len({c.mode for c in members}) == len(members)
+
+
+def test_paper_counts_train_pairs_episodes_and_forward_rows() -> None:
+    train = pool("train")
+    assert len(train) == 480 and len({c.pair_key for c in train}) == 240
+    assert 2 * len(train) == 960  # role permutations -> episodes; x 2 learned stages = 1,920 forward rows
+
+
+@pytest.mark.parametrize("name", sorted(POOL_SIZES))
+def test_cluster_ids_do_not_name_the_hidden_fact(name: str) -> None:
+    """Ids reach every agent in infos: no binding, goal or workcell mode in them, and no fixed order."""
+    clusters = pool(name)
+    hidden = {c.binding for c in clusters} | {c.mode for c in clusters if c.mode} | {c.goal for c in clusters if c.goal}
+    for c in clusters:
+        assert not any(h in c.id for h in hidden), c.id
+    firsts = [pool_pair[0].binding for pool_pair in zip(clusters[::2], clusters[1::2])]
+    if len(firsts) >= 20:  # which binding comes first in a pair is not fixed
+        assert 0 < sum(b == firsts[0] for b in firsts) < len(firsts)
+
+
 def test_crossproduct_factors_each_seen_in_train_but_never_the_combination() -> None:
     train = pool("train")
-    seen_pairs = {(c.template, c.binding, c.q) for c in train}
+    seen_cases = {(c.template, c.binding, c.q) for c in train}
     seen_bindings = {(c.template, c.binding) for c in train}
-    seen_q = {(c.template, c.q) for c in train}
+    seen_q = {c.q for c in train}
     for c in pool("crossproduct"):
         assert (c.template, c.binding) in seen_bindings
-        assert (c.template, c.q) in seen_q
-        assert (c.template, c.binding, c.q) not in seen_pairs
+        assert c.q in seen_q
+        assert {(t, c.q) for t, _, q in seen_cases if q == c.q} - {(c.template, c.q)}  # q is seen with other templates
+        assert (c.template, c.binding, c.q) not in seen_cases
+        assert (c.template, c.q) not in {(t, q) for t, _, q in seen_cases}
+
+
+def test_every_pool_covers_the_quantities_evenly() -> None:
+    for name in ("train", "heldout", "request"):
+        for t in (t for t in prior().templates.values() if t.split == "core"):
+            qs = {c.q for c in pool(name) if c.template == t.id}
+            assert qs == set(t.quantities) - {CROSSPRODUCT_Q[t.id]}, (name, t.id)
+
+
+def test_heldout_holds_the_papers_representative_episode() -> None:
+    """Active Order, WORK_BRANCH, 8 oak planks handed off (q = 1), as the paper's accounting example."""
+    assert any(c.template == "active_order" and c.binding == "WORK_BRANCH" and c.q == 1 for c in pool("heldout"))
 
 
 def test_horizon_and_visibility_templates_never_in_train() -> None:

@@ -50,3 +50,41 @@ def test_rule_agents_follow_the_alternative_everywhere():
 def test_true_request_and_deterministic_rule_reach_every_episode():
     summary = summarize(rollout(gencoord_env.parallel_env(backend="sim", pool="request"), make_policy("rule")))
     assert summary["success_rate"] == 1.0
+
+
+def test_the_alternative_executes_and_fails_only_at_the_terminal_check_on_every_template():
+    """Paper: every same-template alternative forms an executable plan; only the terminal check fails."""
+    from collections import Counter
+
+    from gencoord_env.tasks import prior
+
+    env = RequestReplacement(gencoord_env.parallel_env(backend="sim", pool="request"))
+    policy = make_policy("rule")
+    outcomes: dict[str, Counter] = {}
+    for k in range(len(env.unwrapped.episodes)):
+        obs, infos = env.reset(options={"index": k})
+        while env.agents:
+            turn = next(a for a, i in infos.items() if i["deciding"])
+            obs, _, _, _, infos = env.step({turn: policy.act(obs[turn], infos[turn])})
+        info = infos["agent_a"]
+        outcomes.setdefault(info["template"], Counter())[str(info["outcome"])] += 1
+        assert info["metrics"]["handoff_verified"], info["reason"]
+    core = {t.id for t in prior().templates.values() if t.split == "core"}
+    assert set(outcomes) == core
+    assert all(set(c) == {"TERMINAL_FAILURE"} for c in outcomes.values()), outcomes
+
+
+def test_the_substituted_sender_path_is_recorded_and_executed():
+    env = RequestReplacement(gencoord_env.parallel_env(backend="sim", pool="request"))
+    for k in range(len(env.unwrapped.episodes)):
+        env.reset(options={"index": k})
+        if env.unwrapped.session.episode.template.id == "chest_or_table":
+            break
+    out = play(env, k)
+    episode = env.unwrapped.session.episode
+    other = next(b for b in episode.template.bindings if b != episode.binding)
+    [rec] = interventions_in(out["info"]["trace"])
+    assert rec["sender_plan"] == list(role_paths(episode, other)[0])
+    [resolution] = [r["resolution"] for r in out["info"]["trace"] if r["stage"] == "resolve"]
+    assert resolution.commitment.first_path == role_paths(episode, other)[0]
+    assert resolution.commitment.binding == other

@@ -19,7 +19,7 @@ from gencoord_env.outcomes import FailureCode
 from gencoord_env.pipeline.compile import lower
 from gencoord_env.pipeline.materialize import MaterializationError
 from gencoord_env.pipeline.response import response_valid
-from gencoord_env.pipeline.types import DispatchTask, Resolution
+from gencoord_env.pipeline.types import Delivery, DispatchTask, Resolution
 from gencoord_env.tasks.contexts import build_context, delivered_message, observation
 from gencoord_env.tasks.episode import Episode
 from gencoord_env.world.types import SkillCall, World
@@ -52,14 +52,19 @@ class EpisodeSession:
         self.executed: list[Any] = []  # single-step: tasks already discharged, in order
         self.events: list[Any] = []
         self.response: Any = None
-        self.delivered: PeerRequest | None = None  # what the deliver stage handed the receiver
+        self.delivery: Delivery | None = None  # what the deliver stage handed the receiver
         self.last_context: dict[str, Any] = {}
         self.metrics: dict[str, Any] = {
             "decisions": 0, "raw_validity": True, "commitment_validity": False, "handoff_verified": False,
-            "wire_bytes": 0, "wire_messages": 0, "time_to_commitment": None, "episode_seconds": None,
+            "wire_bytes": 0, "wire_messages": 0, "request_bytes": 0, "response_bytes": 0, "upload_bytes": 0,
+            "time_to_commitment": None, "episode_seconds": None,
         }
-        self.t0 = time.perf_counter()
+        t = time.perf_counter()
         world.reset(episode.world)
+        # Time to commitment runs from the first decision's observation, never through the reset (or the
+        # sidecar start it may trigger); the episode clock includes both.
+        self.t_start = t
+        self.t_first_observation: float | None = None
 
     # --- who decides, what they see ---------------------------------------------------------------
     @property
@@ -85,27 +90,34 @@ class EpisodeSession:
             return f"AGENT {agent}\nSTAGE done\nOUTCOME {self.outcome}"
         if agent != self.turn:
             return f"AGENT {agent}\nSTAGE wait\nTURN {self.turn}"
-        text, ctx = observation(
+        if self.t_first_observation is None:
+            self.t_first_observation = time.perf_counter()
+        text, ctx = self._observe(agent)
+        self.last_context = ctx
+        return text
+
+    def _observe(self, agent: str) -> tuple[str, dict[str, Any]]:
+        return observation(
             self.episode, agent, self.decision.stage, route=self.route, view=self.view, history=self.history[agent],
             messages=self.messages[agent], private_fact=self.private_fact, describe=self.describe,
         )
-        if "upload" in ctx:
-            self._wire(ctx["upload"])
-        self.last_context = ctx
-        return text
 
     # --- stage chain -----------------------------------------------------------------------------
     def _record(self, entry: dict[str, Any]) -> None:
         self.trace.append(entry)
 
-    def _wire(self, payload: str) -> None:
-        self.metrics["wire_bytes"] += len(payload.encode("utf-8"))
+    def _wire(self, payload: str, kind: str | None = None) -> None:
+        """Count one peer-directed message; ``kind`` ("request" / "response") also counts it on its own."""
+        n = len(payload.encode("utf-8"))
+        self.metrics["wire_bytes"] += n
         self.metrics["wire_messages"] += 1
+        if kind is not None:
+            self.metrics[f"{kind}_bytes"] += n
 
     def _end(self, code: FailureCode, reason: str = "") -> None:
         self.outcome = code
         self.reason = reason
-        self.metrics["episode_seconds"] = time.perf_counter() - self.t0
+        self.metrics["episode_seconds"] = time.perf_counter() - self.t_start
 
     def _read(self, agent: str, stage: str, observation: str, action: Any) -> Proposal | None:
         """Parse and contract-check one action; on failure end the episode and return None."""
@@ -143,6 +155,10 @@ class EpisodeSession:
         if self.done:
             return
         stage, agent = self.decision.stage, self.turn
+        if stage == "centralized":
+            # the peer's local view was uploaded to the planner for this decision (once per decision)
+            _, ctx = self._observe(agent)
+            self._wire(ctx["upload"], "upload")
         q = self._read(agent, stage, observation, action)
         if q is None:
             return
@@ -170,11 +186,10 @@ class EpisodeSession:
         self._deliver(q.peer_requests[0], agent)
 
     def _deliver(self, request: PeerRequest, sender: str) -> None:
-        # The deliver stage returns the request, a rewritten one, None (nothing arrives) or a tuple of
-        # copies (a duplicating channel); the receiver reads every copy and each one crosses the wire.
-        delivered = self.stages.deliver(request, self.episode, self._record)
-        copies = delivered if isinstance(delivered, tuple) else (() if delivered is None else (delivered,))
-        self.delivered = copies[0] if copies else None
+        # The receiver reads every copy the deliver stage hands over, and each one crosses the wire.
+        delivery = self.stages.deliver(request, self.episode, self._record)
+        self.delivery = delivery
+        copies = delivery.received
         payload = self.surface.request_payload(request)
         texts = [payload if copy is request else self.surface.request_payload(copy) for copy in copies]
         entry: dict[str, Any] = {"stage": "deliver", "sent": payload, "delivered": texts[0] if texts else None}
@@ -182,7 +197,7 @@ class EpisodeSession:
             entry["copies"] = len(copies)
         self._record(entry)
         for text in texts:
-            self._wire(text)
+            self._wire(text, "request")
             self.messages[request.target].append(delivered_message(sender, text))
         self.index += 1
 
@@ -191,12 +206,16 @@ class EpisodeSession:
             return
         sender_stage = "sender_after_obtain" if self.route == "single_step" else "sender_initial"
         q_snd = self.proposals[sender_stage]
-        if self.delivered != q_snd.peer_requests[0]:
+        delivery = self.delivery
+        assert delivery is not None
+        if delivery.operative != q_snd.peer_requests[0]:
             # An intervention rewrote or removed the REQ: the commitment is formed from what the receiver
             # was actually given (paper: validity is checked against the delivered request when present);
-            # with nothing delivered, the receiver's SELF path is its only obligation.
-            obligation = self.delivered or PeerRequest(agent, q.self_plan)
-            q_snd = Proposal(q_snd.self_plan, (obligation,))
+            # with nothing delivered, the receiver's SELF path is its only obligation. A substituted
+            # sender-local consequence brings its own sender path, unless the sender already acted.
+            obligation = delivery.operative or PeerRequest(agent, q.self_plan)
+            own = delivery.sender_plan if delivery.sender_plan is not None and not self.executed else q_snd.self_plan
+            q_snd = Proposal(own, (obligation,))
         if self.executed:
             q_snd = Proposal(tuple(self.executed) + q_snd.self_plan, q_snd.peer_requests)
         self._commit(self.stages.resolve_forward(q_snd, q, self.episode))
@@ -208,14 +227,14 @@ class EpisodeSession:
             # A-only: the plan goes straight to the executor; nothing crosses to the peer's decision maker
             self._commit(self.stages.resolve_joint(q, self.episode))
             return
-        self._wire(self.surface.request_payload(q.peer_requests[0]))
+        self._wire(self.surface.request_payload(q.peer_requests[0]), "request")
         response = self.stages.respond(q.peer_requests[0], self.episode, self._record)
         self._record({"stage": "respond", "response": response})
-        problem = response_valid(response, self.episode)
+        problem = response_valid(response, self.episode, q.peer_requests[0])
         if problem:
             self._end(F.CONTRACT_REJECT, f"invalid response: {problem}")
             return
-        self._wire(response.wire())
+        self._wire(response.wire(), "response")
         self.response = response
         if response.decision == "REJECT":
             self._commit(Resolution(None, F.NO_COMMITMENT, response.reason_code))
@@ -259,7 +278,7 @@ class EpisodeSession:
             self._end(resolution.code or F.RESOLUTION_CONFLICT, resolution.reason)
             return
         self.metrics["commitment_validity"] = True
-        self.metrics["time_to_commitment"] = time.perf_counter() - self.t0
+        self.metrics["time_to_commitment"] = time.perf_counter() - (self.t_first_observation or self.t_start)
         try:
             plan = self.stages.materialize(resolution.commitment, self.episode)
         except MaterializationError as e:

@@ -17,12 +17,13 @@ from gencoord_env.pipeline import (
     verify,
 )
 from gencoord_env.pipeline.response import Response
+from gencoord_env.pipeline.types import Delivery
 from gencoord_env.tasks.episode import Episode
 
 
-def deliver_as_sent(request: PeerRequest, episode: Episode, record: Callable[[dict[str, Any]], None]) -> PeerRequest | None:
+def deliver_as_sent(request: PeerRequest, episode: Episode, record: Callable[[dict[str, Any]], None]) -> Delivery:
     """Reliable messaging, as in the paper: the receiver gets exactly what was sent."""
-    return request
+    return Delivery(request, (request,))
 
 
 def respond_truthfully(request: PeerRequest, episode: Episode, record: Callable[[dict[str, Any]], None]) -> Response:
@@ -32,8 +33,7 @@ def respond_truthfully(request: PeerRequest, episode: Episode, record: Callable[
 @dataclass(frozen=True)
 class Stages:
     check: Callable[..., Any] = contract.check
-    # returns the request as received, None when nothing arrives, or a tuple of copies (duplication)
-    deliver: Callable[[PeerRequest, Episode, Callable[[dict[str, Any]], None]], PeerRequest | tuple[PeerRequest, ...] | None] = deliver_as_sent
+    deliver: Callable[[PeerRequest, Episode, Callable[[dict[str, Any]], None]], Delivery] = deliver_as_sent
     respond: Callable[[PeerRequest, Episode, Callable[[dict[str, Any]], None]], Response] = respond_truthfully
     resolve_forward: Callable[..., Any] = resolve_forward
     resolve_feedback: Callable[..., Any] = resolve_feedback

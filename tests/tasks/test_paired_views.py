@@ -1,0 +1,95 @@
+"""Paired local ambiguity over the pools the env actually serves.
+
+For every pool, the agent without the deciding fact (forward route: the receiver before any request;
+Goal x Capability: the requester) must see byte-identical observations - text, dict context and infos -
+under the two bindings of each matched pair, so that nothing it reads predicts the binding.
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+import pytest
+
+import gencoord_env
+from agents.rules import make_policy
+from gencoord_env.tasks import POOL_SIZES
+from gencoord_env.wrappers import RequestRemoval
+
+FORWARD_POOLS = [p for p in sorted(POOL_SIZES) if p != "goal_capability"]
+
+
+def _uninformed_views(pool: str) -> list[tuple[str, str, str]]:
+    """(binding, observation text, infos JSON) of the uninformed agent at its decision, every episode.
+
+    Forward pools: the receiver's decision with the request removed (what it sees before any message).
+    Goal x Capability: the requester's first decision (its peer's workcell mode is the hidden fact).
+    """
+    if pool == "goal_capability":
+        env: Any = gencoord_env.parallel_env(pool=pool, backend="sim", route="feedback")
+    else:
+        env = RequestRemoval(gencoord_env.parallel_env(pool=pool, backend="sim"))
+    policy = make_policy("rule")
+    out = []
+    for k in range(len(env.unwrapped.episodes)):
+        obs, infos = env.reset(options={"index": k})
+        episode = env.unwrapped.session.episode
+        uninformed = episode.first if pool == "goal_capability" else episode.second
+        while env.agents:
+            turn = next(a for a, i in infos.items() if i["deciding"])
+            if turn == uninformed:
+                info = {key: v for key, v in infos[turn].items() if key != "episode_id"}
+                out.append((episode.binding, obs[turn], json.dumps(info, sort_keys=True, default=str)))
+                break
+            obs, _, _, _, infos = env.step({turn: policy.act(obs[turn], infos[turn])})
+    return out
+
+
+@pytest.fixture(scope="module")
+def views() -> dict[str, list[tuple[str, str, str]]]:
+    return {p: _uninformed_views(p) for p in sorted(POOL_SIZES)}
+
+
+@pytest.mark.parametrize("pool", sorted(POOL_SIZES))
+def test_each_uninformed_view_occurs_equally_under_both_bindings(pool: str, views: dict) -> None:
+    groups: dict[str, list[str]] = defaultdict(list)
+    for binding, text, info in views[pool]:
+        groups[text + "\n" + info].append(binding)
+    assert len(views[pool]) == 2 * POOL_SIZES[pool]
+    for bindings in groups.values():
+        counts = {b: bindings.count(b) for b in set(bindings)}
+        assert len(counts) == 2 and len(set(counts.values())) == 1, counts
+
+
+@pytest.mark.parametrize("pool", FORWARD_POOLS)
+def test_the_sender_does_see_its_binding(pool: str) -> None:
+    env = gencoord_env.parallel_env(pool=pool, backend="sim")
+    seen: dict[str, set[str]] = defaultdict(set)
+    for k in range(0, len(env.episodes), 7):
+        obs, infos = env.reset(options={"index": k})
+        sender = env.session.episode.first
+        seen[obs[sender]].add(env.session.episode.binding)
+    assert all(len(b) == 1 for b in seen.values())
+
+
+@pytest.mark.parametrize("pool", ["heldout", "request", "crossproduct", "horizon"])
+def test_a_classifier_of_receiver_views_is_at_chance(pool: str, views: dict) -> None:
+    """Trained on the train pool's receiver views to name the binding slot, it cannot beat a coin."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    from gencoord_env.tasks import prior
+
+    def label(text: str, binding: str) -> int:
+        template = text.split("TASK ", 1)[1].split(" ", 1)[0]
+        return prior().template(template).bindings.index(binding)
+
+    train = views["train"]
+    vectorizer = TfidfVectorizer(ngram_range=(1, 2), token_pattern=r"[^\s]+")
+    x = vectorizer.fit_transform([t for _, t, _ in train])
+    model = LogisticRegression(max_iter=2000).fit(x, [label(t, b) for b, t, _ in train])
+    test = views[pool]
+    predicted = model.predict(vectorizer.transform([t for _, t, _ in test]))
+    accuracy = sum(int(p == label(t, b)) for p, (b, t, _) in zip(predicted, test)) / len(test)
+    assert accuracy <= 0.6, accuracy
