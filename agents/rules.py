@@ -213,6 +213,18 @@ def _freeform(**kwargs: Any) -> RulePolicy:
     return FreeformRule(**kwargs)
 
 
+def _frozen_parser(**kwargs: Any) -> RulePolicy:
+    from agents.naturalized import FrozenFactorParser
+
+    return FrozenFactorParser(**kwargs)
+
+
+def _surface_table(**kwargs: Any) -> RulePolicy:
+    from agents.naturalized import CompleteSurfaceTable
+
+    return CompleteSurfaceTable(**kwargs)
+
+
 POLICIES = {
     "rule": RuleMinimalRequest,
     "factor": ExplicitFactorComposer,
@@ -222,6 +234,8 @@ POLICIES = {
     "rule_json": _rule_json,
     "tfidf": _tfidf,
     "freeform": _freeform,
+    "frozen_parser": _frozen_parser,
+    "surface_table": _surface_table,
 }
 
 
