@@ -52,8 +52,9 @@ so the actor's position becomes the station's even when the op then fails on ite
                    exactly ``count`` arrive (more in flight stay there for a later await, as the Minecraft
                    side claims ``count`` from its pickup ledger). ``{from, item, count}``, followed by a
                    second event ``kind="handoff"`` for the same call and actor (the receiver) with
-                   ``data={from, to, item, count}``. Fails: ``unknown_agent``,
-                   ``self_handoff``, ``nothing_in_flight``.
+                   ``data={from, to, item, count, inventories_before, inventories_after}``: both agents'
+                   inventories just before the toss of the earliest give whose items arrive, and just
+                   after they arrived. Fails: ``unknown_agent``, ``self_handoff``, ``nothing_in_flight``.
     craft          at least ``count`` outputs in whole recipe batches (:meth:`RecipeBook.craft_plan`).
                    ``station == ""`` uses the 2x2 inventory grid; otherwise the station must be a
                    crafting table, which also crafts 2x2 recipes. ``{item, count, station, batches,
@@ -74,6 +75,27 @@ so the actor's position becomes the station's even when the op then fails on ite
     wait           no-op. ``{ticks}``
     ============== =========================================================================================
 
+Executor actions (``WorldEvent.actions``)
+    The sim counts the logical actions it models, in the categories the Minecraft skills count real
+    Mineflayer actions in (``mineflayer_server/src/actions.js``):
+
+    ============== ===================================================== ====================================
+    category       sim                                                   Minecraft
+    ============== ===================================================== ====================================
+    walks          one per call that moves the actor (to a station, or   each pathfinder walk started; none
+                   to the peer for ``give``); none when it stands there  when the bot is already in reach
+    window_clicks  one per container transfer (``withdraw``,             each window click packet sent,
+                   ``deposit``, ``furnace_*``) and one per craft batch   except those of a toss
+    tosses         one per ``give``                                      each toss of a give's items
+    placements     one per block placed                                  each block placed
+    ============== ===================================================== ====================================
+
+    A failed call counts only its walk: the sim checks everything else before it acts. Tosses and
+    placements match Minecraft's counts for the same successful calls. Window clicks do not: Minecraft
+    picks a stack up and puts it down (two clicks or more per transfer) and moves every ingredient into
+    the crafting grid, so its count is at least the sim's. Walks differ either way: a Minecraft bot in
+    reach of a station does not walk, and a build may need several walks.
+
 Item conservation is strict: only ``craft`` (``consumed`` -> ``produced``) and settling furnaces
 (``smelted`` inputs -> outputs, ``burned`` fuel destroyed) change the total of any item over
 inventories, chests, furnace slots, site blocks and items in flight.
@@ -92,7 +114,17 @@ from typing import Any
 
 from gencoord_env.world.furnace import FurnaceSlots, settle
 from gencoord_env.world.recipes import RecipeBook, load_recipes
-from gencoord_env.world.types import SKILL_OPS, STATION_BLOCKS, GroundTruth, Pos, SkillCall, Station, WorldEvent, WorldSpec
+from gencoord_env.world.types import (
+    EXECUTOR_ACTIONS,
+    SKILL_OPS,
+    STATION_BLOCKS,
+    GroundTruth,
+    Pos,
+    SkillCall,
+    Station,
+    WorldEvent,
+    WorldSpec,
+)
 
 _Result = tuple[bool, str, dict[str, Any]]  # (ok, reason or "", data); a failure's data is {"error": code}
 
@@ -112,17 +144,40 @@ class WorldNotResetError(RuntimeError):
 
 _new = object.__new__
 _EVENT_FIELDS = tuple(f.name for f in dataclasses.fields(WorldEvent))
-if _EVENT_FIELDS != ("call_id", "actor", "op", "ok", "kind", "reason", "data") or hasattr(WorldEvent, "__slots__"):
+if _EVENT_FIELDS != ("call_id", "actor", "op", "ok", "kind", "reason", "data", "actions") or hasattr(WorldEvent, "__slots__"):
     raise ImportError(f"WorldEvent changed shape ({_EVENT_FIELDS}); update sim._event to match")
+if EXECUTOR_ACTIONS != ("walks", "window_clicks", "tosses", "placements"):
+    raise ImportError(f"EXECUTOR_ACTIONS changed ({EXECUTOR_ACTIONS}); update sim._actions to count them")
 
 
-def _event(call_id: str, actor: str, op: str, ok: bool, kind: str, reason: str, data: dict[str, Any]) -> WorldEvent:
-    """A ``WorldEvent`` equal to ``WorldEvent(call_id, actor, op, ok, kind, reason, data)``, built in half
-    the time: a frozen dataclass's ``__init__`` pays one ``object.__setattr__`` per field, and events are
-    the largest per-call cost of an episode."""
+def _event(call_id: str, actor: str, op: str, ok: bool, kind: str, reason: str, data: dict[str, Any],
+           actions: dict[str, int] | None = None) -> WorldEvent:
+    """A ``WorldEvent`` equal to ``WorldEvent(call_id, actor, op, ok, kind, reason, data, actions)``, built in
+    half the time: a frozen dataclass's ``__init__`` pays one ``object.__setattr__`` per field, and events
+    are the largest per-call cost of an episode."""
     event = _new(WorldEvent)
-    event.__dict__.update(call_id=call_id, actor=actor, op=op, ok=ok, kind=kind, reason=reason, data=data)
+    event.__dict__.update(call_id=call_id, actor=actor, op=op, ok=ok, kind=kind, reason=reason, data=data,
+                          actions={} if actions is None else actions)
     return event
+
+
+#: Ops whose success is one container transfer: one window click (see "Executor actions").
+_ONE_CLICK: frozenset[str] = frozenset({"withdraw", "deposit", "furnace_input", "furnace_fuel", "furnace_output"})
+
+
+def _actions(op: str, ok: bool, data: Mapping[str, Any], walked: bool) -> dict[str, int]:
+    """The executor actions of one call, by the table of the module docstring."""
+    clicks = tosses = placements = 0
+    if ok:
+        if op in _ONE_CLICK:
+            clicks = 1
+        elif op == "craft":
+            clicks = data["batches"]
+        elif op == "give":
+            tosses = 1
+        elif op == "place":
+            placements = data["count"]
+    return {"walks": int(walked), "window_clicks": clicks, "tosses": tosses, "placements": placements}
 
 
 def _fail(code: str, reason: str) -> _Result:
@@ -244,6 +299,10 @@ class SimWorld:
         self._furnaces = {name: FurnaceSlots() for name in self._furnace_names}
         self._sites: dict[str, list[tuple[int, int, int, str]]] = {name: [] for name in self._site_names}
         self._flight: dict[tuple[str, str, str], int] = {}
+        # (from, to, item) -> gives in flight, oldest first, as [items not yet received, inventories before]
+        self._tosses: dict[tuple[str, str, str], list[list[Any]]] = {}
+        # the last successful await_handoff's (before, after) inventories, which run() puts on its handoff event
+        self._handoff: tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]] | None = None
         self._done: set[str] = set()
         self._seen: set[str] = set()
         self._reset = True
@@ -255,17 +314,24 @@ class SimWorld:
         events: list[WorldEvent] = []
         append = events.append
         execute = self._execute
+        pos = self._pos
         for call in calls:
             if type(call) is not SkillCall:
                 raise TypeError(f"Expected a gencoord_env.world.types.SkillCall but got {type(call).__name__}")
+            actor = call.actor
+            at = pos.get(actor) if type(actor) is str else None
             ok, reason, data = execute(call)
-            append(_event(call.id, call.actor, call.op, ok, "skill", reason, data))
+            walked = at is not None and pos[actor] != at
+            append(_event(call.id, actor, call.op, ok, "skill", reason, data, _actions(call.op, ok, data, walked)))
             if not ok:
                 break
             if call.op == "await_handoff":
-                append(_event(call.id, call.actor, call.op, True, "handoff", "",
-                              {"from": data["from"], "to": call.actor, "item": data["item"],
-                               "count": data["count"]}))
+                assert self._handoff is not None
+                before, after = self._handoff
+                append(_event(call.id, actor, call.op, True, "handoff", "",
+                              {"from": data["from"], "to": actor, "item": data["item"], "count": data["count"],
+                               "inventories_before": before, "inventories_after": after},
+                              {"walks": 0, "window_clicks": 0, "tosses": 0, "placements": 0}))
         return events
 
     def observe(self) -> GroundTruth:
@@ -444,11 +510,15 @@ class SimWorld:
         if bad:
             return bad
         self._pos[actor] = self._pos[to]
-        if not self._take(actor, item, count):
-            return _missing(f"give: {actor}'s inventory", self._inv[actor].get(item, 0), item, count)
+        have = self._inv[actor].get(item, 0)
+        if have < count:
+            return _missing(f"give: {actor}'s inventory", have, item, count)
+        before = self._inventories()
+        self._take(actor, item, count)
         key = (actor, to, item)
         flying = self._flight.get(key, 0) + count
         self._flight[key] = flying
+        self._tosses.setdefault(key, []).append([count, before])
         return True, "", {"to": to, "item": item, "count": count, "in_flight": flying}
 
     def _await_handoff(self, actor: str, args: Mapping[str, Any]) -> _Result:
@@ -467,6 +537,7 @@ class SimWorld:
             self._flight[key] = flying - count
         inv = self._inv[actor]
         inv[item] = inv.get(item, 0) + count
+        self._handoff = (self._claim_tosses(key, count), self._inventories())
         return True, "", {"from": peer, "item": item, "count": count}
 
     def _craft(self, actor: str, args: Mapping[str, Any]) -> _Result:
@@ -579,6 +650,26 @@ class SimWorld:
 
     def _wait(self, actor: str, args: Mapping[str, Any]) -> _Result:
         return True, "", {"ticks": args["ticks"]}
+
+    def _inventories(self) -> dict[str, dict[str, int]]:
+        """A copy of every agent's inventory (for the handoff's before / after snapshots)."""
+        return {agent: dict(counts) for agent, counts in self._inv.items()}
+
+    def _claim_tosses(self, key: tuple[str, str, str], count: int) -> dict[str, dict[str, int]]:
+        """Mark ``count`` items of the gives in flight under ``key`` received, oldest give first; returns
+        the inventories from just before the earliest of those gives tossed."""
+        queue = self._tosses[key]
+        before: dict[str, dict[str, int]] = queue[0][1]
+        while count:
+            entry = queue[0]
+            n = min(count, entry[0])
+            entry[0] -= n
+            count -= n
+            if not entry[0]:
+                del queue[0]
+        if not queue:
+            del self._tosses[key]
+        return before
 
     def _take(self, actor: str, item: str, count: int) -> bool:
         """Remove ``count`` of ``item`` from the actor's inventory; ``False`` (and no change) if short."""

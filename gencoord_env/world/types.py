@@ -79,11 +79,28 @@ class SkillCall:
     task_id: str = ""  # the dispatch-plan task this call realizes
 
 
+#: Categories of low-level executor actions, the same on every backend (``WorldEvent.actions``):
+#: pathfinder walks started, inventory-window clicks, tosses of a give's items, blocks placed.
+EXECUTOR_ACTIONS: tuple[str, ...] = ("walks", "window_clicks", "tosses", "placements")
+
+
 @dataclass(frozen=True)
 class WorldEvent:
     """What executing one call did. ``kind`` is ``"skill"`` or ``"handoff"``.
 
     A failed call has ``ok=False`` and a human-readable ``reason``; it is never silently skipped.
+
+    ``actions`` counts the low-level executor actions the call took, by category of
+    :data:`EXECUTOR_ACTIONS` (every category present, zeros included; a failed call counts what it did
+    before failing; a ``handoff`` event counts none, its call's skill event holds them). Each backend
+    counts them where they happen (``sim`` module docstring, "Executor actions"). An empty mapping means
+    the backend did not say. The counts are left out of equality: Minecraft needs more clicks and
+    sometimes fewer walks than the sim for the same call, and two events that did the same thing to the
+    world should compare equal whatever their executors needed.
+
+    A successful ``handoff`` event's ``data`` also has ``inventories_before`` and ``inventories_after``:
+    both agents' inventories (agent -> item counts) from world truth just before the giver tossed the
+    items and just after the receiver had them.
     """
 
     call_id: str
@@ -93,6 +110,7 @@ class WorldEvent:
     kind: str = "skill"
     reason: str = ""
     data: Mapping[str, Any] = field(default_factory=dict)
+    actions: Mapping[str, int] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -127,7 +145,7 @@ class World(Protocol):
     dependencies are met may run concurrently), stops starting new calls after the first failed one, and
     returns every event in completion order. The ``handoff`` event comes with the receiver's
     ``await_handoff``: when it succeeds, its call yields a second event ``kind="handoff"`` (actor = the
-    receiver, ``data = {from, to, item, count}``). ``give`` yields only its own skill event; a failed ``give``
+    receiver, ``data = {from, to, item, count, inventories_before, inventories_after}``). ``give`` yields only its own skill event; a failed ``give``
     makes the peer's pending ``await_handoff`` for that item fail too, with a reason naming the give.
     """
 

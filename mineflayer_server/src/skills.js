@@ -3,6 +3,8 @@
 // A skill never edits the world by command; it walks, clicks, tosses, crafts and places like a
 // player. What an agent got wrong (missing items, wrong station, timeout) is a SkillFailure: the
 // caller turns it into an event with ok:false. Bad arguments are protocol errors (BadRequest).
+// Every walk, toss and placement a skill starts is counted on `ctx.actions` (actions.js), which counts
+// window clicks by itself.
 
 const { once } = require('events')
 const { Vec3 } = require('vec3')
@@ -71,6 +73,7 @@ async function walkTo (ctx, goal, what, arrived = null) {
     bot.on('physicsTick', onTick)
   })
   try {
+    ctx.actions.add('walks')
     const walk = bot.pathfinder.goto(goal)
     walk.catch(() => {}) // a walk ended early rejects with GoalChanged, which is no failure
     const how = await withTimeout(early ? Promise.race([walk, early]) : walk, ctx.timeoutMs, what)
@@ -177,6 +180,7 @@ async function placeOn (ctx, cell, item) {
     await bot.equip(ctx.registry.itemsByName[item].id, 'hand')
     await face(bot, clickPoint(cell))
     await withTimeout(bot.placeBlock(below, new Vec3(0, 1, 0)), 5000, `place ${item}`)
+    ctx.actions.add('placements')
   } catch (err) {
     fail(`placing ${item} at ${cell} failed: ${err.message}`)
   }
@@ -248,7 +252,14 @@ const SKILLS = {
       // the receiver stands still; the giver comes only as close as a toss carries
       await walkNear(ctx, peer.entity.position.floored(), to, TOSS_RANGE)
       await faceForToss(ctx.bot, peer.entity.position.offset(0, 1.0, 0)) // the server throws along its last look
-      await withTimeout(ctx.bot.toss(ctx.registry.itemsByName[item].id, null, count), 5000, 'toss')
+      // noted before the toss: the server may report the pickup before the toss's own promise resolves
+      const toss = ctx.world.noteToss(ctx.actor, to, item, count, ctx.world.inventories())
+      try {
+        await ctx.actions.toss(() => withTimeout(ctx.bot.toss(ctx.registry.itemsByName[item].id, null, count), 5000, 'toss'))
+      } catch (err) {
+        ctx.world.forgetToss(toss)
+        throw err
+      }
       ctx.world.recordToss(ctx.actor, to, item, count)
       await ctx.barrier()
       return { to, item, count }
@@ -276,7 +287,9 @@ const SKILLS = {
       }
       // the server has the items; let the client's view catch up before the next skill reads it
       await waitFor(() => countOf(ctx.bot, item) >= ctx.world.serverCount(ctx.actor, item), 3000, 'inventory update').catch(() => {})
-      return { from, to: ctx.actor, item, count, handoff: true }
+      // both agents' inventories before the toss and now; world.execute moves them to the handoff event
+      const before = ctx.world.claimToss(from, ctx.actor, item, count)
+      return { from, to: ctx.actor, item, count, handoff: true, inventories_before: before, inventories_after: ctx.world.inventories() }
     }
   },
 

@@ -9,6 +9,7 @@ const { Vec3 } = require('vec3')
 const { connectBot, isDisconnected } = require('./bots')
 const { parseSpec } = require('./spec')
 const { SKILLS, SkillFailure, checkSkillArgs, countOf } = require('./skills')
+const { meterOf, noActions } = require('./actions')
 const { badRequest, isMap } = require('./protocol')
 const { check } = require('./validate')
 const { SerialQueue, waitFor, TimeoutError } = require('./util')
@@ -29,6 +30,7 @@ class World {
     this.queues = new Map()
     this.layout = null // {stations: Map name -> {name, kind, pos: Vec3, cells: [Vec3]}}
     this.failedGives = [] // gives that failed this episode, each claimed by at most one await_handoff
+    this.tosses = [] // tosses whose items are not all received yet: {from, to, item, left, before}, oldest first
   }
 
   get floorY () { return this.arena.floorY }
@@ -95,6 +97,35 @@ class World {
   recordToss (from, to, item, count) { this.arena.recordToss(from, to, item, count) }
   takeHandoff (from, to, item, count) { return this.arena.takeHandoff(from, to, item, count) }
 
+  /** Every agent's inventory as the arena knows it (server state when embedded): `{agent: {item: n}}`. */
+  inventories () { return Object.fromEntries(this.agents().map(a => [a, this.arena.inventory(a)])) }
+
+  /** A give about to toss; `before` is both agents' inventories just before. Returns the entry. */
+  noteToss (from, to, item, count, before) {
+    const toss = { from, to, item, left: count, before }
+    this.tosses.push(toss)
+    return toss
+  }
+
+  /** The toss did not happen after all. */
+  forgetToss (toss) { this.tosses = this.tosses.filter(t => t !== toss) }
+
+  /**
+   * Mark `count` received items of the tosses from `from` to `to`, oldest first; returns the inventories
+   * from just before the earliest of those tosses (null if no toss was noted, which a handoff cannot have).
+   */
+  claimToss (from, to, item, count) {
+    const mine = this.tosses.filter(t => t.from === from && t.to === to && t.item === item)
+    const before = mine.length ? mine[0].before : null
+    for (const t of mine) {
+      const n = Math.min(count, t.left)
+      t.left -= n
+      count -= n
+    }
+    this.tosses = this.tosses.filter(t => t.left > 0)
+    return before
+  }
+
   /** A failed give from `from` to `to` of `item` not yet reported to an await_handoff; claims it. */
   takeFailedGive (from, to, item) {
     const i = this.failedGives.findIndex(g => g.from === from && g.to === to && g.item === item)
@@ -126,6 +157,7 @@ class World {
       const previous = this.layout
       this.layout = { stations }
       this.failedGives = []
+      this.tosses = []
       await this.arena.arrange(this, spec, stations, previous)
       await this.settle(spec, stations)
       return { ms: Date.now() - start, rejoined }
@@ -170,11 +202,13 @@ class World {
     const { id, actor, op, args } = call
     return this.queues.get(actor).run(async () => {
       const bot = this.bots.get(actor)
-      const event = { call_id: id, actor, op, ok: true, kind: 'skill', reason: '', data: {} }
+      const event = { call_id: id, actor, op, ok: true, kind: 'skill', reason: '', data: {}, actions: noActions() }
+      const meter = meterOf(bot)
       const ctx = {
-        bot, actor, world: this, registry: this.registry, timeoutMs: this.skillTimeoutMs,
+        bot, actor, world: this, registry: this.registry, timeoutMs: this.skillTimeoutMs, actions: meter,
         barrier: () => this.barrierFor(bot)
       }
+      const counted = meter.snapshot()
       const started = Date.now()
       try {
         if (isDisconnected(bot)) throw new SkillFailure(`${actor} is disconnected; reset rejoins it`)
@@ -188,13 +222,16 @@ class World {
         if (op === 'give') this.failedGives.push({ from: actor, to: args.to, item: args.item, count: args.count, call_id: id, reason: err.message })
       }
       event.data = { ...event.data, ms: Date.now() - started }
+      event.actions = meter.since(counted)
       this.log('skill', `${actor} ${op} ${JSON.stringify(args)} -> ${event.ok ? 'ok' : 'FAILED: ' + event.reason} (${event.data.ms} ms)`)
       const events = [event]
       if (event.ok && op === 'await_handoff') {
-        delete event.data.handoff
+        const { handoff, inventories_before: before, inventories_after: after, ...own } = event.data
+        event.data = own
         events.push({
           call_id: id, actor, op, ok: true, kind: 'handoff', reason: '',
-          data: { from: args.from, to: actor, item: args.item, count: args.count }
+          data: { from: args.from, to: actor, item: args.item, count: args.count, inventories_before: before, inventories_after: after },
+          actions: noActions()
         })
       }
       return events

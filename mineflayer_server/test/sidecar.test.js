@@ -103,7 +103,16 @@ test('scripted episode: withdraw, give + await_handoff, craft, deposit', async (
   ])
   assert.equal(given.length, 1)
   assert.deepEqual(received.map(e => e.kind), ['skill', 'handoff'])
-  assert.deepEqual(received[1].data, { from: 'agent_a', to: 'agent_b', item: 'oak_planks', count: 4 })
+  assert.deepEqual(received[1].data, {
+    from: 'agent_a',
+    to: 'agent_b',
+    item: 'oak_planks',
+    count: 4,
+    inventories_before: { agent_a: { oak_planks: 4 }, agent_b: {} },
+    inventories_after: { agent_a: {}, agent_b: { oak_planks: 4 } }
+  })
+  assert.equal(given[0].actions.tosses, 1)
+  assert.deepEqual(Object.keys(received[0].actions), ['walks', 'window_clicks', 'tosses', 'placements'])
   await ok('agent_b', 'craft', { item: 'crafting_table', count: 1, station: '' })
   await ok('agent_b', 'deposit', { station: 'chest_out', item: 'crafting_table', count: 1 })
   const episodeMs = Date.now() - start

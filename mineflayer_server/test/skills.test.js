@@ -1,7 +1,8 @@
 'use strict'
 // How the skills move: the standpoint planner (pure geometry), and on the embedded server that walks
 // end within reach, that a give comes only within toss range of a receiver who stands still, and that a
-// site is built in fill order from as few standpoints as its geometry allows.
+// site is built in fill order from as few standpoints as its geometry allows; every event counts the
+// executor actions its skill took, and a handoff event carries both inventories around the toss.
 
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
@@ -86,19 +87,33 @@ test('a chest in reach is used where the bot stands; a give comes within toss ra
   const b = arena.b
   const start = a.entity.position.clone()
   const { walks, restore } = countWalks(a)
-  await run('agent_a', 'goto', { station: 'chest' })
-  await run('agent_a', 'withdraw', { station: 'chest', item: 'oak_planks', count: 4 })
+  const [gone] = await run('agent_a', 'goto', { station: 'chest' })
+  const [withdrawn] = await run('agent_a', 'withdraw', { station: 'chest', item: 'oak_planks', count: 4 })
   assert.equal(walks.length, 0, 'a chest 3.6 blocks away is within reach')
   assert.ok(a.entity.position.distanceTo(start) < 0.01)
+  assert.deepEqual(gone.actions, { walks: 0, window_clicks: 0, tosses: 0, placements: 0 })
+  assert.ok(withdrawn.actions.window_clicks >= 2, `a withdraw picks the stack up and puts it down: ${JSON.stringify(withdrawn.actions)}`)
+  assert.deepEqual({ ...withdrawn.actions, window_clicks: 0 }, { walks: 0, window_clicks: 0, tosses: 0, placements: 0 })
 
   const receiverAt = b.entity.position.clone()
-  const [, received] = await Promise.all([
+  const [[given], received] = await Promise.all([
     run('agent_a', 'give', { to: 'agent_b', item: 'oak_planks', count: 4 }),
     run('agent_b', 'await_handoff', { from: 'agent_a', item: 'oak_planks', count: 4 })
   ])
   restore()
   assert.equal(received[1].kind, 'handoff')
   assert.equal(walks.length, 1)
+  assert.deepEqual(given.actions, { walks: 1, window_clicks: 0, tosses: 1, placements: 0 }, 'the toss\'s clicks are the toss')
+  assert.deepEqual(received.map(e => e.actions), [{ walks: 0, window_clicks: 0, tosses: 0, placements: 0 }, { walks: 0, window_clicks: 0, tosses: 0, placements: 0 }])
+  assert.deepEqual(received[1].data, {
+    from: 'agent_a',
+    to: 'agent_b',
+    item: 'oak_planks',
+    count: 4,
+    inventories_before: { agent_a: { oak_planks: 4 }, agent_b: {} },
+    inventories_after: { agent_a: {}, agent_b: { oak_planks: 4 } }
+  })
+  assert.ok(!('inventories_before' in received[0].data), 'the snapshots belong to the handoff event')
   assert.ok(b.entity.position.distanceTo(receiverAt) < 0.01, 'the receiver did not move')
   const gap = Math.hypot(a.entity.position.x - b.entity.position.x, a.entity.position.z - b.entity.position.z)
   assert.ok(gap > 1.5 && gap < 4, `the giver stopped within toss range, not next to the receiver (gap ${gap.toFixed(2)})`)
@@ -113,9 +128,14 @@ test('a whole site is built in fill order from one standpoint; a near row withou
     const first = await run('agent_a', 'place', { site: 'site', item: 'cobblestone', count: 4 })
     assert.deepEqual(first[0].data.cells, SITE.slice(0, 4).map(c => [c.x, c.y, c.z]))
     assert.equal(walks.length, 0, 'the first row is in reach from beside it')
+    assert.equal(first[0].actions.placements, 4)
+    assert.equal(first[0].actions.walks, 0)
     const rest = await run('agent_a', 'place', { site: 'site', item: 'cobblestone', count: 8 })
     assert.deepEqual(rest[0].data.cells, SITE.slice(4).map(c => [c.x, c.y, c.z]))
     assert.equal(walks.length, 1, 'one walk, round to the far side, for the two rows left')
+    assert.equal(rest[0].actions.placements, 8)
+    assert.equal(rest[0].actions.walks, 1)
+    assert.equal(rest[0].actions.tosses, 0)
   } finally {
     restore()
   }

@@ -309,7 +309,9 @@ def test_give_and_await_handoff_events() -> None:
     assert events == [
         WorldEvent("g", A, "give", True, "skill", "", {"to": B, "item": "oak_planks", "count": 4, "in_flight": 4}),
         WorldEvent("h", B, "await_handoff", True, "skill", "", {"from": A, "item": "oak_planks", "count": 4}),
-        WorldEvent("h", B, "await_handoff", True, "handoff", "", {"from": A, "to": B, "item": "oak_planks", "count": 4}),
+        WorldEvent("h", B, "await_handoff", True, "handoff", "", {
+            "from": A, "to": B, "item": "oak_planks", "count": 4,
+            "inventories_before": {A: {"oak_planks": 4}, B: {}}, "inventories_after": {A: {}, B: {"oak_planks": 4}}}),
     ]
     assert inv(w, A) == {} and inv(w, B) == {"oak_planks": 4}
     assert w.in_flight() == {}
@@ -337,7 +339,10 @@ def test_await_handoff_takes_exactly_count_from_flight() -> None:
     ])
     assert events[1].data["in_flight"] == 4
     assert events[2].data == {"from": A, "item": "oak_planks", "count": 2}
-    assert events[3].kind == "handoff" and events[3].data == {"from": A, "to": B, "item": "oak_planks", "count": 2}
+    assert events[3].kind == "handoff" and events[3].data == {
+        "from": A, "to": B, "item": "oak_planks", "count": 2,
+        # before: just before g1, the earliest give whose items arrive
+        "inventories_before": {A: {"oak_planks": 4}, B: {}}, "inventories_after": {A: {}, B: {"oak_planks": 2}}}
     assert inv(w, B) == {"oak_planks": 2}
     assert w.in_flight() == {(A, B, "oak_planks"): 2}
     assert [e.kind for e in w.run([call("h2", B, "await_handoff", from_=A, item="oak_planks", count=2)])] == [

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgpack
 
-from ..types import GroundTruth, SkillCall, WorldEvent, WorldSpec
+from ..types import EXECUTOR_ACTIONS, GroundTruth, SkillCall, WorldEvent, WorldSpec
 from .errors import ProtocolMismatch
 
 PROTOCOL_VERSION = 1
@@ -172,6 +172,22 @@ def _map(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
+def _actions_in(value: Any) -> dict[str, int]:
+    """An event's executor action counts: every category of EXECUTOR_ACTIONS (absent ones are 0), or ``{}``
+    when the sidecar sent none."""
+    if value is None:
+        return {}
+    actions = _map(value, "event.actions")
+    unknown = sorted(set(actions) - set(EXECUTOR_ACTIONS))
+    if unknown:
+        raise ProtocolMismatch(f"event.actions has unknown categories {unknown}; expected {list(EXECUTOR_ACTIONS)}; "
+                               f"{_MISMATCH_HINT}")
+    out = {c: actions.get(c, 0) for c in EXECUTOR_ACTIONS}
+    if not all(type(n) is int and n >= 0 for n in out.values()):
+        raise ProtocolMismatch(f"event.actions: expected counts >= 0, got {actions!r:.200}; {_MISMATCH_HINT}")
+    return out
+
+
 def event_from_map(m: Any) -> WorldEvent:
     """One WorldEvent from its map."""
     if not isinstance(m, dict) or not isinstance(m.get("call_id"), str) or not isinstance(m.get("ok"), bool):
@@ -184,6 +200,7 @@ def event_from_map(m: Any) -> WorldEvent:
         kind=str(m.get("kind", "skill")),
         reason=str(m.get("reason", "") or ""),
         data=dict(_map(m.get("data"), "event.data")),
+        actions=_actions_in(m.get("actions")),
     )
 
 

@@ -24,7 +24,9 @@ class EmbeddedArena {
     return p
   }
 
-  count (agent, item) { return this.api.inventoryCounts(this.player(agent))[item] || 0 }
+  count (agent, item) { return this.inventory(agent)[item] || 0 }
+  /** The agent's items as the server holds them: `{item: n}`. */
+  inventory (agent) { return this.api.inventoryCounts(this.player(agent)) }
   blockNames (positions) { return this.api.blockNames(positions) }
   cookTicks () { return this.api.cookTicks() }
 

@@ -82,9 +82,12 @@ class ExternalArena {
 
   connected () { return [...this.bots.values()].find(b => !b.gcEnded && b.entity) || null }
 
-  count (agent, item) {
+  count (agent, item) { return this.inventory(agent)[item] || 0 }
+
+  /** The agent's items as its own client sees them: `{item: n}`. */
+  inventory (agent) {
     const bot = this.bots.get(agent)
-    return bot ? (ownedCounts(bot)[item] || 0) : 0
+    return bot ? ownedCounts(bot) : {}
   }
 
   async blockNames (positions) {

@@ -107,6 +107,19 @@ def test_events_decode() -> None:
         events_from_result({"events": [{"ok": True}]})
 
 
+def test_event_actions_decode() -> None:
+    [ev] = events_from_result({"events": [
+        {"call_id": "c1", "actor": "A", "op": "give", "ok": True, "actions": {"walks": 1, "tosses": 1}},
+    ]})
+    assert dict(ev.actions) == {"walks": 1, "window_clicks": 0, "tosses": 1, "placements": 0}
+    [ev] = events_from_result({"events": [{"call_id": "c1", "actor": "A", "op": "give", "ok": True}]})
+    assert dict(ev.actions) == {}  # a sidecar that does not count says nothing
+    with pytest.raises(ProtocolMismatch, match=re.escape("event.actions has unknown categories ['jumps']")):
+        events_from_result({"events": [{"call_id": "c1", "ok": True, "actions": {"jumps": 2}}]})
+    with pytest.raises(ProtocolMismatch, match="expected counts >= 0"):
+        events_from_result({"events": [{"call_id": "c1", "ok": True, "actions": {"walks": -1}}]})
+
+
 def test_ground_truth_decode_sorts_sites_and_sums_stacks() -> None:
     truth = ground_truth_from_map({
         "inventories": {"A": {"stick": 4, "dirt": 0}, "B": [{"name": "stick", "count": 64}, {"name": "stick", "count": 1}]},
