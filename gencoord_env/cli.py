@@ -3,6 +3,7 @@
     gencoord setup                          install the Minecraft sidecar's Node packages
     gencoord rollout --backend minecraft --pool heldout --policy rule --episodes 16 --seed 0
     gencoord replay TRACE.jsonl             re-run recorded episodes and check they match
+    gencoord replay --show TRACE.jsonl [--episode ID]   print one episode's runtime accounting
     gencoord experiment NAME [--backend sim|minecraft] [--out DIR]
     gencoord train ...                      SFT data, training and closed-loop evaluation
 """

@@ -1,10 +1,13 @@
-"""Re-run recorded episodes and check that they reproduce their trace.
+"""Re-run recorded episodes and check that they reproduce their trace, or show one episode's accounting.
 
 A ``TraceRecorder`` record names the episode (cluster and role permutation), the env's arguments, the
 intervention stack and the deciding agents' actions. ``replay`` rebuilds that env on that single episode,
 feeds the recorded actions in order and compares what comes out with what was recorded: the deciding
 agent at every step, the outcome, the reason, the metrics and every stage record of the trace (including
 each observation the agents saw). Wall-clock measurements (``VOLATILE``) are not compared.
+
+``gencoord replay --show TRACE.jsonl [--episode ID]`` re-runs nothing: it prints one recorded episode's
+runtime accounting (:mod:`gencoord_env.accounting`).
 
 >>> from gencoord_env.replay import replay_file
 >>> results = replay_file("trace.jsonl")            # doctest: +SKIP
@@ -13,6 +16,7 @@ True
 """
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from collections.abc import Iterator, Mapping
@@ -103,6 +107,21 @@ def replay_file(path: str | os.PathLike[str], backend: str | None = None) -> lis
     return [replay(r, backend) for r in read_records(path)]
 
 
+def pick_record(records: list[dict[str, Any]], episode_id: str | None) -> dict[str, Any]:
+    """The record of ``episode_id`` (the first one when ``None``); ``ReplayError`` naming close ids if absent."""
+    if not records:
+        raise ReplayError("the trace holds no records")
+    if episode_id is None:
+        return records[0]
+    for r in records:
+        if r.get("episode_id") == episode_id:
+            return r
+    ids = [str(r.get("episode_id")) for r in records]
+    close = difflib.get_close_matches(episode_id, ids, n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; it holds {ids[:3]}{' ...' if len(ids) > 3 else ''}"
+    raise ReplayError(f"the trace has no episode {episode_id!r}{hint}")
+
+
 def _strip(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _strip(v) for k, v in value.items() if k not in VOLATILE}
@@ -131,20 +150,42 @@ def compare(recorded: Any, replayed: Any, where: str = "") -> list[str]:
     return [] if recorded == replayed else [f"{where}: {recorded!r:.80} != {replayed!r:.80}"]
 
 
-__all__ = ["ReplayError", "ReplayResult", "VOLATILE", "compare", "episode_of", "read_records", "replay", "replay_file"]
+__all__ = ["ReplayError", "ReplayResult", "VOLATILE", "compare", "episode_of", "pick_record", "read_records", "replay",
+           "replay_file"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``gencoord replay TRACE.jsonl [--backend sim|minecraft]``: exit 0 when every record replays identically."""
+    """``gencoord replay TRACE.jsonl [--backend sim|minecraft]``: exit 0 when every record replays identically.
+
+    ``gencoord replay --show TRACE.jsonl [--episode ID]``: print one episode's accounting table, re-running nothing.
+    """
     import argparse
 
     from rich.console import Console
 
+    from gencoord_env.accounting import account, table
+
     ap = argparse.ArgumentParser(prog="gencoord replay", description="re-run recorded episodes and check they match")
     ap.add_argument("trace", help="a JSONL file written by TraceRecorder (gencoord rollout --trace)")
     ap.add_argument("--backend", default=None, choices=["sim", "minecraft"], help="default: the recorded backend")
+    ap.add_argument("--show", action="store_true",
+                    help="print one recorded episode's accounting table instead of re-running (no env is built)")
+    ap.add_argument("--episode", default=None, help="with --show: the episode id to show (default: the first record)")
     args = ap.parse_args(argv)
     console = Console()
+    if args.episode is not None and not args.show:
+        ap.error("--episode selects the episode for --show")
+    if args.show:
+        records = list(read_records(args.trace))
+        try:
+            record = pick_record(records, args.episode)
+        except ReplayError as e:
+            Console(stderr=True).print(f"[red]error[/red] {e}")
+            return 2
+        console.print(table(account(record)))
+        if args.episode is None and len(records) > 1:
+            console.print(f"record 1 of {len(records)}; choose another with --episode ID")
+        return 0
     results = replay_file(args.trace, backend=args.backend)
     bad = [r for r in results if not r.ok]
     for r in bad:
