@@ -4,9 +4,9 @@
 | --- | --- |
 | ``specs`` | the experiments and their conditions as data, with the paper's figures |
 | ``runner`` | deterministic cluster selection; run every condition on one shared world |
-| ``analysis`` | episode rows -> one record per condition (rates, costs, intervals, paired effects) |
+| ``analysis`` | episode rows -> one record per condition (rates, costs, intervals, paired effects); the method matrix |
 | ``stats`` | cluster means, cluster bootstrap, paired bootstrap, Clopper-Pearson (scipy) |
-| ``report`` / ``plot`` | rich table, ``results.json``, ``results.csv``, ``episodes.jsonl``, PNG |
+| ``report`` / ``plot`` | rich tables, ``results.json``, ``results.csv``, ``episodes.jsonl``, ``matrix.csv``, PNG |
 | ``cli`` | ``main(argv)`` behind ``gencoord experiment`` |
 
 >>> from gencoord_env.experiments import EXPERIMENTS

@@ -1,9 +1,19 @@
-"""Episode rows -> one result record per condition (rates, costs, cluster-level intervals, paired effects).
+"""Episode rows -> one result record per condition (rates, costs, intervals, paired effects).
 
 A record holds plain JSON values only, so ``results.json`` and the CSV are written from it directly.
 Success intervals are cluster-bootstrap intervals over per-cluster means; ``strict_clusters`` counts the
 clusters whose every episode succeeded, and ``exact_ci95`` is the Clopper-Pearson interval of that count.
-Paired effects are ``versus`` minus this condition over the clusters both ran.
+Paired effects (``paired``) are ``versus`` minus this condition over the clusters both ran, stored under
+``versus_minus_condition``; ``success_perm0_minus_perm1`` is the role-swap difference.
+
+Byte and token figures are means (and p95) over the episodes whose metrics carry them: ``request_bytes``
+(the peer-directed REQ payload), ``response_bytes`` (the bounded response alone, feedback route),
+``wire_bytes`` (their sum, or the centralized upload), ``model_input_tokens`` / ``model_output_tokens``
+(policies that record their calls); a figure no episode carries is ``None``, so records of older runs or
+rule agents say "not measured" rather than 0.
+
+``matrix`` lays the records of an experiment with ``matrix_rows`` out as the paper's method x column
+success matrix.
 """
 from __future__ import annotations
 
@@ -17,6 +27,16 @@ from gencoord_env.experiments.specs import Condition, Experiment
 
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
+
+
+def _values(rows: Sequence[EpisodeRow], key: str) -> list[float]:
+    """``metrics[key]`` of the rows that carry it (old records and rule agents may not)."""
+    return [float(r.metrics[key]) for r in rows if r.metrics.get(key) is not None]
+
+
+def _mean_p95(rows: Sequence[EpisodeRow], key: str, name: str) -> dict[str, float | None]:
+    values = _values(rows, key)
+    return {f"{name}_mean": _mean(values), f"{name}_p95": stats.percentile(values, 95)}
 
 
 def _rate(rows: Sequence[EpisodeRow], key: str) -> float | None:
@@ -39,8 +59,8 @@ def summarize_condition(condition: Condition, rows: Sequence[EpisodeRow], index:
     strict = sum(1 for v in per_cluster.values() if v == 1.0)
     ci = stats.bootstrap_ci(per_cluster.values(), stats.CONDITION_SEED + index)
     exact = stats.exact_ci(strict, len(per_cluster))
-    ttc = [float(r.metrics["time_to_commitment"]) for r in rows if r.metrics.get("time_to_commitment") is not None]
-    secs = [float(r.metrics["episode_seconds"]) for r in rows if r.metrics.get("episode_seconds") is not None]
+    ttc = _values(rows, "time_to_commitment")
+    secs = _values(rows, "episode_seconds")
     outcomes: dict[str, int] = {}
     for r in rows:
         outcomes[r.outcome] = outcomes.get(r.outcome, 0) + 1
@@ -55,6 +75,8 @@ def summarize_condition(condition: Condition, rows: Sequence[EpisodeRow], index:
         "private_fact": condition.private_fact,
         "intervention": condition.intervention,
         "policy": policy_name,
+        "method": condition.method or None,
+        "column": condition.column or None,
         **{str(k): v for k, v in condition.where.items()},
         "episodes": n,
         "clusters": len(per_cluster),
@@ -63,15 +85,18 @@ def summarize_condition(condition: Condition, rows: Sequence[EpisodeRow], index:
         "success_ci95": list(ci) if ci else None,
         "strict_clusters": strict,
         "exact_ci95": list(exact) if exact else None,
-        "role_swap_diff": (by_role[0] - by_role[1]) if by_role[0] is not None and by_role[1] is not None else None,
+        "success_perm0_minus_perm1": (by_role[0] - by_role[1]) if by_role[0] is not None and by_role[1] is not None else None,
         "raw_validity_rate": _rate(rows, "raw_validity"),
         "commitment_validity_rate": _rate(rows, "commitment_validity"),
         "handoff_verified_rate": _rate(rows, "handoff_verified"),
         "decisions_per_episode": _mean([float(r.metrics["decisions"]) for r in rows]),
         "calls_per_episode": _mean([float(r.metrics["decisions"]) for r in rows]),
         "model_calls_per_episode": _mean([float(r.model_calls) for r in rows]),
-        "wire_bytes_mean": _mean([float(r.metrics["wire_bytes"]) for r in rows]),
-        "wire_bytes_p95": stats.percentile([float(r.metrics["wire_bytes"]) for r in rows], 95),
+        "input_tokens_per_episode": _mean(_values(rows, "model_input_tokens")),
+        "output_tokens_per_episode": _mean(_values(rows, "model_output_tokens")),
+        **_mean_p95(rows, "request_bytes", "request_bytes"),
+        **_mean_p95(rows, "response_bytes", "response_bytes"),
+        **_mean_p95(rows, "wire_bytes", "wire_bytes"),
         "time_to_commitment_p50": stats.percentile(ttc, 50),
         "time_to_commitment_p95": stats.percentile(ttc, 95),
         "episode_seconds_p50": stats.percentile(secs, 50),
@@ -90,8 +115,15 @@ def summarize_condition(condition: Condition, rows: Sequence[EpisodeRow], index:
     return record
 
 
+def _versus_minus_condition(effect: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if effect is None:
+        return None
+    return {"versus_minus_condition": effect["diff"], "ci95": effect["ci95"], "clusters": effect["clusters"]}
+
+
 def add_paired(records: list[dict[str, Any]], rows: Mapping[str, Sequence[EpisodeRow]]) -> None:
-    """Add ``paired`` (success and decisions: versus minus condition, with intervals) to records with a ``versus``."""
+    """Add ``paired`` to records with a ``versus``: success and decisions, ``versus`` minus condition, with
+    intervals, and ``taken_as`` naming the subtraction ("true request - removed")."""
     j = 0
     for record in records:
         ref = record.get("versus")
@@ -101,9 +133,11 @@ def add_paired(records: list[dict[str, Any]], rows: Mapping[str, Sequence[Episod
         mine, theirs = rows[record["condition"]], rows[ref]
         record["paired"] = {
             "versus": ref,
-            "success": stats.paired_bootstrap_ci(success_by_cluster(theirs), success_by_cluster(mine), stats.PAIRED_SEED + j),
-            "decisions": stats.paired_bootstrap_ci(decisions_by_cluster(theirs), decisions_by_cluster(mine),
-                                                   stats.PAIRED_SEED + j),
+            "taken_as": f"{ref} - {record['condition']}",
+            "success": _versus_minus_condition(stats.paired_bootstrap_ci(
+                success_by_cluster(theirs), success_by_cluster(mine), stats.PAIRED_SEED + j)),
+            "decisions": _versus_minus_condition(stats.paired_bootstrap_ci(
+                decisions_by_cluster(theirs), decisions_by_cluster(mine), stats.PAIRED_SEED + j)),
         }
         j += 1
 
@@ -116,4 +150,23 @@ def analyze(experiment: Experiment, rows: Mapping[str, Sequence[EpisodeRow]], po
     return records
 
 
-__all__ = ["add_paired", "analyze", "decisions_by_cluster", "success_by_cluster", "summarize_condition"]
+def matrix(experiment: Experiment, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The paper's method x column success matrix: ``rows`` (every method of ``matrix_rows``, run or not),
+    ``columns`` (in condition order), and ``success`` / ``paper`` / ``condition`` grids of the same shape,
+    ``None`` where no condition ran (the learned row without ``--policy``) or the paper gives no figure.
+    """
+    rows = list(experiment.matrix_rows)
+    columns = list(dict.fromkeys(c.column for c in experiment.conditions if c.method in rows))
+    grid: dict[str, list[list[Any]]] = {k: [[None] * len(columns) for _ in rows] for k in ("success", "paper", "condition")}
+    for c in experiment.conditions:
+        if c.method in rows:
+            grid["paper"][rows.index(c.method)][columns.index(c.column)] = c.paper.get("success_rate")
+    for r in records:
+        if r.get("method") in rows:
+            i, j = rows.index(r["method"]), columns.index(r["column"])
+            grid["success"][i][j] = r["success_rate"]
+            grid["condition"][i][j] = r["condition"]
+    return {"rows": rows, "columns": columns, **grid}
+
+
+__all__ = ["add_paired", "analyze", "decisions_by_cluster", "matrix", "success_by_cluster", "summarize_condition"]

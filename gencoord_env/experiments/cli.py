@@ -50,7 +50,7 @@ def run(exp: Experiment, args: argparse.Namespace, out: Path) -> list[dict[str, 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from gencoord_env.experiments.analysis import analyze
-    from gencoord_env.experiments.report import table, write
+    from gencoord_env.experiments.report import matrix_table, table, write
     from gencoord_env.experiments.runner import conditions_to_run, run_experiment
 
     make, chosen = policy_factory(args.policy)
@@ -79,6 +79,8 @@ def run(exp: Experiment, args: argparse.Namespace, out: Path) -> list[dict[str, 
     if not out_console.is_terminal:  # a pipe or file: do not squeeze the table into 80 columns
         out_console = Console(width=240)
     out_console.print(table(exp, records, args.backend))
+    if exp.matrix_rows:
+        out_console.print(matrix_table(exp, records, args.backend))
     if not args.quiet:
         err.print(f"wrote {', '.join(str(p) for p in paths.values())}")
     return records

@@ -1,6 +1,9 @@
 """PNG figures in the manner of the paper's: aligned horizontal bar panels, one per metric on its own axis
 (ours dark with the cluster-bootstrap interval, the paper's figure pale beside it), per-family paired bars
-for the horizon experiment, and an annotated view x motif matrix for visibility.
+for the horizon experiment, the five cost panels of the representation experiment (calls, input tokens,
+output tokens, wire bytes, time-to-commitment with the dark bar at p50 and a pale extension to p95), and
+one annotated method x column success heatmap (visibility: method x motif/view) with the exact
+percentage in every cell.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ matplotlib.use("Agg")  # files only; never open a window
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from gencoord_env.experiments.analysis import matrix  # noqa: E402
 from gencoord_env.experiments.specs import Experiment  # noqa: E402
 
 OURS = "#1f4e79"
@@ -67,37 +71,102 @@ def _groups(ax: Any, records: Sequence[Mapping[str, Any]]) -> None:
     ax.spines[["top", "right"]].set_visible(False)
 
 
-def _success(record: Mapping[str, Any], paper: bool) -> float:
-    value = record.get("paper", {}).get("success_rate") if paper else record.get("success_rate")
-    return float("nan") if value is None else 100 * float(value)
+def _heatmap(fig: Any, experiment: Experiment, records: Sequence[Mapping[str, Any]]) -> None:
+    """One annotated heatmap: rows are the experiment's methods (a row that did not run stays, marked), columns
+    its matrix columns grouped by their first part (visibility: motif, then view)."""
+    m = matrix(experiment, records)
+    grid = np.array([[np.nan if v is None else 100 * float(v) for v in row] for row in m["success"]], dtype=float)
+    ax = fig.add_subplot(1, 1, 1)
+    cmap = matplotlib.colormaps["Blues"].with_extremes(bad="#e6e6e6")  # cells that did not run
+    ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=0, vmax=100, aspect="auto")
+    for i in range(grid.shape[0]):
+        for j in range(grid.shape[1]):
+            v = grid[i, j]
+            ax.text(j, i, "not run" if np.isnan(v) else f"{v:.1f}%", ha="center", va="center", fontsize=8,
+                    color="white" if v > 60 else "black")
+    # cell outlines, so cells stay apart in grayscale
+    ax.set_xticks(np.arange(-0.5, grid.shape[1]), minor=True)
+    ax.set_yticks(np.arange(-0.5, grid.shape[0]), minor=True)
+    ax.grid(which="minor", color="white", linewidth=1.5)
+    ax.tick_params(which="minor", length=0)
+    parts = [c.split(" / ", 1) for c in m["columns"]]
+    grouped = all(len(p) == 2 for p in parts)
+    ax.set_xticks(range(len(parts)), [p[1] if grouped else p[0] for p in parts], fontsize=7)
+    if grouped:
+        groups = list(dict.fromkeys(p[0] for p in parts))
+        for g in groups:
+            cols = [j for j, p in enumerate(parts) if p[0] == g]
+            ax.text((cols[0] + cols[-1]) / 2, -0.75, g, ha="center", va="bottom", fontsize=8, fontweight="bold")
+            if cols[0] > 0:
+                ax.axvline(cols[0] - 0.5, color="black", linewidth=1.2)
+    policies = {r["method"]: r["policy"] for r in records if r.get("method")}
+    labels = []
+    for method in m["rows"]:
+        ran = [c for c in experiment.conditions if c.method == method]
+        if method not in policies:
+            labels.append(f"{method}\n(run with --policy)")
+        elif ran and ran[0].subject:
+            labels.append(f"{method}\n({policies[method]})")
+        else:
+            labels.append(method)
+    ax.set_yticks(range(len(m["rows"])), labels, fontsize=8)
 
 
-def _heatmap(fig: Any, records: Sequence[Mapping[str, Any]]) -> None:
-    """Rows: views; columns: motifs (``record["motif"]``, from the condition's filter)."""
-    views = list(dict.fromkeys(r["view"] for r in records))
-    labels = list(dict.fromkeys(r["condition"].split(" / ")[0] for r in records))
-    motifs = list(dict.fromkeys(str(r.get("motif")) for r in records))
-    for k, (title, paper) in enumerate((("ours", False), ("paper (Direct Short DSL)", True))):
-        ax = fig.add_subplot(1, 2, k + 1)
-        grid = np.full((len(views), len(motifs)), np.nan)
-        for r in records:
-            grid[views.index(r["view"]), motifs.index(str(r.get("motif")))] = _success(r, paper)
-        ax.imshow(grid, cmap="Blues", vmin=0, vmax=100)
-        for i in range(len(views)):
-            for j in range(len(motifs)):
-                text = "\u2014" if np.isnan(grid[i, j]) else f"{grid[i, j]:.1f}"
-                ax.text(j, i, text, ha="center", va="center", fontsize=8,
-                        color="white" if grid[i, j] > 60 else "black")
-        ax.set_xticks(range(len(motifs)), motifs, fontsize=7, rotation=20)
-        ax.set_yticks(range(len(views)), labels if len(labels) == len(views) else views, fontsize=8)
-        ax.set_title(f"success (%): {title}", fontsize=9)
+#: the representation experiment's cost panels (paper: fig:cost-fingerprint), each on its own axis
+COST_PANELS = (
+    ("calls_per_episode", "calls / episode"),
+    ("input_tokens_per_episode", "input tokens / episode"),
+    ("output_tokens_per_episode", "output tokens / episode"),
+    ("wire_bytes_mean", "wire bytes / episode"),
+    ("time_to_commitment_p50", "time to commitment (s)"),
+)
 
 
-def plot(experiment: Experiment, records: Sequence[Mapping[str, Any]], backend: str, path: Path) -> None:
-    """Draw the experiment's figure into ``path`` (PNG)."""
+def _cost_panel(ax: Any, records: Sequence[Mapping[str, Any]], key: str, header: str) -> None:
+    y = np.arange(len(records))
+    ours = [r.get(key) for r in records]
+    paper = [r.get("paper", {}).get(key) for r in records]
+    ax.barh(y + 0.2, [np.nan if v is None else float(v) for v in paper], height=0.38, color=PAPER, label="paper")
+    ax.barh(y - 0.2, [np.nan if v is None else float(v) for v in ours], height=0.38, color=OURS, label="ours")
+    if key == "time_to_commitment_p50":
+        for values, p95s, dy, color in ((ours, [r.get("time_to_commitment_p95") for r in records], -0.2, OURS),
+                                        (paper, [r.get("paper", {}).get("time_to_commitment_p95") for r in records],
+                                         0.2, PAPER)):
+            ext = [np.nan if a is None or b is None else max(0.0, float(b) - float(a)) for a, b in zip(values, p95s)]
+            ax.barh(y + dy, ext, left=[0.0 if a is None else float(a) for a in values], height=0.38, color=color,
+                    alpha=0.35, label=f"{'ours' if color == OURS else 'paper'} p50 \u2192 p95")
+    for yi, v in zip(y, ours):
+        ax.text(0 if v is None else float(v), yi - 0.2, " n/a" if v is None else f" {float(v):.3g}", va="center",
+                fontsize=7)
+    if all(v is None for v in ours):
+        ax.text(0.98, 0.02, "no model calls: rule agents\ngenerate no tokens (--policy model:PATH)",
+                transform=ax.transAxes, ha="right", va="bottom", fontsize=6.5, style="italic",
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85})
+    ax.set_title(header, fontsize=9)
+    ax.set_yticks(y, [r["condition"] for r in records], fontsize=8)
+    ax.invert_yaxis()
+    ax.tick_params(axis="x", labelsize=7)
+    ax.spines[["top", "right"]].set_visible(False)
+
+
+def _cost(fig: Any, records: Sequence[Mapping[str, Any]]) -> None:
+    axes = fig.subplots(1, len(COST_PANELS), squeeze=False)[0]
+    for ax, (key, header) in zip(axes, COST_PANELS):
+        _cost_panel(ax, records, key, header)
+    for ax in axes[1:]:
+        ax.set_yticks([])
+    axes[-1].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
+
+
+def figure(experiment: Experiment, records: Sequence[Mapping[str, Any]], backend: str) -> Any:
+    """The experiment's matplotlib figure (the caller saves and closes it)."""
     if experiment.plot == "heatmap":
-        fig = plt.figure(figsize=(9, 3.2))
-        _heatmap(fig, records)
+        m = matrix(experiment, records)
+        fig = plt.figure(figsize=(1.05 * len(m["columns"]) + 2.5, 0.75 * len(m["rows"]) + 2.0))
+        _heatmap(fig, experiment, records)
+    elif experiment.plot == "cost":
+        fig = plt.figure(figsize=(3.0 * len(COST_PANELS) + 1.5, 0.45 * len(records) + 2.6))
+        _cost(fig, records)
     else:
         panels = len(experiment.columns) + (1 if experiment.group_by else 0)
         fig, axes = plt.subplots(1, panels, figsize=(3.3 * panels + 1.5, 0.45 * len(records) + 2.4), squeeze=False)
@@ -108,10 +177,17 @@ def plot(experiment: Experiment, records: Sequence[Mapping[str, Any]], backend: 
         if experiment.group_by:
             _groups(axes[0][-1], records)
         axes[0][0].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
-    fig.suptitle(f"{experiment.title} [{backend}]", fontsize=10)
+    what = " \u2014 success (%)" if experiment.plot == "heatmap" else ""
+    fig.suptitle(f"{experiment.title}{what} [{backend}]", fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+def plot(experiment: Experiment, records: Sequence[Mapping[str, Any]], backend: str, path: Path) -> None:
+    """Draw the experiment's figure into ``path`` (PNG)."""
+    fig = figure(experiment, records, backend)
     fig.savefig(path, dpi=150)
     plt.close(fig)
 
 
-__all__ = ["plot"]
+__all__ = ["COST_PANELS", "figure", "plot"]

@@ -1,6 +1,10 @@
 """Write an experiment's results: a rich table (the paper's figure beside ours), ``results.json`` (a list, one
 record per condition in the experiment's order), ``results.csv`` (the same records, flattened),
-``episodes.jsonl`` (one row per episode) and ``NAME.png`` (see ``gencoord_env.experiments.plot``).
+``episodes.jsonl`` (one row per episode), ``matrix.csv`` (experiments laid out as the paper's method x
+column matrix: success per cell, percent) and ``NAME.png`` (see ``gencoord_env.experiments.plot``).
+
+Difference columns name their subtraction in the header: "true request - this (pp)" when every row is
+paired with one reference, otherwise "versus - this (pp)" beside a ``versus`` column.
 """
 from __future__ import annotations
 
@@ -12,10 +16,12 @@ from typing import Any
 
 from rich.table import Table
 
+from gencoord_env.experiments.analysis import matrix
 from gencoord_env.experiments.runner import EpisodeRow
 from gencoord_env.experiments.specs import Experiment
 
-PERCENT_KEYS = frozenset({"success_rate", "diff"})
+PERCENT_KEYS = frozenset({"success_rate"})
+DECISIONS_KEY = "decisions_per_episode"
 
 
 def fmt(key: str, value: Any, record: Mapping[str, Any] | None = None) -> str:
@@ -40,20 +46,34 @@ def fmt_ci(ci: Sequence[float] | None, percent: bool = True) -> str:
     return f"[{100 * lo:.1f}, {100 * hi:.1f}]" if percent else f"[{lo:.3g}, {hi:.3g}]"
 
 
-def _paired_cell(record: Mapping[str, Any]) -> str:
-    paired = record.get("paired")
-    if not paired or not paired.get("success"):
+def _paired_cell(record: Mapping[str, Any], key: str = "success") -> str:
+    effect = (record.get("paired") or {}).get(key)
+    if not effect:
         return "\u2014"
-    s = paired["success"]
-    return f"{100 * s['diff']:+.1f} pp {fmt_ci(s['ci95'])}"
+    d = effect["versus_minus_condition"]
+    if key == "success":
+        return f"{100 * d:+.1f} pp {fmt_ci(effect['ci95'])}"
+    return f"{d:+.3g} {fmt_ci(effect['ci95'], percent=False)}"
 
 
-def _paper_paired_cell(record: Mapping[str, Any]) -> str:
-    paper = record.get("paper", {})
-    if "diff" not in paper:
+def _paper_paired_cell(record: Mapping[str, Any], key: str = "success") -> str:
+    effect = (record.get("paper", {}).get("paired") or {}).get(key)
+    if not effect:
         return "\u2014"
-    ci = paper.get("diff_ci95")
-    return f"{100 * paper['diff']:+.1f} pp" + (f" {fmt_ci(ci)}" if ci else "")
+    d, ci = effect["versus_minus_condition"], effect.get("ci95")
+    if key == "success":
+        return f"{100 * d:+.1f} pp" + (f" {fmt_ci(ci)}" if ci else "")
+    return f"{d:+.3g}" + (f" {fmt_ci(ci, percent=False)}" if ci else "")
+
+
+def difference_headers(experiment: Experiment, records: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Headers of the difference columns, each naming its subtraction (``versus`` minus this condition)."""
+    refs = list(dict.fromkeys(r["versus"] for r in records if r.get("versus")))
+    ref = refs[0] if len(refs) == 1 else "versus"
+    out = {"success": f"{ref} \u2212 this (pp)"}
+    if DECISIONS_KEY in {k for k, _ in experiment.columns}:
+        out["decisions"] = f"{ref} \u2212 this (decisions)"
+    return out
 
 
 def _pair(ours: str, paper: str) -> str:
@@ -74,7 +94,12 @@ def table(experiment: Experiment, records: Sequence[Mapping[str, Any]], backend:
     groups = sorted({g for r in records for g in (r.get("groups") or {})})
     for g in groups:
         t.add_column(g, justify="right")
-    t.add_column("\u0394 vs reference", justify="right")
+    differences = difference_headers(experiment, records)
+    several = len({r["versus"] for r in records if r.get("versus")}) > 1
+    if several:
+        t.add_column("versus")
+    for header in differences.values():
+        t.add_column(header, justify="right")
     for r in records:
         paper = r.get("paper", {})
         cells = [r["condition"], str(r["episodes"])]
@@ -84,8 +109,25 @@ def table(experiment: Experiment, records: Sequence[Mapping[str, Any]], backend:
         for g in groups:
             cells.append(_pair(fmt("success_rate", (r.get("groups") or {}).get(g)),
                                fmt("success_rate", paper.get("groups", {}).get(g))))
-        cells.append(_pair(_paired_cell(r), _paper_paired_cell(r)))
+        if several:
+            cells.append(r.get("versus") or "\u2014")
+        for key in differences:
+            cells.append(_pair(_paired_cell(r, key), _paper_paired_cell(r, key)))
         t.add_row(*cells)
+    return t
+
+
+def matrix_table(experiment: Experiment, records: Sequence[Mapping[str, Any]], backend: str) -> Table:
+    """The paper's method x column success matrix: ours, the paper's figure in parentheses."""
+    m = matrix(experiment, records)
+    t = Table(title=f"{experiment.title}: success by method [{backend}]",
+              caption="(paper figure in parentheses; \u2014: not run, e.g. the learned row without --policy)")
+    t.add_column("method")
+    for c in m["columns"]:
+        t.add_column(c, justify="right")
+    for i, row in enumerate(m["rows"]):
+        t.add_row(row, *(_pair(fmt("success_rate", m["success"][i][j]), fmt("success_rate", m["paper"][i][j]))
+                         for j in range(len(m["columns"]))))
     return t
 
 
@@ -114,6 +156,16 @@ def write_csv(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
         writer.writerows(rows)
 
 
+def write_matrix(path: Path, experiment: Experiment, records: Sequence[Mapping[str, Any]]) -> None:
+    """``method`` then one column per matrix column: our success in percent, empty where not run."""
+    m = matrix(experiment, records)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["method", *(f"{c} success (%)" for c in m["columns"])])
+        for i, row in enumerate(m["rows"]):
+            writer.writerow([row, *("" if v is None else f"{100 * v:.1f}" for v in m["success"][i])])
+
+
 def write(out: Path, experiment: Experiment, records: Sequence[Mapping[str, Any]],
           rows: Mapping[str, Sequence[EpisodeRow]], backend: str) -> dict[str, Path]:
     """Write every artifact into ``out`` (created if missing); returns their paths by kind."""
@@ -122,6 +174,9 @@ def write(out: Path, experiment: Experiment, records: Sequence[Mapping[str, Any]
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "results.json", "csv": out / "results.csv", "episodes": out / "episodes.jsonl",
              "png": out / f"{experiment.name}.png"}
+    if experiment.matrix_rows:
+        paths["matrix"] = out / "matrix.csv"
+        write_matrix(paths["matrix"], experiment, records)
     paths["json"].write_text(json.dumps(list(records), indent=2) + "\n", encoding="utf-8")
     write_csv(paths["csv"], records)
     with paths["episodes"].open("w", encoding="utf-8") as f:
@@ -132,4 +187,5 @@ def write(out: Path, experiment: Experiment, records: Sequence[Mapping[str, Any]
     return paths
 
 
-__all__ = ["flatten", "fmt", "fmt_ci", "table", "write", "write_csv"]
+__all__ = ["difference_headers", "flatten", "fmt", "fmt_ci", "matrix_table", "table", "write", "write_csv",
+           "write_matrix"]

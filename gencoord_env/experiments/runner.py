@@ -6,6 +6,9 @@ uses (``--episodes N``): deterministically, spread over templates and alternatin
 run still sees both sides of every paired ambiguity; each picked cluster runs under both role
 permutations. Conditions of one experiment on the same pool and filter get the same clusters, which
 is what the paired comparisons need.
+
+A row's ``metrics`` are the env's episode metrics plus the policy's model cost for that episode
+(``model_metrics``): calls, and input and output tokens where the policy records them per call.
 """
 from __future__ import annotations
 
@@ -120,16 +123,32 @@ def run_condition(condition: Condition, policy: Any, backend: str = "sim", world
     rows: list[EpisodeRow] = []
     for n, k in enumerate(order):
         before = int(getattr(policy, "model_calls", 0))
+        calls_before = len(getattr(policy, "records", ()))
         info = run_episode(env, policy, index=k)
         ep: Episode = base.episodes[k]
+        model_calls = int(getattr(policy, "model_calls", 0)) - before
+        metrics = {**info["metrics"], **model_metrics(policy, calls_before, model_calls)}
         rows.append(EpisodeRow(
             condition=condition.name, episode_id=str(info["episode_id"]), cluster=ep.cluster.id, perm=ep.perm,
             family=ep.template.family, motif=ep.template.motif, outcome=str(info["outcome"]),
-            metrics=dict(info["metrics"]), model_calls=int(getattr(policy, "model_calls", 0)) - before,
+            metrics=metrics, model_calls=model_calls,
         ))
         if progress is not None:
             progress(condition, n + 1, len(order))
     return rows
+
+
+def model_metrics(policy: Any, calls_before: int, model_calls: int) -> dict[str, int]:
+    """One episode's model cost: ``model_calls``, and the summed ``model_input_tokens`` and
+    ``model_output_tokens`` of the per-call records (``agents.lm.policy.CallRecord``) it added after
+    ``calls_before``. A policy that keeps no call records (a rule agent) has no token counts.
+    """
+    records = getattr(policy, "records", None)
+    if records is None:
+        return {"model_calls": model_calls}
+    mine = records[calls_before:]
+    return {"model_calls": len(mine), "model_input_tokens": sum(int(r.input_tokens) for r in mine),
+            "model_output_tokens": sum(int(r.output_tokens) for r in mine)}
 
 
 def conditions_to_run(experiment: Experiment, policy: str | None) -> list[Condition]:
@@ -156,5 +175,5 @@ def run_experiment(experiment: Experiment, make_policy: PolicyFactory, backend: 
             shared.close()
 
 
-__all__ = ["EpisodeRow", "conditions_to_run", "episode_indices", "make_env", "pool_indices", "run_condition",
-           "run_experiment", "select_clusters"]
+__all__ = ["EpisodeRow", "conditions_to_run", "episode_indices", "make_env", "model_metrics", "pool_indices",
+           "run_condition", "run_experiment", "select_clusters"]

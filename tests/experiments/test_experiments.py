@@ -32,9 +32,9 @@ def test_goal_capability_is_50_100_0_100() -> None:
     assert [x["success_rate"] for x in r] == [0.5, 1.0, 0.0, 1.0]
     assert [x["episodes"] for x in r] == [80] * 4 and [x["clusters"] for x in r] == [40] * 4
     assert r[0]["strict_clusters"] == 20 and r[0]["success_ci95"] == pytest.approx([0.35, 0.65], abs=0.0251)
-    assert r[0]["paired"]["success"]["diff"] == 0.5
-    assert r[2]["paired"]["success"] == {"diff": 1.0, "ci95": [1.0, 1.0], "clusters": 40}
-    assert r[3]["paired"]["success"]["diff"] == 0.0
+    assert r[0]["paired"]["success"]["versus_minus_condition"] == 0.5
+    assert r[2]["paired"]["success"] == {"versus_minus_condition": 1.0, "ci95": [1.0, 1.0], "clusters": 40}
+    assert r[3]["paired"]["success"]["versus_minus_condition"] == 0.0
     assert [x["decisions_per_episode"] for x in r] == [1.0, 2.0, 2.0, 1.0]
 
 
@@ -44,7 +44,7 @@ def test_request_is_100_50_0_100() -> None:
     assert [x["success_rate"] for x in r] == [1.0, 0.5, 0.0, 1.0]
     assert [x["episodes"] for x in r] == [320] * 4
     assert r[1]["wire_bytes_mean"] == 0.0 and r[2]["wire_bytes_mean"] == r[0]["wire_bytes_mean"] > 0
-    assert r[1]["paired"]["success"]["diff"] == 0.5
+    assert r[1]["paired"]["success"]["versus_minus_condition"] == 0.5
     assert r[2]["paired"]["success"]["ci95"] == [1.0, 1.0]
     assert r[3]["model_calls_per_episode"] == 0.0
     assert r[0]["exact_ci95"][0] == pytest.approx(0.025 ** (1 / 160))
@@ -74,7 +74,8 @@ def test_horizon_single_step_takes_one_more_decision_per_episode() -> None:
     r = _records("horizon", episodes=16)
     multi, single = r
     assert single["decisions_per_episode"] == multi["decisions_per_episode"] + 1
-    assert single["paired"]["decisions"]["diff"] == -1.0  # multi-step minus single-step
+    assert single["paired"]["decisions"]["versus_minus_condition"] == -1.0  # multi-step minus single-step
+    assert single["paired"]["taken_as"] == "multi-step - single-step"
     assert set(multi["groups"]) == {"destination", "recipe", "allocation", "active_branch"}
 
 
@@ -109,7 +110,7 @@ def test_policy_option_replaces_only_the_subject_conditions(tmp_path: Path) -> N
 def test_policy_option_adds_the_learned_rows_of_naturalized(tmp_path: Path) -> None:
     assert main(["naturalized", "--episodes", "2", "--policy", "tfidf", "--out", str(tmp_path), "--quiet"]) == 0
     records = json.loads((tmp_path / "results.json").read_text())
-    assert [r["condition"] for r in records][-3:] == ["policy / C1", "policy / C2", "policy / C3"]
+    assert [r["condition"] for r in records][-3:] == ["learned policy / C1", "learned policy / C2", "learned policy / C3"]
     assert [r["policy"] for r in records][-3:] == ["tfidf"] * 3
 
 
