@@ -16,22 +16,18 @@ free-form training set.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from agents.context_view import compose, roles
-from agents.rules import RuleMinimalRequest
+from gencoord_env.agents.context_view import compose, roles
+from gencoord_env.agents.rules import RuleMinimalRequest
 from gencoord_env import freeform
+from gencoord_env.messages import Utterance
+from gencoord_env.tasks.contexts import Context
 
 
-def dialogue(ctx: Mapping[str, Any]) -> list[tuple[str, str]]:
+def dialogue(ctx: Context) -> list[tuple[str, str]]:
     """The ``(speaker, utterance)`` pairs of the conversation so far, from the context's messages."""
-    out = []
-    for m in ctx["messages"]:
-        speaker, sep, text = m.partition(" says: ")
-        if sep:
-            out.append((speaker, text))
-    return out
+    return [(m.speaker, m.text) for m in ctx.messages if isinstance(m, Utterance)]
 
 
 class FreeformRule(RuleMinimalRequest):
@@ -44,25 +40,25 @@ class FreeformRule(RuleMinimalRequest):
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         ctx = info.get("context")
-        if not ctx:
+        if ctx is None:
             return freeform.say_idle()
         return self.say(ctx)
 
-    def say(self, ctx: Mapping[str, Any]) -> str:
+    def say(self, ctx: Context) -> str:
         first, second = roles(ctx)
-        peer, me = ctx["peer"], ctx["agent"]
+        peer, me = ctx.peer, ctx.agent
         said = dialogue(ctx)
-        if ctx["role"] == first:
+        if ctx.role == first:
             mine, theirs = compose(ctx, self.binding(ctx) or self.guess(ctx), first, second)
             if said and said[-1][0] == peer and freeform.is_question(said[-1][1]):
                 return freeform.say_answer(peer, theirs)
-            return freeform.say_opening(peer, ctx["task"]["order"], mine, theirs)
+            return freeform.say_opening(peer, ctx.task.order, mine, theirs)
         heard = [s for speaker, text in said if speaker == peer for s in freeform.statements(text)]
         asked = [s for s in heard if s.kind == "request" and s.target == me]
         if not asked:
             return freeform.say_ask_for_request(peer)
         asked_before = any(freeform.is_question(text) for speaker, text in said if speaker == me)
-        if freeform.clarifies(ctx["task"]["family"]) and not asked_before:
+        if freeform.clarifies(ctx.task.family) and not asked_before:
             handoff = next((t for s in reversed(heard) if s.kind == "self"
                             for t in [freeform.handoff_to(me, s.tasks)] if t is not None), None)
             if handoff is not None:

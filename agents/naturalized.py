@@ -1,7 +1,7 @@
 """Model-free rules that read a naturalized private fact (``active_fact``) through the training surfaces only.
 
 Both are references for the paper's naturalized private-fact table (beside the TF-IDF rule in
-``agents.tfidf`` and the oracle factors); both are fitted on the ``train`` form of
+``gencoord_env.agents.tfidf`` and the oracle factors); both are fitted on the ``train`` form of
 ``gencoord_env/data/naturalized.json`` and nothing else, and both give *no plan* when the description
 does not map onto one admissible binding (the TF-IDF rule guesses instead).
 
@@ -32,8 +32,9 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from agents.context_view import codebook
-from agents.rules import NO_PLAN, RuleMinimalRequest
+from gencoord_env.agents.context_view import codebook
+from gencoord_env.agents.rules import NO_PLAN, RuleMinimalRequest
+from gencoord_env.tasks.contexts import Context
 from gencoord_env.tasks.naturalized import phrasings, table
 
 #: Closed-class English words (articles, prepositions, pronouns, auxiliaries, conjunctions): the frame of
@@ -89,14 +90,14 @@ class _DescriptionRule(RuleMinimalRequest):
     def read(self, description: str, admissible: Sequence[str]) -> str | None:
         raise NotImplementedError
 
-    def binding(self, ctx: Mapping[str, Any]) -> str | None:
-        fact = ctx["private"].get("active_fact")
+    def binding(self, ctx: Context) -> str | None:
+        fact = ctx.private.active_fact
         if fact is None:
             return super().binding(ctx)
         return self.read(str(fact), tuple(codebook(ctx)))
 
-    def decide(self, ctx: Mapping[str, Any]) -> str:
-        if "active_fact" in ctx["private"] and self.binding(ctx) is None:
+    def decide(self, ctx: Context) -> str:
+        if ctx.private.active_fact is not None and self.binding(ctx) is None:
             return NO_PLAN  # the rule does not guess a branch it cannot read
         return super().decide(ctx)
 

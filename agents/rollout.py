@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from agents.base import Policy
+from gencoord_env.agents.base import Policy
 
 
 def run_episode(env: Any, policy: Policy, index: int | None = None, seed: int | None = None) -> dict[str, Any]:

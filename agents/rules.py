@@ -11,17 +11,17 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
 from typing import Any
 
 from gencoord_env import dsl
-from gencoord_env.dsl.model import PeerRequest, Proposal, Task
+from gencoord_env.types import PeerRequest, Proposal, Task
 from gencoord_env.tasks import Cluster, Episode, pool as load_pool
 from gencoord_env.tasks.compose import role_paths
 from gencoord_env.tasks.prior import GOAL_CAPABILITY, prior
 
-from agents.base import RulePolicy
-from agents.context_view import codebook, compose, delivered_request, response, roles
+from gencoord_env.agents.base import RulePolicy
+from gencoord_env.agents.context_view import codebook, compose, roles
+from gencoord_env.tasks.contexts import Context
 
 NO_PLAN = "SELF -\nREQ -"
 
@@ -32,17 +32,6 @@ def _joint(first: tuple[Task, ...], second: tuple[Task, ...], peer: str) -> str:
 
 def _self_only(path: tuple[Task, ...]) -> str:
     return dsl.format(Proposal(path, ()))
-
-
-def _copy_request(ctx: Mapping[str, Any]) -> str | None:
-    """The delivered Short DSL REQ path, re-addressed as the receiver's own SELF path (text copy)."""
-    for m in ctx["messages"]:
-        if m.startswith("REQ from "):
-            payload = m.split(": ", 1)[1]
-            if payload.startswith("REQ "):
-                path = payload.split(" ", 2)[2]
-                return f"SELF {path}\nREQ -"
-    return None
 
 
 class RuleMinimalRequest(RulePolicy):
@@ -56,57 +45,54 @@ class RuleMinimalRequest(RulePolicy):
     def _out(self, text: str) -> str:
         return text if self.surface == "dsl" else dsl.to_json(dsl.parse(text))
 
-    def binding(self, ctx: Mapping[str, Any]) -> str | None:
+    def binding(self, ctx: Context) -> str | None:
         """The branch this agent can justify from its own context."""
-        private = ctx["private"]
-        if "active_binding_id" in private:
-            return str(private["active_binding_id"])
-        if "workcell_mode" in private:  # a merged (centralized) view exposes the peer's mode
-            return prior().goal_capability.modes[private["workcell_mode"]]
+        private = ctx.private
+        if private.active_binding_id is not None:
+            return private.active_binding_id
+        if private.workcell_mode is not None:  # a merged (centralized) view exposes the peer's mode
+            return prior().goal_capability.modes[private.workcell_mode]
         return None
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         ctx = info.get("context")
-        if not ctx:
+        if ctx is None:
             return NO_PLAN
         return self._out(self.decide(ctx))
 
-    def decide(self, ctx: Mapping[str, Any]) -> str:
-        stage, peer = ctx["stage"], ctx["peer"]
+    def decide(self, ctx: Context) -> str:
+        stage, peer = ctx.stage, ctx.peer
         first, second = roles(ctx)
         if stage == "receiver_after_request":
-            copied = _copy_request(ctx)
-            if copied is not None:
-                return copied
-            req = delivered_request(ctx)
-            if req is not None:
+            req = ctx.request
+            if req is not None:  # realize the delivered REQ as its own SELF path
                 return _self_only(req.requested_plan)
             return _self_only(compose(ctx, self.guess(ctx), first, second)[1])
         if stage == "centralized":
-            b = self.binding(ctx) or self.binding(ctx.get("peer_context", {"private": {}})) or self.guess(ctx)
+            uploaded = self.binding(ctx.peer_view) if ctx.peer_view is not None else None
+            b = self.binding(ctx) or uploaded or self.guess(ctx)
             return _joint(*compose(ctx, b, first, second), peer)
         if stage in ("requester_initial", "requester_after_response"):
             b = self.requester_branch(ctx)
             return _joint(*compose(ctx, b, first, second), peer)
         b = self.binding(ctx) or self.guess(ctx)
         mine, theirs = compose(ctx, b, first, second)
-        if ctx["route"] == "single_step":
+        if ctx.route == "single_step":
             if stage == "sender_initial":
                 return _self_only(mine[:1])
-            done = sum(1 for h in ctx["history"] if h.startswith("DONE "))
-            return _joint(mine[done:], theirs, peer)
+            return _joint(mine[len(ctx.history):], theirs, peer)
         return _joint(mine, theirs, peer)
 
-    def guess(self, ctx: Mapping[str, Any]) -> str:
+    def guess(self, ctx: Context) -> str:
         """Without the deciding fact: the first admissible branch (a fixed, view-only choice)."""
-        return str(codebook(ctx)[0])
+        return codebook(ctx)[0]
 
-    def requester_branch(self, ctx: Mapping[str, Any]) -> str:
-        r = response(ctx)
-        default = prior().goal_capability.initial_branch if ctx["task"]["template"] == GOAL_CAPABILITY else self.guess(ctx)
-        if r is None or r["decision"] == "ACCEPT":
+    def requester_branch(self, ctx: Context) -> str:
+        r = ctx.response
+        default = prior().goal_capability.initial_branch if ctx.task.template == GOAL_CAPABILITY else self.guess(ctx)
+        if r is None or r.decision == "ACCEPT":
             return default
-        return str(r.get("counter_offer_id") or default)
+        return r.counter_offer_id or default
 
 
 class RequesterLocal(RuleMinimalRequest):
@@ -114,8 +100,8 @@ class RequesterLocal(RuleMinimalRequest):
 
     name = "requester_local"
 
-    def requester_branch(self, ctx: Mapping[str, Any]) -> str:
-        return prior().goal_capability.initial_branch if ctx["task"]["template"] == GOAL_CAPABILITY else self.guess(ctx)
+    def requester_branch(self, ctx: Context) -> str:
+        return prior().goal_capability.initial_branch if ctx.task.template == GOAL_CAPABILITY else self.guess(ctx)
 
 
 class ExplicitFactorComposer(RuleMinimalRequest):
@@ -123,11 +109,11 @@ class ExplicitFactorComposer(RuleMinimalRequest):
 
     name = "factor"
 
-    def decide(self, ctx: Mapping[str, Any]) -> str:
+    def decide(self, ctx: Context) -> str:
         b = self.binding(ctx)
-        if ctx["stage"] not in ("sender_initial", "centralized") or b is None or ctx["route"] == "single_step":
+        if ctx.stage not in ("sender_initial", "centralized") or b is None or ctx.route == "single_step":
             return super().decide(ctx)
-        return self.compose_factors(ctx["task"]["template"], b, ctx["quantity"] if "quantity" in ctx else _q(ctx), ctx["agent"], ctx["peer"])
+        return self.compose_factors(ctx.task.template, b, ctx.task.quantity, ctx.agent, ctx.peer)
 
     @staticmethod
     def compose_factors(template: str, binding: str, q: int, agent: str, peer: str) -> str:
@@ -135,16 +121,6 @@ class ExplicitFactorComposer(RuleMinimalRequest):
         ep = Episode(Cluster("factors", template, binding, q, prior().variants[0].id, prior().decoys[0].id), perm)
         first, second = role_paths(ep, binding)
         return _joint(first, second, peer)
-
-
-def _q(ctx: Mapping[str, Any]) -> int:
-    """The order quantity factor, read from the public order text of the context."""
-    import re
-
-    m = re.search(r"\d+", ctx["task"]["order"])
-    if not m:
-        raise ValueError(f"no quantity in order text {ctx['task']['order']!r}")
-    return int(m.group())
 
 
 class CompleteCaseTable(RuleMinimalRequest):
@@ -165,11 +141,11 @@ class CompleteCaseTable(RuleMinimalRequest):
     def _case(agent: str, template: str, binding: str, q: int) -> tuple[Any, ...]:
         return (agent, template, binding, q)
 
-    def decide(self, ctx: Mapping[str, Any]) -> str:
+    def decide(self, ctx: Context) -> str:
         b = self.binding(ctx)
-        if ctx["stage"] != "sender_initial" or b is None:
+        if ctx.stage != "sender_initial" or b is None:
             return super().decide(ctx)
-        return self.table.get(self._case(ctx["agent"], ctx["task"]["template"], b, _q(ctx)), NO_PLAN)
+        return self.table.get(self._case(ctx.agent, ctx.task.template, b, ctx.task.quantity), NO_PLAN)
 
 
 class RandomAgent(RuleMinimalRequest):
@@ -189,60 +165,8 @@ class RandomAgent(RuleMinimalRequest):
             return "".join(self.rng.choice(string.printable) for _ in range(self.rng.randint(0, 80)))
         return super().act(observation, info)
 
-    def binding(self, ctx: Mapping[str, Any]) -> str | None:
+    def binding(self, ctx: Context) -> str | None:
         return str(self.rng.choice(list(codebook(ctx))))
 
     guess = binding  # type: ignore[assignment]
     requester_branch = binding  # type: ignore[assignment]
-
-
-def _rule_json(**kwargs: Any) -> RulePolicy:
-    """Rule-Minimal-Request speaking the JSON surface (run it with ``surface="json"``)."""
-    return RuleMinimalRequest(surface="json", **kwargs)
-
-
-def _tfidf(**kwargs: Any) -> RulePolicy:
-    from agents.tfidf import TfidfNearestNeighbour  # imported lazily: it needs scikit-learn
-
-    return TfidfNearestNeighbour(**kwargs)
-
-
-def _freeform(**kwargs: Any) -> RulePolicy:
-    from agents.freeform import FreeformRule
-
-    return FreeformRule(**kwargs)
-
-
-def _frozen_parser(**kwargs: Any) -> RulePolicy:
-    from agents.naturalized import FrozenFactorParser
-
-    return FrozenFactorParser(**kwargs)
-
-
-def _surface_table(**kwargs: Any) -> RulePolicy:
-    from agents.naturalized import CompleteSurfaceTable
-
-    return CompleteSurfaceTable(**kwargs)
-
-
-POLICIES = {
-    "rule": RuleMinimalRequest,
-    "factor": ExplicitFactorComposer,
-    "table": CompleteCaseTable,
-    "requester_local": RequesterLocal,
-    "random": RandomAgent,
-    "rule_json": _rule_json,
-    "tfidf": _tfidf,
-    "freeform": _freeform,
-    "frozen_parser": _frozen_parser,
-    "surface_table": _surface_table,
-}
-
-
-def make_policy(name: str, **kwargs: Any) -> RulePolicy:
-    if name not in POLICIES:
-        import difflib
-
-        hint = difflib.get_close_matches(name, POLICIES, n=1)
-        raise ValueError(f"unknown policy {name!r}; expected one of {sorted(POLICIES)}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
-    return POLICIES[name](**kwargs)

@@ -9,13 +9,11 @@ all-zero similarities (no shared vocabulary) go to the first codebook entry, the
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from agents.context_view import codebook
-from agents.rules import RuleMinimalRequest
+from gencoord_env.agents.context_view import codebook
+from gencoord_env.agents.rules import RuleMinimalRequest
+from gencoord_env.tasks.contexts import Context
 from gencoord_env.tasks.naturalized import phrasings, table
 
 
@@ -45,8 +43,8 @@ class TfidfNearestNeighbour(RuleMinimalRequest):
                 best[label] = float(score)
         return max(admissible, key=lambda b: (best[b], -list(admissible).index(b)))
 
-    def binding(self, ctx: Mapping[str, Any]) -> str | None:
-        fact = ctx["private"].get("active_fact")
+    def binding(self, ctx: Context) -> str | None:
+        fact = ctx.private.active_fact
         if fact is None:
             return super().binding(ctx)
         return self.nearest(str(fact), list(codebook(ctx)))

@@ -38,9 +38,9 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
-from agents.lm.generate import _PREFILL_BUCKET, GenerationConfig, Generator, kernel_report  # noqa: E402
-from agents.lm.hybrid import HybridState, hybrid_forward, supports_hybrid  # noqa: E402
-from agents.lm.loading import build_qwen35_08b_config, build_tiny, train_tokenizer  # noqa: E402
+from gencoord_env.agents.lm.generate import _PREFILL_BUCKET, GenerationConfig, Generator, kernel_report  # noqa: E402
+from gencoord_env.agents.lm.hybrid import HybridState, hybrid_forward, supports_hybrid  # noqa: E402
+from gencoord_env.agents.lm.loading import build_qwen35_08b_config, build_tiny, train_tokenizer  # noqa: E402
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -163,7 +163,7 @@ def main() -> None:
     parser.add_argument("--baseline-reps", type=int, default=2, help="plain model.generate calls at batch 1 (0: skip)")
     parser.add_argument("--no-graphs", action="store_true", help="decode without CUDA graphs")
     parser.add_argument("--no-compile", action="store_true", help="capture the eager decode step and prefill (no torch.compile)")
-    parser.add_argument("--no-hybrid", action="store_true", help="decode through transformers' forward, not agents.lm.hybrid")
+    parser.add_argument("--no-hybrid", action="store_true", help="decode through transformers' forward, not gencoord_env.agents.lm.hybrid")
     parser.add_argument(
         "--state-variant", action="store_true", help="also time batch N with the recurrent state kept in the model dtype"
     )

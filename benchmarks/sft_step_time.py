@@ -28,9 +28,9 @@ def main() -> None:
     p.add_argument("--arch", default="qwen3_5_08b", choices=["qwen3_5_08b", "qwen3_5", "qwen3"])
     a = p.parse_args()
 
-    from agents.lm.generate import kernel_report
-    from train.data import build_all
-    from train.sft import ScratchConfig, SFTConfig, train
+    from gencoord_env.agents.lm.generate import kernel_report
+    from gencoord_env.train.data import build_all
+    from gencoord_env.train.sft import ScratchConfig, SFTConfig, train
 
     with tempfile.TemporaryDirectory() as tmp:
         data = a.data or os.path.join(tmp, "forward.jsonl")

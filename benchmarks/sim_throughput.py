@@ -15,8 +15,8 @@ import pstats
 import time
 
 import gencoord_env
-from agents.rollout import run_episode
-from agents.rules import make_policy
+from gencoord_env.agents.rollout import run_episode
+from gencoord_env.agents import make_policy
 
 
 def run(n: int, env=None) -> float:  # type: ignore[no-untyped-def]

@@ -10,7 +10,7 @@ from typing import Any
 
 from gencoord_env.outcomes import FailureCode
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def parallel_env(**kwargs: Any):  # type: ignore[no-untyped-def]

@@ -21,7 +21,7 @@ from typing import Any
 DELEGATED = {
     "replay": "gencoord_env.replay:main",
     "experiment": "gencoord_env.experiments.cli:main",
-    "train": "train.cli:main",
+    "train": "gencoord_env.train.cli:main",
 }
 
 
@@ -43,8 +43,8 @@ def _rollout(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     import gencoord_env
-    from agents.rollout import run_episode, summarize
-    from agents.rules import make_policy
+    from gencoord_env.agents.rollout import run_episode, summarize
+    from gencoord_env.agents import make_policy
 
     env = gencoord_env.parallel_env(pool=args.pool, backend=args.backend, route=args.route, view=args.view,
                                     surface=args.surface, seed=args.seed, pool_seed=args.pool_seed)
@@ -89,7 +89,7 @@ def _rollout(args: argparse.Namespace) -> int:
 
 def _policy(args: argparse.Namespace, make_policy: Any) -> Any:
     if args.policy.startswith("model:"):
-        from agents.lm.policy import load_policy  # type: ignore[import-not-found]
+        from gencoord_env.agents.lm.policy import load_policy  # type: ignore[import-not-found]
 
         return load_policy(args.policy.split(":", 1)[1])
     return make_policy(args.policy)

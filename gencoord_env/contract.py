@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gencoord_env.catalog import CATALOG, Catalog, SkillSpec, minecraft_items
-from gencoord_env.dsl.model import PeerRequest, Proposal, Task, Value
+from gencoord_env.types import PeerRequest, Proposal, Task, Value
 from gencoord_env.dsl.syntax import ATOM_RE, MAX_PATH_TASKS
 
 

@@ -48,7 +48,7 @@ from importlib import resources
 from typing import Any
 
 from gencoord_env.dsl.errors import DSLSyntaxError
-from gencoord_env.dsl.model import PeerRequest, Proposal, Task
+from gencoord_env.types import PeerRequest, Proposal, Task
 
 _INT_KEYS = frozenset({"q", "ticks"})
 _WORD = r"[A-Za-z0-9_:/+\-]+"

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 import pytest
-from agents.rollout import rollout, run_episode
-from agents.rules import make_policy
+from gencoord_env.agents.rollout import rollout, run_episode
+from gencoord_env.agents import make_policy
 
 import gencoord_env
 from gencoord_env.accounting import LABELS, Clause, EpisodeAccount, account

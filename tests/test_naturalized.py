@@ -3,8 +3,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from agents.rollout import rollout, summarize
-from agents.rules import make_policy
+from gencoord_env.agents.rollout import rollout, summarize
+from gencoord_env.agents import make_policy
 
 import gencoord_env
 from gencoord_env.tasks import Episode, pool, prior
@@ -53,7 +53,7 @@ def test_the_sender_sees_a_description_not_the_id():
     sender = env.unwrapped.session.turn
     ctx = infos[sender]["context"]
     episode = env.unwrapped.session.episode
-    assert ctx["private"] == {"active_fact": describe(episode.binding, "C2", episode)}
+    assert ctx.private.items() == [("active_fact", describe(episode.binding, "C2", episode))]
     assert f"PRIVATE active_fact={describe(episode.binding, 'C2', episode)}" in obs[sender]
     assert "active_binding_id" not in obs[sender]  # the codebook stays public; the active id is gone
 
@@ -81,7 +81,7 @@ def test_tfidf_rule_degrades_under_lexical_shift():
 
 
 def test_tfidf_nearest_ignores_inadmissible_bindings():
-    from agents.tfidf import TfidfNearestNeighbour
+    from gencoord_env.agents.tfidf import TfidfNearestNeighbour
 
     rule = TfidfNearestNeighbour()
     assert rule.nearest("build at site B", ["SITE_A", "SITE_B"]) == "SITE_B"

@@ -4,8 +4,8 @@ import io
 import json
 
 import pytest
-from agents.rollout import rollout
-from agents.rules import make_policy
+from gencoord_env.agents.rollout import rollout
+from gencoord_env.agents import make_policy
 
 import gencoord_env
 from gencoord_env.replay import ReplayError, replay, replay_file

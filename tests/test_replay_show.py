@@ -5,8 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
-from agents.rollout import rollout
-from agents.rules import make_policy
+from gencoord_env.agents.rollout import rollout
+from gencoord_env.agents import make_policy
 
 import gencoord_env
 from gencoord_env.accounting import LABELS

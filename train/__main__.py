@@ -1,8 +1,8 @@
-"""``python -m train data|sft|evaluate ...`` (see ``train.cli``)."""
+"""``python -m gencoord_env.train data|sft|evaluate ...`` (see ``train.cli``)."""
 from __future__ import annotations
 
 import sys
 
-from train.cli import main
+from gencoord_env.train.cli import main
 
 sys.exit(main())

@@ -1,13 +1,13 @@
-"""Command line for the training side: ``data``, ``sft`` and ``evaluate`` (``python -m train <command>``).
+"""Command line for the training side: ``data``, ``sft`` and ``evaluate`` (``python -m gencoord_env.train <command>``).
 
 Each command is also a function taking ``argv`` (:func:`data_main`, :func:`sft_main`,
 :func:`evaluate_main`) so a top-level CLI can mount them as ``gencoord train ...``.
 
 Examples::
 
-    python -m train data --out runs/data
-    python -m train sft --data runs/data/forward.jsonl --out runs/scratch --scratch qwen3 --lr 1e-3 --epochs 12
-    python -m train evaluate --model runs/scratch/final --pool heldout --route forward --out runs/heldout.json
+    python -m gencoord_env.train data --out runs/data
+    python -m gencoord_env.train sft --data runs/data/forward.jsonl --out runs/scratch --scratch qwen3 --lr 1e-3 --epochs 12
+    python -m gencoord_env.train evaluate --model runs/scratch/final --pool heldout --route forward --out runs/heldout.json
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 
 def data_main(argv: Sequence[str] | None = None) -> int:
-    from train.data import DATASETS, build_all
+    from gencoord_env.train.data import DATASETS, build_all
 
     p = argparse.ArgumentParser(prog="train data", description="Write the programmatic SFT sets and their manifest.")
     p.add_argument("--out", required=True, help="output directory")
@@ -33,7 +33,7 @@ def data_main(argv: Sequence[str] | None = None) -> int:
 
 
 def sft_main(argv: Sequence[str] | None = None) -> int:
-    from train.sft import SCRATCH_LR, ScratchConfig, SFTConfig, train
+    from gencoord_env.train.sft import SCRATCH_LR, ScratchConfig, SFTConfig, train
 
     p = argparse.ArgumentParser(prog="train sft", description="Supervised fine-tuning (target + EOS loss) with provenance.")
     p.add_argument("--data", nargs="+", required=True, help="JSONL files written by `train data`")
@@ -70,9 +70,9 @@ def sft_main(argv: Sequence[str] | None = None) -> int:
 
 
 def evaluate_main(argv: Sequence[str] | None = None) -> int:
-    from agents.lm.generate import GenerationConfig
-    from agents.lm.policy import load_policy
-    from train.evaluate import evaluate
+    from gencoord_env.agents.lm.generate import GenerationConfig
+    from gencoord_env.agents.lm.policy import load_policy
+    from gencoord_env.train.evaluate import evaluate
 
     p = argparse.ArgumentParser(prog="train evaluate", description="Closed-loop evaluation of a checkpoint in the env.")
     p.add_argument("--model", required=True, help="checkpoint directory or hub id")
@@ -105,6 +105,6 @@ COMMANDS = {"data": data_main, "sft": sft_main, "evaluate": evaluate_main}
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in COMMANDS:
-        print(f"usage: python -m train {{{','.join(COMMANDS)}}} ...", file=sys.stderr)
+        print(f"usage: python -m gencoord_env.train {{{','.join(COMMANDS)}}} ...", file=sys.stderr)
         return 2
     return COMMANDS[args[0]](args[1:])

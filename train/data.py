@@ -1,10 +1,12 @@
 """Programmatic SFT data: local contexts paired with canonical targets, written as JSONL plus a manifest.
 
-Every row pairs the exact observation text the environment shows the deciding agent at one decision
-stage (``contexts.observation(...)`` with the history and messages the env would give at that point)
-with the canonical reference target of ``gencoord_env.tasks.references``. No language-model teacher and
-no hand-written requests: targets come from the executable template contract, and the builder checks
-that each target maps back to the intended binding before writing it.
+Rows come from playing the environment itself: the builder drives the same session the env runs (on
+the sim backend) with reference records (``reference``: the canonical targets of
+``gencoord_env.tasks.references``; for free-form, the rule agent's utterances), and each row pairs the
+observation the env showed the deciding agent with the record it played. Prompts therefore equal the
+env's observations by construction. No language-model teacher and no hand-written requests: targets
+come from the executable template contract; the builder checks that each target maps back to the
+intended binding, and every episode it plays must end in ``SUCCESS``.
 
 | set | pool | rows | stages |
 | --- | --- | --- | --- |
@@ -50,14 +52,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from gencoord_env import dsl, freeform
-from gencoord_env.dsl.model import PeerRequest, Proposal
-from gencoord_env.pipeline.response import respond
+from gencoord_env import FailureCode, dsl, freeform
 from gencoord_env.tasks import Cluster, Episode, pool as load_pool
 from gencoord_env.tasks import references as ref
-from gencoord_env.tasks import contexts
-from gencoord_env.tasks.contexts import request_message
+from gencoord_env.tasks.contexts import Context
 from gencoord_env.tasks.prior import GOAL_CAPABILITY, Prior, WorldVariant, prior
+from gencoord_env.types import Proposal
 
 __all__ = [
     "DATASETS",
@@ -69,7 +69,7 @@ __all__ = [
     "file_sha256",
     "gc_train_episodes",
     "load_rows",
-    "observation",
+    "reference",
     "training_variants",
 ]
 
@@ -107,46 +107,13 @@ class Row:
         return json.dumps(dataclasses.asdict(self), ensure_ascii=False, sort_keys=True)
 
 
-# --------------------------------------------------------------------------- observations
-
-
-def observation(
-    episode: Episode,
-    agent: str,
-    stage: str,
-    *,
-    route: str,
-    view: str = "full",
-    history: Sequence[str] = (),
-    messages: Sequence[str] = (),
-) -> str:
-    """The observation text the env shows ``agent`` at ``stage`` (see ``EpisodeSession.observation``)."""
-    text, _ = contexts.observation(episode, agent, stage, route=route, view=view, history=history, messages=messages)
-    return text
-
-
-def _request_shown(request: PeerRequest, surface: str) -> str:
-    """The delivered REQ as the receiver's context shows it on ``surface``."""
-    if surface == "dsl":
-        return request_message("", request.requested_plan, request.target).split(": ", 1)[1]
-    return dsl.to_json(Proposal((), (request,)))
-
-
-def _show(proposal: Proposal, surface: str) -> str:
-    return dsl.format(proposal) if surface == "dsl" else dsl.to_json(proposal)
+# --------------------------------------------------------------------------- reference play
 
 
 def factor_code_target(stage: str, binding: str) -> str:
     """The Factor-Code target of a forward stage: the one binding code, named by its field."""
     field = {"sender_initial": "active_binding_id", "receiver_after_request": "accepted_binding_id"}[stage]
     return f"{field}={binding}"
-
-
-# --------------------------------------------------------------------------- row generators
-
-
-def _row(set_name: str, stage: str, route: str, surface: str, ep: Episode, agent: str, prompt: str, target: str) -> Row:
-    return Row(f"{set_name}/{ep.id}/{stage}", set_name, stage, route, surface, ep.id, agent, ep.binding, prompt, target)
 
 
 def _checked(target: Proposal, binding: str, where: str) -> Proposal:
@@ -156,84 +123,88 @@ def _checked(target: Proposal, binding: str, where: str) -> Proposal:
     return target
 
 
-def _forward_rows(episodes: Iterable[Episode], set_name: str, surface: str = "dsl", codes: bool = False) -> Iterator[Row]:
-    for ep in episodes:
-        sender = _checked(ref.sender_initial(ep), ep.binding, ep.id)
-        request = sender.peer_requests[0]
-        receiver = _checked(ref.receiver_after_request(request), ep.binding, ep.id)
-        msg = f"REQ from {ep.first}: {_request_shown(request, surface)}"
-        stages = (
-            ("sender_initial", ep.first, (), sender),
-            ("receiver_after_request", ep.second, (msg,), receiver),
-        )
-        for stage, agent, messages, target in stages:
-            prompt = observation(ep, agent, stage, route="forward", messages=messages)
-            text = factor_code_target(stage, ep.binding) if codes else _show(target, surface)
-            yield _row(set_name, stage, "forward", surface, ep, agent, prompt, text)
+def reference(episode: Episode, context: Context) -> Proposal | None:
+    """The canonical record for ``context``'s decision in ``episode`` (an oracle: it reads the episode).
+
+    The receiver realizes the request it was actually delivered; the requester revises by the response
+    it actually received. None where the protocol leaves nothing to decide (a REJECT).
+    """
+    stage = context.stage
+    if stage == "sender_initial":
+        return ref.sender_single_step(episode) if context.route == "single_step" else ref.sender_initial(episode)
+    if stage == "sender_after_obtain":
+        return ref.sender_after_obtain(episode)
+    if stage == "receiver_after_request":
+        if context.request is None:
+            raise AssertionError(f"{episode.id}: the receiver decides without a delivered request")
+        return ref.receiver_after_request(context.request)
+    if stage == "requester_initial":
+        return ref.requester_initial(episode)
+    if stage == "requester_after_response":
+        r = context.response
+        if r is None:
+            raise AssertionError(f"{episode.id}: the requester revises without a response")
+        return ref.requester_after_response(episode, r.decision, r.counter_offer_id)
+    if stage == "centralized":
+        return ref.centralized(episode)
+    raise ValueError(f"no reference record for stage {stage!r}")
 
 
-def _single_step_rows(episodes: Iterable[Episode]) -> Iterator[Row]:
-    from gencoord_env.dsl.serializer import format_task
+def _play(episodes: Sequence[Episode], route: str, surface: str = "dsl") -> Iterator[tuple[Episode, str, Context, str, str]]:
+    """Drive the env over ``episodes`` with reference records; yield (episode, prompt, context, action, stage label).
 
-    for ep in episodes:
-        first = _checked(ref.sender_single_step(ep), ep.binding, ep.id)
-        rest = _checked(ref.sender_after_obtain(ep), ep.binding, ep.id)
-        request = rest.peer_requests[0]
-        receiver = ref.receiver_after_request(request)
-        done = (f"DONE {format_task(first.self_plan[0])} ok",)
-        msg = (f"REQ from {ep.first}: {_request_shown(request, 'dsl')}",)
-        for stage, agent, history, messages, target in (
-            ("sender_initial", ep.first, (), (), first),
-            ("sender_after_obtain", ep.first, done, (), rest),
-            ("receiver_after_request", ep.second, (), msg, receiver),
-        ):
-            prompt = observation(ep, agent, stage, route="single_step", history=history, messages=messages)
-            yield _row("single_step", stage, "single_step", "dsl", ep, agent, prompt, dsl.format(target))
+    The prompt is exactly the observation the env showed the deciding agent. Every episode must end in
+    ``SUCCESS``: a reference that does not execute is a bug in the data, not a row.
+    """
+    from gencoord_env.envs.gencoord.gencoord import raw_env
 
+    env = raw_env(pool=list(episodes), backend="sim", route=route, surface=surface, seed=None)
+    speak = None
+    if surface == "freeform":
+        from gencoord_env.agents.freeform import FreeformRule
 
-def _gc_requester_rows(episodes: Iterable[Episode]) -> Iterator[Row]:
-    for ep in episodes:
-        initial = ref.requester_initial(ep)
-        response = respond(initial.peer_requests[0], ep)
-        revised = ref.requester_after_response(ep, response.decision, response.counter_offer_id)
-        if revised is None:
-            raise AssertionError(f"{ep.id}: the bounded response {response.decision} leaves no revision to learn")
-        _checked(revised, ep.binding, ep.id)
-        messages = (f"PROPOSAL {dsl.format(initial).replace(chr(10), ' | ')}", f"RESPONSE {response.wire()}")
-        yield _row("gc_requester", "requester_initial", "feedback", "dsl", ep, ep.first,
-                   observation(ep, ep.first, "requester_initial", route="feedback"), dsl.format(initial))
-        yield _row("gc_requester", "requester_after_response", "feedback", "dsl", ep, ep.first,
-                   observation(ep, ep.first, "requester_after_response", route="feedback", messages=messages),
-                   dsl.format(revised))
-
-
-def _gc_centralized_rows(episodes: Iterable[Episode]) -> Iterator[Row]:
-    for ep in episodes:
-        target = _checked(ref.centralized(ep), ep.binding, ep.id)
-        yield _row("gc_centralized", "centralized", "centralized", "dsl", ep, ep.first,
-                   observation(ep, ep.first, "centralized", route="centralized"), dsl.format(target))
+        speak = FreeformRule()
+    for k, episode in enumerate(episodes):
+        obs, infos = env.reset(options={"index": k})
+        turns = 0
+        while env.agents:
+            turn = next(a for a, i in infos.items() if i["deciding"])
+            ctx: Context = infos[turn]["context"]
+            if speak is not None:
+                action = speak.act(obs[turn], infos[turn])
+                label = _dialogue_label(turns, turn == episode.first, action)
+            else:
+                q = reference(episode, ctx)
+                assert q is not None
+                if ctx.stage != "requester_initial":  # the initial request precedes the capability response
+                    _checked(q, episode.binding, f"{episode.id}/{ctx.stage}")
+                action = dsl.format(q) if surface == "dsl" else dsl.to_json(q)
+                label = ctx.stage
+            yield episode, obs[turn], ctx, action, label
+            obs, _, _, _, infos = env.step({turn: action})
+            turns += 1
+        info = infos[episode.first]
+        if info["outcome"] is not FailureCode.SUCCESS:
+            raise AssertionError(f"{episode.id}: reference play ended in {info['outcome']}: {info['reason']}")
+    env.close()
 
 
-def _freeform_rows(episodes: Iterable[Episode]) -> Iterator[Row]:
-    for ep in episodes:
-        sender = _checked(ref.sender_initial(ep), ep.binding, ep.id)
-        request = sender.peer_requests[0]
-        receiver = _checked(ref.receiver_after_request(request), ep.binding, ep.id)
-        first, second = ep.first, ep.second
-        order = contexts.build_context(ep, first, "dialogue", route="forward")["task"]["order"]
-        turns = [("sender_initial", first, freeform.say_opening(second, order, sender.self_plan, request.requested_plan))]
-        if freeform.clarifies(ep.template.family):
-            handoff = freeform.handoff_to(second, sender.self_plan)
-            if handoff is None:
-                raise AssertionError(f"{ep.id}: a clarifying episode whose sender plan hands nothing to {second}")
-            turns += [("receiver_question", second, freeform.say_question(first, handoff)),
-                      ("sender_answer", first, freeform.say_answer(second, request.requested_plan))]
-        turns.append(("receiver_after_request", second, freeform.say_commit(first, receiver.self_plan)))
-        said: list[str] = []
-        for stage, agent, utterance in turns:
-            prompt = observation(ep, agent, "dialogue", route="forward", messages=said)
-            yield _row("freeform", stage, "forward", "freeform", ep, agent, prompt, utterance)
-            said.append(f"{agent} says: {utterance}")
+def _dialogue_label(turn: int, first: bool, utterance: str) -> str:
+    if turn == 0:
+        return "sender_initial"
+    if first:
+        return "sender_answer"
+    return "receiver_question" if freeform.is_question(utterance) else "receiver_after_request"
+
+
+def _row(set_name: str, stage: str, route: str, surface: str, ep: Episode, agent: str, prompt: str, target: str) -> Row:
+    return Row(f"{set_name}/{ep.id}/{stage}", set_name, stage, route, surface, ep.id, agent, ep.binding, prompt, target)
+
+
+def _rows(set_name: str, episodes: Sequence[Episode], route: str, surface: str = "dsl", codes: bool = False) -> Iterator[Row]:
+    for ep, prompt, ctx, action, label in _play(episodes, route, surface):
+        target = factor_code_target(label, ep.binding) if codes else action
+        yield _row(set_name, label, route, surface, ep, ctx.agent, prompt, target)
 
 
 # --------------------------------------------------------------------------- Goal x Capability training side
@@ -285,13 +256,13 @@ def _pool_episodes(name: str, seed: int) -> list[Episode]:
 
 
 DATASETS: dict[str, Callable[[int], Iterator[Row]]] = {
-    "forward": lambda seed: _forward_rows(_pool_episodes("train", seed), "forward"),
-    "forward_json": lambda seed: _forward_rows(_pool_episodes("train", seed), "forward_json", surface="json"),
-    "single_step": lambda seed: _single_step_rows(_pool_episodes("train", seed)),
-    "factor_code": lambda seed: _forward_rows(_pool_episodes("train", seed), "factor_code", codes=True),
-    "gc_requester": lambda seed: _gc_requester_rows(gc_train_episodes(seed)),
-    "gc_centralized": lambda seed: _gc_centralized_rows(gc_train_episodes(seed)),
-    "freeform": lambda seed: _freeform_rows(_pool_episodes("train", seed)),
+    "forward": lambda seed: _rows("forward", _pool_episodes("train", seed), "forward"),
+    "forward_json": lambda seed: _rows("forward_json", _pool_episodes("train", seed), "forward", surface="json"),
+    "single_step": lambda seed: _rows("single_step", _pool_episodes("train", seed), "single_step"),
+    "factor_code": lambda seed: _rows("factor_code", _pool_episodes("train", seed), "forward", codes=True),
+    "gc_requester": lambda seed: _rows("gc_requester", gc_train_episodes(seed), "feedback"),
+    "gc_centralized": lambda seed: _rows("gc_centralized", gc_train_episodes(seed), "centralized"),
+    "freeform": lambda seed: _rows("freeform", _pool_episodes("train", seed), "forward", surface="freeform"),
 }
 
 

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agents.base import Policy
+from gencoord_env.agents.base import Policy
 from gencoord_env.envs.gencoord.gencoord import parallel_env
 from gencoord_env.tasks import Episode
 

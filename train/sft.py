@@ -41,9 +41,9 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_cosine_schedule_with_warmup
 
-from agents.lm.loading import build_qwen35_08b_config, build_tiny, load_model, train_tokenizer
-from agents.lm.policy import prompt_text
-from train.data import Row, file_sha256, load_rows
+from gencoord_env.agents.lm.loading import build_qwen35_08b_config, build_tiny, load_model, train_tokenizer
+from gencoord_env.agents.lm.policy import prompt_text
+from gencoord_env.train.data import Row, file_sha256, load_rows
 
 __all__ = ["SCRATCH_LR", "Encoded", "RunResult", "SFTConfig", "ScratchConfig", "encode", "masked_loss", "train", "tree_sha256"]
 
@@ -91,7 +91,7 @@ class SFTConfig:
         if (self.base_model is None) == (self.scratch is None):
             raise ValueError("give exactly one of base_model (a checkpoint to fine-tune) and scratch (train from random weights)")
         if not self.data:
-            raise ValueError("SFTConfig.data needs at least one JSONL file from train.data.build_all")
+            raise ValueError("SFTConfig.data needs at least one JSONL file from gencoord_env.train.data.build_all")
         if self.micro_batch < 1 or self.grad_accum < 1:
             raise ValueError(f"micro_batch and grad_accum must be >= 1, got {self.micro_batch} and {self.grad_accum}")
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agents.lm.generate import GenerationConfig, GenerationRecord, Generator, kernel_report
-from agents.lm.loading import (
+from gencoord_env.agents.lm.generate import GenerationConfig, GenerationRecord, Generator, kernel_report
+from gencoord_env.agents.lm.loading import (
     LoadedModel,
     ModelLoadError,
     build_qwen35_08b_config,

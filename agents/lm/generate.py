@@ -15,7 +15,7 @@ Two decoding paths compute the same greedy function:
 - ``"generate"``: plain ``model.generate``; the reference the static loop is tested against, and
   a fallback for models the static loop does not support.
 
-For Qwen3.5 the static loop runs :func:`agents.lm.hybrid.hybrid_forward` (the model's own layers over
+For Qwen3.5 the static loop runs :func:`gencoord_env.agents.lm.hybrid.hybrid_forward` (the model's own layers over
 state buffers it owns, updated in place) instead of transformers' forward; its Gated-DeltaNet ops use
 the ``flash-linear-attention`` (``fla``) Triton kernels on CUDA when that package is importable (see
 :func:`kernel_report`). On CUDA the prefill is also compiled and captured as a CUDA graph, once per
@@ -39,8 +39,8 @@ from typing import Literal
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, StoppingCriteria, StoppingCriteriaList
 
-from agents.lm import kernels
-from agents.lm.hybrid import HybridState, hybrid_forward, supports_hybrid
+from gencoord_env.agents.lm import kernels
+from gencoord_env.agents.lm.hybrid import HybridState, hybrid_forward, supports_hybrid
 
 __all__ = ["GenerationConfig", "GenerationRecord", "Generator", "kernel_report"]
 
@@ -83,7 +83,7 @@ class GenerationConfig:
     # torch.compile the prefill before its graph capture (fuses the float32 norm / gate arithmetic that
     # dominates a batch-64 prefill); None: as compile_decode. Costs one compile per (batch, width bucket).
     compile_prefill: bool | None = None
-    # Run Qwen3.5 through agents.lm.hybrid (own state buffers, in-place updates); None: whenever supported.
+    # Run Qwen3.5 through gencoord_env.agents.lm.hybrid (own state buffers, in-place updates); None: whenever supported.
     hybrid: bool | None = None
     # dtype of the Gated-DeltaNet recurrent state between decode steps: "float32" as transformers keeps
     # it, or "model" (bf16 on GPU) to halve the state traffic of large-batch decoding (measured on an
@@ -382,7 +382,7 @@ class _StaticDecoder:
 
     Every buffer the decode step reads or writes lives here at a fixed address, which is what lets a
     CUDA graph replay the step: the step advances its own counters in place. With ``hybrid`` the model
-    runs through :func:`agents.lm.hybrid.hybrid_forward` over a :class:`HybridState`; otherwise through
+    runs through :func:`gencoord_env.agents.lm.hybrid.hybrid_forward` over a :class:`HybridState`; otherwise through
     transformers' forward over a ``StaticCache``.
     """
 

@@ -6,7 +6,7 @@ and repeats the key/value heads of the full cache when compiled. This module run
 the model's own submodules and weights, over buffers it owns:
 
 - per Gated-DeltaNet layer a conv state (B, conv_dim, W) and a recurrent state (B, HV, K, V), both
-  updated in place (see :mod:`agents.lm.kernels`);
+  updated in place (see :mod:`gencoord_env.agents.lm.kernels`);
 - per full-attention layer a key and a value cache (B, H_kv, L, head_dim); decode attends with the
   query heads packed per key/value head, so the cache is never repeated.
 
@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from agents.lm import kernels
+from gencoord_env.agents.lm import kernels
 
 __all__ = ["HybridState", "hybrid_forward", "supports_hybrid"]
 

@@ -5,7 +5,7 @@
   the action, parsed by the env like any other agent's.
 - :class:`FactorCodePolicy` (Factor-Code + Rule): the model emits only the stage's binding code
   (``active_binding_id=<code>`` at the sender, ``accepted_binding_id=<code>`` at the receiver); the public
-  composer (:func:`agents.context_view.compose`, the same expansion as ``tasks.compose.role_paths``)
+  composer (:func:`gencoord_env.agents.context_view.compose`, the same expansion as ``tasks.compose.role_paths``)
   turns it into the same peer-facing Short DSL. A code outside the context's codebook is passed on as
   the raw completion, so the env records the mistake as a parse failure instead of the policy hiding it.
 
@@ -31,11 +31,12 @@ from typing import Any, Literal
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from agents.context_view import compose, roles
-from agents.lm.generate import GenerationConfig, GenerationRecord, Generator
-from agents.lm.loading import load_model
+from gencoord_env.agents.context_view import compose, roles
+from gencoord_env.agents.lm.generate import GenerationConfig, GenerationRecord, Generator
+from gencoord_env.agents.lm.loading import load_model
 from gencoord_env import dsl
-from gencoord_env.dsl.model import PeerRequest, Proposal
+from gencoord_env.tasks.contexts import Context
+from gencoord_env.types import PeerRequest, Proposal
 
 __all__ = [
     "CODE_FIELDS",
@@ -115,7 +116,7 @@ class LMPolicy:
     def _record(record: GenerationRecord, info: Mapping[str, Any]) -> CallRecord:
         return CallRecord(
             episode=str(info.get("episode_id", "")), stage=str(info.get("stage", "")),
-            agent=str((info.get("context") or {}).get("agent", "")), input_tokens=record.input_tokens,
+            agent=str(getattr(info.get("context"), "agent", "")), input_tokens=record.input_tokens,
             output_tokens=record.output_tokens, latency_s=record.latency_s, batch_size=record.batch_size,
             text=record.text,
         )
@@ -130,25 +131,25 @@ class DirectDSLPolicy(LMPolicy):
         return completion
 
 
-def expand_code(completion: str, context: Mapping[str, Any]) -> str | None:
+def expand_code(completion: str, context: Context) -> str | None:
     """The Short DSL action a binding code stands for in ``context``; None when it names no admissible branch.
 
     Sender (``active_binding_id``): its own path plus the REQ with the peer's path. Receiver
     (``accepted_binding_id``): its own path of that branch and ``REQ -``.
     """
     m = _CODE.match(completion)
-    if not m or m.group(2) not in context["prior"]["codebook"]:
+    if not m or m.group(2) not in context.prior.codebook:
         return None
     field, code = m.groups()
     first, second = roles(context)
     mine, theirs = compose(context, code, first, second)
-    stage = context["stage"]
+    stage = context.stage
     expected = CODE_FIELDS.get(stage)
     if field is not None and expected is not None and field != expected:
         return None
     if stage == "receiver_after_request":
         return dsl.format(Proposal(theirs, ()))
-    return dsl.format(Proposal(mine, (PeerRequest(str(context["peer"]), theirs),)))
+    return dsl.format(Proposal(mine, (PeerRequest(context.peer, theirs),)))
 
 
 class FactorCodePolicy(LMPolicy):
@@ -158,7 +159,7 @@ class FactorCodePolicy(LMPolicy):
 
     def to_action(self, completion: str, info: Mapping[str, Any]) -> str:
         context = info.get("context")
-        if not context:
+        if context is None:
             return completion
         return expand_code(completion, context) or completion
 
@@ -185,6 +186,6 @@ def load_policy(
     device: str | torch.device | None = None,
     config: GenerationConfig | None = None,
 ) -> LMPolicy:
-    """Load a checkpoint directory or hub id (see :func:`agents.lm.loading.load_model`) as a policy."""
+    """Load a checkpoint directory or hub id (see :func:`gencoord_env.agents.lm.loading.load_model`) as a policy."""
     lm = load_model(source, device=device)
     return make_policy(lm.model, lm.tokenizer, kind, config)

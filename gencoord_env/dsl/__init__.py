@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from gencoord_env.dsl.errors import DSLSyntaxError
 from gencoord_env.dsl.json_surface import from_json, to_json
-from gencoord_env.dsl.model import Args, PeerRequest, Proposal, Task, Value
+from gencoord_env.types import Args, PeerRequest, Proposal, Task, Value
 from gencoord_env.dsl.parser import parse
 from gencoord_env.dsl.serializer import format
 

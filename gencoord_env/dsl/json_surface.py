@@ -16,7 +16,7 @@ import math
 from typing import Any
 
 from gencoord_env.dsl.errors import DSLSyntaxError
-from gencoord_env.dsl.model import Args, PeerRequest, Proposal, Task, Value
+from gencoord_env.types import Args, PeerRequest, Proposal, Task, Value
 from gencoord_env.dsl.serializer import canonical_items, format_path, single_request
 from gencoord_env.dsl.syntax import (
     ATOM_RE,

@@ -16,7 +16,7 @@ from json import JSONDecodeError
 from json.decoder import scanstring  # type: ignore[attr-defined]  # C-accelerated, stdlib
 
 from gencoord_env.dsl.errors import DSLSyntaxError
-from gencoord_env.dsl.model import Args, PeerRequest, Proposal, Task, Value
+from gencoord_env.types import Args, PeerRequest, Proposal, Task, Value
 from gencoord_env.dsl.syntax import (
     ATOM_CHARS,
     ATOM_RE,

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from json.encoder import encode_basestring_ascii  # C-accelerated, stdlib
 
-from gencoord_env.dsl.model import PeerRequest, Proposal, Task, Value
+from gencoord_env.types import PeerRequest, Proposal, Task, Value
 from gencoord_env.dsl.syntax import (
     ATOM_RE,
     KEY_ALIASES,
@@ -32,7 +32,7 @@ _STRING_CACHE: dict[str, str] = {}
 def format(proposal: Proposal) -> str:  # noqa: A001  # the issue names the API dsl.format
     """Write ``proposal`` in the canonical two-line form.
 
-    >>> from gencoord_env.dsl.model import Task
+    >>> from gencoord_env.types import Task
     >>> format(Proposal(self_plan=(Task("resource.obtain", {"item": "oak_planks", "q": 4}),)))
     'SELF resource.obtain(q=4,item=oak_planks)\\nREQ -'
 

@@ -7,8 +7,8 @@
     gencoord experiment --list
 
 ``--policy`` replaces the policy of the conditions the paper ran with its learned model (see
-``gencoord_env.experiments.specs``): a rule agent name (``agents.rules.POLICIES``) or ``model:PATH``
-(a checkpoint loaded with ``agents.lm.policy.load_policy``). ``--episodes N`` caps every condition at
+``gencoord_env.experiments.specs``): a rule agent name (``gencoord_env.agents.POLICIES``) or ``model:PATH``
+(a checkpoint loaded with ``gencoord_env.agents.lm.policy.load_policy``). ``--episodes N`` caps every condition at
 ``ceil(N / 2)`` clusters, both role permutations, picked deterministically.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from gencoord_env.experiments.specs import EXPERIMENTS, Condition, Experiment, e
 
 def policy_factory(policy: str | None) -> tuple[Any, Any]:
     """``(make, name_of)``: build the policy of a condition, and say which one it is."""
-    from agents.rules import make_policy
+    from gencoord_env.agents import make_policy
 
     learned: list[Any] = []
 
@@ -35,7 +35,7 @@ def policy_factory(policy: str | None) -> tuple[Any, Any]:
         name = chosen(c)
         if name.startswith("model:"):
             if not learned:  # load a checkpoint once for every condition that uses it
-                from agents.lm.policy import load_policy
+                from gencoord_env.agents.lm.policy import load_policy
 
                 learned.append(load_policy(name.split(":", 1)[1]))
             return learned[0]

@@ -115,7 +115,7 @@ def make_env(condition: Condition, backend: str, world: World | None, pool_seed:
 def run_condition(condition: Condition, policy: Any, backend: str = "sim", world: World | None = None,
                   episodes: int | None = None, pool_seed: int = 0, progress: Progress | None = None) -> list[EpisodeRow]:
     """Play the condition's selected episodes with ``policy`` and return one row per episode."""
-    from agents.rollout import run_episode
+    from gencoord_env.agents.rollout import run_episode
 
     env = make_env(condition, backend, world, pool_seed)
     base = env.unwrapped
@@ -140,7 +140,7 @@ def run_condition(condition: Condition, policy: Any, backend: str = "sim", world
 
 def model_metrics(policy: Any, calls_before: int, model_calls: int) -> dict[str, int]:
     """One episode's model cost: ``model_calls``, and the summed ``model_input_tokens`` and
-    ``model_output_tokens`` of the per-call records (``agents.lm.policy.CallRecord``) it added after
+    ``model_output_tokens`` of the per-call records (``gencoord_env.agents.lm.policy.CallRecord``) it added after
     ``calls_before``. A policy that keeps no call records (a rule agent) has no token counts.
     """
     records = getattr(policy, "records", None)

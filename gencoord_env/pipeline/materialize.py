@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from gencoord_env.pipeline.types import Commitment, DispatchPlan, DispatchTask
 from gencoord_env.tasks.episode import Episode
+from gencoord_env.types import Task
 
 
 class MaterializationError(Exception):
@@ -50,3 +51,15 @@ def materialize(commitment: Commitment, episode: Episode) -> DispatchPlan:
             checks += ("terminal",)
         tasks.append(DispatchTask(id_of[node_id], node_id, actor, task, loc, tuple(id_of[p] for p in sorted(preds)), checks))  # type: ignore[arg-type]
     return DispatchPlan(tuple(tasks), commitment.handoff, episode.terminal())
+
+
+def materialize_step(task: Task, actor: str, episode: Episode, step: int) -> DispatchPlan:
+    """Single-step route: one SELF task run before any commitment, as a one-task plan.
+
+    It has no handoff and no terminal predicate (those belong to the commitment formed later); the final
+    commitment repeats the task and the session skips it there, since it is already discharged.
+    """
+    loc = episode.location(task, actor)
+    if loc and loc not in episode.references:
+        raise MaterializationError(f"step {step}: location {loc!r} is not a reference of this episode")
+    return DispatchPlan((DispatchTask(f"s{step}", "", actor, task, loc, ()),), None, ())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gencoord_env.dsl.model import Task
+from gencoord_env.types import Task
 from gencoord_env.dsl.serializer import format_task
 from gencoord_env.pipeline.types import Commitment
 from gencoord_env.tasks.compose import binding_of_tasks

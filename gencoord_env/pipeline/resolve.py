@@ -6,7 +6,7 @@ normalization N_K^path of this schema.
 """
 from __future__ import annotations
 
-from gencoord_env.dsl.model import Proposal
+from gencoord_env.types import Proposal
 from gencoord_env.dsl.serializer import format_task
 from gencoord_env.outcomes import FailureCode
 from gencoord_env.pipeline.merge import MergeConflict, merge

@@ -7,29 +7,11 @@ when neither. Every response carries a reason code.
 """
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-
-from gencoord_env.dsl.model import PeerRequest
+from gencoord_env.messages import DECISIONS, Response
+from gencoord_env.types import PeerRequest
 from gencoord_env.tasks.episode import Episode
 
-DECISIONS: tuple[str, ...] = ("ACCEPT", "REJECT", "COUNTER")
-
 _TRANSFORMS = ("craft.item", "transform.supply_input", "transform.supply_fuel", "transform.collect_output")
-
-
-@dataclass(frozen=True)
-class Response:
-    decision: str
-    reason_code: str
-    counter_offer_id: str | None = None
-
-    def wire(self) -> str:
-        """The message as it crosses the agent boundary (its UTF-8 length is the wire bytes)."""
-        body = {"decision": self.decision, "reason_code": self.reason_code}
-        if self.counter_offer_id is not None:
-            body["counter_offer_id"] = self.counter_offer_id
-        return json.dumps(body, separators=(",", ":"))
 
 
 def _needs(request: PeerRequest) -> set[str]:

@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gencoord_env.dsl.model import PeerRequest, Task
+from gencoord_env.types import PeerRequest, Task
 from gencoord_env.dsl.serializer import format_task
 from gencoord_env.outcomes import FailureCode
 
@@ -80,7 +80,7 @@ class DispatchTask:
 @dataclass(frozen=True)
 class DispatchPlan:
     tasks: tuple[DispatchTask, ...]
-    handoff: tuple[str, str, str, int]
+    handoff: tuple[str, str, str, int] | None  # (producer, receiver, item, count); None: a single-step plan
     terminal: tuple[Any, ...]  # TerminalCheck values of the episode's true binding
 
     def to_dict(self) -> dict[str, Any]:
@@ -90,7 +90,7 @@ class DispatchPlan:
                  "deps": list(t.deps), "checks": list(t.checks)}
                 for t in self.tasks
             ],
-            "handoff": list(self.handoff),
+            "handoff": list(self.handoff) if self.handoff is not None else None,
             "terminal": [c.__dict__ for c in self.terminal],
         }
 

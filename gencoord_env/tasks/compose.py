@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gencoord_env.dsl.model import Task
+from gencoord_env.types import Task
 from gencoord_env.tasks.episode import Episode, GroundedNode
 from gencoord_env.tasks.prior import STAGE_ORDER
 

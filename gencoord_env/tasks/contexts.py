@@ -1,34 +1,165 @@
-"""Local contexts x_i^t = (o_i^t, h_i^t, m_i^t) plus the shared prior K, as a dict and as text.
+"""Local contexts x_i^t = (o_i^t, h_i^t, m_i^t) plus the shared prior K: typed values, and their one text form.
 
-The dict is the structured form for researchers who do not want text; the text is rendered from it and
-nothing else, so both always carry the same information. What an agent sees:
+``build_context`` makes a frozen ``Context``; ``render`` turns it into the observation text, and nothing
+else writes context text, so the text and the structured form always carry the same information. What
+an agent sees:
 
-- identity, role, peer, decision stage, the public order;
-- its private field where it has one (sender: the active binding; requester: its goal). Private facts
-  can be shown as the binding id or as a naturalized description (``private_fact``);
+- identity, role, peer, decision stage, the public order (with its quantity);
+- its private field where it has one (sender: the active binding, or a naturalized description of it;
+  requester: its goal; Goal x Capability peer: its workcell mode);
 - its local observation: own position and inventory, the public stations, the contents of its own chests;
-- its execution history and the messages it received (the delivered REQ or the bounded response);
+- its execution history (``Done``) and the messages it received (``gencoord_env.messages``);
 - the shared prior through one of three projections (``view``): ``full`` (nodes with typed fields,
   stages, predecessors), ``skeleton`` (stages, no predecessors), ``node_only`` (neither; stable order).
 
-Receiver views of paired bindings are identical until a request arrives, and Goal x Capability requester
-views are identical across the two workcell modes: nothing here depends on the hidden fact.
+Nothing here depends on the hidden fact of the agent's peer: the pools pair every public instance under
+both bindings, and ``tests/tasks/test_paired_views.py`` checks that the uninformed agent's contexts are
+identical across each pair.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from functools import lru_cache
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from gencoord_env.caches import cache
 from gencoord_env.catalog import CATALOG
 from gencoord_env.dsl import format as format_dsl
-from gencoord_env.dsl.model import PeerRequest, Proposal, Task
+from gencoord_env.types import PeerRequest, Proposal, Task
 from gencoord_env.dsl.serializer import format_task
+from gencoord_env.messages import Done, Message, RequestMessage, Response, ResponseMessage, render_done, render_message
 from gencoord_env.tasks.compose import view_order
-from gencoord_env.tasks.episode import Episode
-from gencoord_env.world.types import Station
+from gencoord_env.tasks.episode import Episode, GroundedNode
+from gencoord_env.world.types import Pos, Station
 
 PRIVATE_FACT_FORMS: tuple[str, ...] = ("id", "train", "C1", "C2", "C3")
+
+Counts = tuple[tuple[str, int], ...]  # sorted (item, count) pairs
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """The public order: template, family, title, order text and its quantity."""
+
+    template: str
+    family: str
+    title: str
+    order: str
+    quantity: int
+
+
+@dataclass(frozen=True)
+class Private:
+    """The agent's private field; at most one of these is set (none for the uninformed agent)."""
+
+    active_binding_id: str | None = None
+    active_fact: str | None = None  # a naturalized description in place of the binding id
+    goal: str | None = None
+    workcell_mode: str | None = None
+
+    def items(self) -> list[tuple[str, str]]:
+        return [(k, v) for k, v in (("active_binding_id", self.active_binding_id), ("active_fact", self.active_fact),
+                                    ("goal", self.goal), ("workcell_mode", self.workcell_mode)) if v is not None]
+
+
+@dataclass(frozen=True)
+class StationView:
+    name: str
+    kind: str
+    pos: Pos
+    contents: Counts | None = None  # only for the agent's own chests
+
+
+@dataclass(frozen=True)
+class LocalObservation:
+    position: Pos
+    inventory: Counts
+    stations: tuple[StationView, ...]
+    text: str = field(default="", repr=False, compare=False)  # rendered once, when built
+
+
+@dataclass(frozen=True)
+class PriorNode:
+    """A public prior node as a view shows it; fields the view hides are ``None``."""
+
+    id: str
+    role: str
+    branch: str | None  # None: shared by every binding
+    task: Task
+    loc: str
+    stage: str | None = None
+    preds: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class PriorView:
+    view: str
+    roles: tuple[str, str]
+    codebook: tuple[str, ...]
+    skills: tuple[str, ...]
+    nodes: tuple[PriorNode, ...]
+    text: str = field(default="", repr=False, compare=False)  # rendered once, when built
+
+
+@dataclass(frozen=True)
+class Context:
+    """One agent's local context at one decision stage."""
+
+    agent: str
+    role: str
+    peer: str
+    stage: str
+    route: str
+    task: TaskInfo
+    private: Private
+    observation: LocalObservation
+    history: tuple[Done, ...]
+    messages: tuple[Message, ...]
+    prior: PriorView
+    peer_view: Context | None = None  # centralized: the peer's uploaded local view (no prior)
+
+    @property
+    def request(self) -> PeerRequest | None:
+        """The first REQ delivered to this agent, if any."""
+        return next((m.request for m in self.messages if isinstance(m, RequestMessage)), None)
+
+    @property
+    def response(self) -> Response | None:
+        """The bounded response this agent received, if any."""
+        return next((m.response for m in self.messages if isinstance(m, ResponseMessage)), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values (tasks as Short DSL text), for researchers who want neither text nor types."""
+        return {
+            "agent": self.agent, "role": self.role, "peer": self.peer, "stage": self.stage, "route": self.route,
+            "task": {"template": self.task.template, "family": self.task.family, "title": self.task.title,
+                     "order": self.task.order, "quantity": self.task.quantity},
+            "private": dict(self.private.items()),
+            "observation": {
+                "position": list(self.observation.position), "inventory": dict(self.observation.inventory),
+                "stations": [{"name": s.name, "kind": s.kind, "pos": list(s.pos),
+                              **({"contents": dict(s.contents)} if s.contents is not None else {})}
+                             for s in self.observation.stations],
+            },
+            "history": [render_done(d) for d in self.history],
+            "messages": [render_message(m) for m in self.messages],
+            "prior": {"view": self.prior.view, "roles": list(self.prior.roles), "codebook": list(self.prior.codebook),
+                      "skills": list(self.prior.skills),
+                      "nodes": [_node_dict(n) for n in self.prior.nodes]},
+            **({"peer_view": self.peer_view.to_dict()} if self.peer_view is not None else {}),
+        }
+
+
+def _node_dict(n: PriorNode) -> dict[str, Any]:
+    d: dict[str, Any] = {"id": n.id, "actor": n.role, "branch": n.branch or "*", "task": format_task(n.task), "loc": n.loc}
+    if n.stage is not None:
+        d["stage"] = n.stage
+    if n.preds is not None:
+        d["preds"] = list(n.preds)
+    return d
+
+
+Describe = Callable[[str, str, Episode], str]
 
 
 def build_context(
@@ -38,160 +169,129 @@ def build_context(
     *,
     route: str = "forward",
     view: str = "full",
-    history: Sequence[str] = (),
-    messages: Sequence[str] = (),
+    history: Sequence[Done] = (),
+    messages: Sequence[Message] = (),
     private_fact: str = "id",
-    describe: Any = None,
-) -> dict[str, Any]:
-    """The structured local context of ``agent`` at decision ``stage``.
+    describe: Describe | None = None,
+) -> Context:
+    """The local context of ``agent`` at decision ``stage``.
 
-    ``describe(binding, form, episode)`` renders a naturalized private fact; it is only used when
-    ``private_fact`` is not ``"id"``. The ``observation`` and ``prior`` parts are shared between calls for
-    the same episode, agent and view: treat the returned dict as read-only.
+    ``describe(binding, form, episode)`` renders a naturalized private fact; it is used when
+    ``private_fact`` is not ``"id"``. At the ``centralized`` stage the context also carries the peer's
+    local view (``peer_view``), which the planner receives as an upload.
     """
-    private = dict(episode.private_fields(agent))
-    if "active_binding_id" in private and private_fact != "id":
-        private = {"active_fact": describe(private["active_binding_id"], private_fact, episode)}
-    head, observation, prior_part = _static(episode, agent, view)
-    return {
-        **head,
-        "stage": stage,
-        "route": route,
-        "private": private,
-        "observation": observation,
-        "history": list(history),
-        "messages": list(messages),
-        "prior": prior_part,
-    }
-
-
-def observation(
-    episode: Episode,
-    agent: str,
-    stage: str,
-    *,
-    route: str = "forward",
-    view: str = "full",
-    history: Sequence[str] = (),
-    messages: Sequence[str] = (),
-    private_fact: str = "id",
-    describe: Any = None,
-) -> tuple[str, dict[str, Any]]:
-    """What the deciding agent observes: (text, structured context).
-
-    At the ``centralized`` stage the planner also receives the peer's local view (without the shared
-    prior, which it already holds); that upload is in ``context["upload"]`` so its bytes can be counted.
-    """
-    ctx = build_context(episode, agent, stage, route=route, view=view, history=history, messages=messages,
-                        private_fact=private_fact, describe=describe)
-    text = render(ctx)
+    private = _private(episode, agent)
+    if private.active_binding_id is not None and private_fact != "id":
+        if describe is None:
+            raise ValueError(f"private_fact={private_fact!r} needs a describe function")
+        private = Private(active_fact=describe(private.active_binding_id, private_fact, episode))
+    task, observation, prior_view = _static(episode, agent, view)
+    peer_view = None
     if stage == "centralized":
-        peer_ctx = build_context(episode, episode.second if agent == episode.first else episode.first,
-                                 "centralized_peer_view", route=route, view=view, private_fact=private_fact,
-                                 describe=describe)
-        upload = render(peer_ctx, with_prior=False)
-        ctx = {**ctx, "peer_context": peer_ctx, "upload": upload}
-        text = text + "\n" + upload
-    return text, ctx
+        peer = episode.second if agent == episode.first else episode.first
+        peer_view = build_context(episode, peer, "centralized_peer_view", route=route, view=view,
+                                  private_fact=private_fact, describe=describe)
+    return Context(
+        agent=agent, role=episode.role_of[agent], peer=episode.second if agent == episode.first else episode.first,
+        stage=stage, route=route, task=task, private=private, observation=observation, history=tuple(history),
+        messages=tuple(messages), prior=prior_view, peer_view=peer_view,
+    )
 
 
-#: Rendered text of the shared (cached) observation and prior parts, keyed by object identity.
-_RENDERED: dict[int, tuple[object, str]] = {}
+def _private(episode: Episode, agent: str) -> Private:
+    fields = episode.private_fields(agent)
+    return Private(**fields)
 
 
-@lru_cache(maxsize=4096)
-def _static(episode: Episode, agent: str, view: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """The parts of a context that do not change during an episode, built once per (episode, agent, view)."""
+@cache(maxsize=4096)
+def _static(episode: Episode, agent: str, view: str) -> tuple[TaskInfo, LocalObservation, PriorView]:
+    """The parts of a context that do not change during an episode, built and rendered once."""
     world = episode.world
     t = episode.template
+    q = episode.quantities["q"]
+    task = TaskInfo(t.id, t.family, t.title, t.order.format(q=q, goal="the goal item"), q)
     own_chests = {s.name for s in episode.prior.stations if s.owner == agent}
-    head = {
-        "agent": agent,
-        "role": episode.role_of[agent],
-        "peer": episode.second if agent == episode.first else episode.first,
-        "task": {"template": t.id, "family": t.family, "title": t.title,
-                 "order": t.order.format(q=episode.quantities["q"], goal="the goal item")},
-    }
-    observation = {
-        "position": list(world.positions[agent]),
-        "inventory": dict(sorted(world.inventories.get(agent, {}).items())),
-        "stations": [
-            {"name": s.name, "kind": s.kind, "pos": list(s.pos),
-             **({"contents": dict(sorted(world.containers.get(s.name, {}).items()))} if s.name in own_chests else {})}
-            for s in _visible_stations(episode)
-        ],
-    }
-    prior_part = {
-        "view": view,
-        "roles": list(t.roles),
-        "codebook": list(t.bindings),
-        "skills": _skill_lines(),
-        "nodes": [_node_dict(n, view) for n in view_order(episode.nodes, view)],
-    }
-    if len(_RENDERED) > 4 * 4096:
-        _RENDERED.clear()
-    _RENDERED[id(observation)] = (observation, _render_observation(observation))
-    _RENDERED[id(prior_part)] = (prior_part, _render_prior(prior_part))
-    return head, observation, prior_part
+    stations = tuple(
+        StationView(s.name, s.kind, s.pos, _counts(world.containers.get(s.name, {})) if s.name in own_chests else None)
+        for s in _visible_stations(episode)
+    )
+    position, inventory = world.positions[agent], _counts(world.inventories.get(agent, {}))
+    observation = LocalObservation(position, inventory, stations, _render_observation(position, inventory, stations))
+    nodes = tuple(_prior_node(n, view) for n in view_order(episode.nodes, view))
+    roles, codebook = tuple(t.roles), tuple(t.bindings)
+    prior_view = PriorView(view, roles, codebook, _skill_lines(), nodes,  # type: ignore[arg-type]
+                           _render_prior(view, roles, codebook, _skill_lines(), nodes))
+    return task, observation, prior_view
 
 
-def _visible_stations(episode: Episode):  # type: ignore[no-untyped-def]
+def _counts(counts: Mapping[str, int]) -> Counts:
+    return tuple(sorted((k, int(v)) for k, v in counts.items()))
+
+
+def _visible_stations(episode: Episode) -> list[Station]:
     """Public stations at their episode positions; Goal x Capability stations are listed whatever the mode."""
     placed = {s.name: s for s in episode.world.stations}
+    out = []
     for spec in episode.public_stations:
         s = placed.get(spec.name)
         if s is None:  # a workcell station of the other mode: its reference is public, its state is not
-            s = Station(spec.name, spec.kind, episode._place(spec.pos))
-        yield s
+            s = Station(spec.name, spec.kind, episode.place(spec.pos))
+        out.append(s)
+    return out
 
 
-def _node_dict(n: Any, view: str) -> dict[str, Any]:
-    d: dict[str, Any] = {"id": n.id, "actor": n.role, "branch": n.branch or "*", "task": format_task(n.task), "loc": n.loc}
-    if view in ("full", "skeleton"):
-        d["stage"] = n.stage
-    if view == "full":
-        d["preds"] = list(n.preds)
-    return d
+def _prior_node(n: GroundedNode, view: str) -> PriorNode:
+    return PriorNode(n.id, n.role, n.branch, n.task, n.loc,
+                     n.stage if view in ("full", "skeleton") else None,
+                     tuple(n.preds) if view == "full" else None)
 
 
-def render(context: Mapping[str, Any], *, with_prior: bool = True) -> str:
-    """The text form of a context dict: one fact per line, stable order.
+# ----------------------------------------------------------------------------------------- text
+
+
+def render(context: Context, *, with_prior: bool = True) -> str:
+    """The text form of a context: one fact per line, stable order.
 
     ``with_prior=False`` leaves out the shared prior (which every agent already holds): what a
-    centralized planner has to collect from a peer is only its local view.
+    centralized planner has to collect from a peer is only its local view. A centralized context's text
+    ends with that upload.
     """
     c = context
     lines = [
-        f"AGENT {c['agent']}",
-        f"ROLE {c['role']}",
-        f"PEER {c['peer']}",
-        f"STAGE {c['stage']}",
-        f"ROUTE {c['route']}",
-        f"TASK {c['task']['template']} ({c['task']['family']}): {c['task']['order']}",
+        f"AGENT {c.agent}",
+        f"ROLE {c.role}",
+        f"PEER {c.peer}",
+        f"STAGE {c.stage}",
+        f"ROUTE {c.route}",
+        f"TASK {c.task.template} ({c.task.family}): {c.task.order}",
     ]
-    lines += [f"PRIVATE {k}={v}" for k, v in c["private"].items()] or ["PRIVATE -"]
-    lines.append(_cached(c["observation"], _render_observation))
-    lines += [f"HISTORY {h}" for h in c["history"]] or ["HISTORY -"]
-    lines += [f"MESSAGE {m}" for m in c["messages"]] or ["MESSAGE -"]
+    lines += [f"PRIVATE {k}={v}" for k, v in c.private.items()] or ["PRIVATE -"]
+    lines.append(c.observation.text)
+    lines += [f"HISTORY {render_done(h)}" for h in c.history] or ["HISTORY -"]
+    lines += [f"MESSAGE {render_message(m)}" for m in c.messages] or ["MESSAGE -"]
     if with_prior:
-        lines.append(_cached(c["prior"], _render_prior))
+        lines.append(c.prior.text)
+    if c.peer_view is not None:
+        lines.append(upload(c))
     return "\n".join(lines)
 
 
-def _cached(part: Mapping[str, Any], fn: Any) -> str:
-    hit = _RENDERED.get(id(part))
-    return hit[1] if hit is not None and hit[0] is part else fn(part)  # type: ignore[no-any-return]
+def upload(context: Context) -> str:
+    """What a centralized planner receives from its peer: the peer's local view without the prior."""
+    if context.peer_view is None:
+        raise ValueError(f"stage {context.stage!r} has no peer upload (only 'centralized' does)")
+    return render(context.peer_view, with_prior=False)
 
 
-def _render_observation(obs: Mapping[str, Any]) -> str:
-    lines = [f"POSITION {tuple(obs['position'])}", "INVENTORY " + _counts(obs["inventory"])]
-    for s in obs["stations"]:
-        extra = f" contents={_counts(s['contents'])}" if "contents" in s else ""
-        lines.append(f"STATION {s['name']} {s['kind']} {tuple(s['pos'])}{extra}")
+def _render_observation(position: Pos, inventory: Counts, stations: Sequence[StationView]) -> str:
+    lines = [f"POSITION {tuple(position)}", "INVENTORY " + _text_counts(inventory)]
+    for s in stations:
+        extra = f" contents={_text_counts(s.contents)}" if s.contents is not None else ""
+        lines.append(f"STATION {s.name} {s.kind} {tuple(s.pos)}{extra}")
     return "\n".join(lines)
 
 
-@lru_cache(maxsize=1)
+@cache(maxsize=1)
 def _skill_lines() -> tuple[str, ...]:
     """The skill ontology of the prior: each catalog skill with its required and [optional] keys."""
     out = []
@@ -201,32 +301,30 @@ def _skill_lines() -> tuple[str, ...]:
     return tuple(out)
 
 
-def _render_prior(p: Mapping[str, Any]) -> str:
-    lines = [f"PRIOR view={p['view']} roles={','.join(p['roles'])} codebook={','.join(p['codebook'])}"]
-    lines += [f"SKILL {line}" for line in p.get("skills", ())]
-    for n in p["nodes"]:
-        fields = [n["id"], f"actor={n['actor']}", f"branch={n['branch']}"]
-        if "stage" in n:
-            fields.append(f"stage={n['stage']}")
-        if "preds" in n:
-            fields.append("preds=" + (",".join(n["preds"]) or "-"))
-        lines.append("NODE " + " ".join(fields) + " " + n["task"])
+def _render_prior(view: str, roles: Sequence[str], codebook: Sequence[str], skills: Sequence[str],
+                  nodes: Sequence[PriorNode]) -> str:
+    lines = [f"PRIOR view={view} roles={','.join(roles)} codebook={','.join(codebook)}"]
+    lines += [f"SKILL {line}" for line in skills]
+    for n in nodes:
+        fields = [n.id, f"actor={n.role}", f"branch={n.branch or '*'}"]
+        if n.stage is not None:
+            fields.append(f"stage={n.stage}")
+        if n.preds is not None:
+            fields.append("preds=" + (",".join(n.preds) or "-"))
+        lines.append("NODE " + " ".join(fields) + " " + format_task(n.task))
     return "\n".join(lines)
 
 
-def _counts(counts: Mapping[str, int]) -> str:
-    return ",".join(f"{k}:{v}" for k, v in counts.items()) or "-"
+def _text_counts(counts: Counts) -> str:
+    return ",".join(f"{k}:{v}" for k, v in counts) or "-"
 
 
-def delivered_message(sender: str, payload: str) -> str:
-    """How a delivered REQ payload (in whatever surface carried it) appears in the receiver's context."""
-    return f"REQ from {sender}: {payload}"
-
-
-def request_message(sender: str, tasks: Sequence[Task], target: str) -> str:
-    """The receiver's context line for a Short DSL request."""
-    return delivered_message(sender, format_dsl_request(target, tasks))
-
-
-def format_dsl_request(target: str, tasks: Sequence[Task]) -> str:
+def request_payload(target: str, tasks: Sequence[Task]) -> str:
+    """A Short DSL request line, ``REQ <target> <path>`` (the DSL surface's payload)."""
     return format_dsl(Proposal((), (PeerRequest(target, tuple(tasks)),))).split("\n", 1)[1]
+
+
+__all__ = [
+    "PRIVATE_FACT_FORMS", "Context", "LocalObservation", "Private", "PriorNode", "PriorView", "StationView", "TaskInfo",
+    "build_context", "render", "request_payload", "upload",
+]

@@ -10,10 +10,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from gencoord_env.dsl.model import Task
+from gencoord_env.types import Task
 from gencoord_env.tasks.prior import (
     GOAL_CAPABILITY,
     NodeSpec,
@@ -201,14 +202,13 @@ class Episode:
 
     def branch_nodes(self, binding: str) -> tuple[GroundedNode, ...]:
         """The public nodes on ``binding``'s branch (shared nodes included), in template order."""
-        cached = self._branches.get(binding)
-        if cached is None:
-            cached = self._branches[binding] = tuple(n for n in self.nodes if n.branch in (None, binding))
-        return cached
+        nodes = self._branches.get(binding)
+        return nodes if nodes is not None else self._branches[None]
 
     @cached_property
-    def _branches(self) -> dict[str, tuple[GroundedNode, ...]]:
-        return {}
+    def _branches(self) -> Mapping[str | None, tuple[GroundedNode, ...]]:
+        # None: an inadmissible binding selects only the shared nodes
+        return MappingProxyType({b: tuple(n for n in self.nodes if n.branch in (None, b)) for b in (*self.template.bindings, None)})
 
     # --- private facts and terminal predicate --------------------------------------------------------
     @property
@@ -272,7 +272,8 @@ class Episode:
     def _variant(self):  # type: ignore[no-untyped-def]
         return self.prior.variant(self.cluster.variant)
 
-    def _place(self, pos: Pos) -> Pos:
+    def place(self, pos: Pos) -> Pos:
+        """A layout position in this episode's world variant (shifted, mirrored)."""
         v = self._variant
         x, y, z = pos
         if v.mirror:
@@ -300,7 +301,7 @@ class Episode:
             s for s in self.public_stations if s.mode is None or s.mode == self.cluster.mode
         ]
         stations = tuple(
-            Station(s.name, s.kind, self._place(s.pos), tuple(self._place(c) for c in s.cells)) for s in built
+            Station(s.name, s.kind, self.place(s.pos), tuple(self.place(c) for c in s.cells)) for s in built
         )
         containers: dict[str, dict[str, int]] = {s.name: {} for s in built if s.kind == "chest"}
         source = containers[self.source_chest(self.first)]
@@ -312,7 +313,7 @@ class Episode:
         return WorldSpec(
             agents=AGENTS,
             stations=stations,
-            positions={a: self._place(p) for a, p in self.prior.spawn.items()},
+            positions={a: self.place(p) for a, p in self.prior.spawn.items()},
             inventories={self.first: {}, self.second: receiver_inv},
             containers=containers,
             cook_ticks=self.prior.variant(self.cluster.variant).cook_ticks,

@@ -5,7 +5,7 @@ binding (``binding_of``) and, executed, satisfies that binding's terminal predic
 """
 from __future__ import annotations
 
-from gencoord_env.dsl.model import PeerRequest, Proposal
+from gencoord_env.types import PeerRequest, Proposal
 from gencoord_env.tasks.compose import binding_of_tasks, role_paths
 from gencoord_env.tasks.episode import Episode
 

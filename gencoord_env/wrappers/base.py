@@ -1,29 +1,29 @@
-"""The shared shape of an intervention: a ParallelEnv wrapper that swaps exactly one named stage.
+"""The shared shape of an intervention: a ParallelEnv wrapper that rewrites one stage's output.
 
-An intervention never touches the env's private state. It installs its stage function through the
-public ``set_stage`` hook once, at construction, and its stage function writes one
-``{"stage": "intervention", "intervention": <name>, ...}`` record into the episode trace each time it
-acts, so that every changed message can be traced back to the wrapper that changed it (provenance).
+An intervention never changes the env it wraps. At each ``reset`` it adds itself to
+``options["interventions"]``; the base env hands that tuple to the episode's session, which passes the
+value the named stage produced through every intervention on that stage, innermost wrapper first, and
+writes one ``{"stage": "intervention", "intervention": <name>, ...}`` trace record for each rewrite
+(provenance). So interventions stack freely - two on the same stage compose, the outer one rewriting
+what the inner one delivered - and the inner env, used without the wrapper, behaves as before.
 
 ``spec()`` returns the wrapper's name and arguments as plain JSON values; ``TraceRecorder`` stores it
 with each episode and ``gencoord_env.replay`` rebuilds the same wrapper stack from it.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pettingzoo.utils.wrappers import BaseParallelWrapper
 
-from gencoord_env.envs.gencoord.stages import Stages
-
-Record = Callable[[dict[str, Any]], None]
+from gencoord_env.tasks.episode import Episode
 
 
 class StageIntervention(BaseParallelWrapper):
-    """Base class: subclasses set ``stage`` and ``routes`` and implement ``__call__`` (the new stage)."""
+    """Base class: subclasses set ``stage`` and ``routes`` and implement ``rewrite``."""
 
-    #: the ``Stages`` field this intervention replaces
+    #: the stage whose output this intervention rewrites (``Stages`` field name)
     stage: str = ""
     #: the routes in which that stage runs; other routes are refused at construction
     routes: tuple[str, ...] = ()
@@ -31,33 +31,27 @@ class StageIntervention(BaseParallelWrapper):
     def __init__(self, env: Any) -> None:
         super().__init__(env)
         base = env.unwrapped
-        if not hasattr(base, "set_stage") or not hasattr(base, "stages"):
-            raise TypeError(f"{type(self).__name__} wraps a gencoord env (with set_stage), got {type(base).__name__}")
-        route = getattr(base, "route", None)
+        if not hasattr(base, "setup") or not hasattr(base, "stages"):
+            raise TypeError(f"{type(self).__name__} wraps a gencoord env, got {type(base).__name__}")
+        route = base.route
         if route not in self.routes:
             raise ValueError(
-                f"{type(self).__name__} changes the {self.stage!r} stage, which only runs in the routes "
+                f"{type(self).__name__} rewrites the {self.stage!r} stage, which only runs in the routes "
                 f"{list(self.routes)}; this env uses route={route!r}"
             )
-        current = getattr(base.stages, self.stage)
-        if current is not getattr(Stages(), self.stage):
-            owner = getattr(current, "__self__", current)
-            raise ValueError(
-                f"the {self.stage!r} stage is already replaced by {type(owner).__name__}; "
-                "stack interventions that change different stages"
-            )
-        base.set_stage(self.stage, self)
 
-    def __call__(self, *args: Any) -> Any:  # the replacement stage function
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+        options = dict(options or {})
+        options["interventions"] = (*options.get("interventions", ()), self)
+        return self.env.reset(seed=seed, options=options)
+
+    def rewrite(self, value: Any, episode: Episode, **inputs: Any) -> tuple[Any, dict[str, Any]]:
+        """(the rewritten stage output, the fields of this intervention's trace record)."""
         raise NotImplementedError
 
     def spec(self) -> dict[str, Any]:
         """``{"name": <class name>, "args": {...}}``: enough to rebuild this wrapper on a fresh env."""
         return {"name": type(self).__name__, "args": {}}
-
-    def provenance(self, record: Record, **fields: Any) -> None:
-        """Write this intervention's trace record."""
-        record({"stage": "intervention", "intervention": type(self).__name__, **fields})
 
 
 def interventions(env: Any) -> list[dict[str, Any]]:

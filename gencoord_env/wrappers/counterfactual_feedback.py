@@ -13,11 +13,12 @@ Trace record: ``{"stage": "intervention", "intervention": "CounterfactualFeedbac
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
-from gencoord_env.dsl.model import PeerRequest
+from gencoord_env.types import PeerRequest
 from gencoord_env.pipeline.response import Response, respond
 from gencoord_env.tasks.episode import Episode
-from gencoord_env.wrappers.base import Record, StageIntervention
+from gencoord_env.wrappers.base import StageIntervention
 
 
 def paired_episode(episode: Episode) -> Episode:
@@ -37,12 +38,12 @@ class CounterfactualFeedback(StageIntervention):
     stage = "respond"
     routes = ("feedback",)
 
-    def __call__(self, request: PeerRequest, episode: Episode, record: Record) -> Response:
+    def rewrite(self, value: Response, episode: Episode, **inputs: Any) -> tuple[Response, dict[str, Any]]:
+        request: PeerRequest = inputs["request"]
         paired = paired_episode(episode)
         injected = respond(request, paired)
-        self.provenance(record, true_mode=episode.cluster.mode, paired_mode=paired.cluster.mode,
-                        true_response=respond(request, episode), injected=injected)
-        return injected
+        return injected, {"true_mode": episode.cluster.mode, "paired_mode": paired.cluster.mode,
+                          "true_response": value, "injected": injected}
 
 
 __all__ = ["CounterfactualFeedback", "paired_episode"]

@@ -5,16 +5,16 @@ suppressed, so the receiver decides from a context that is identical across the 
 With the rule receiver (which then takes the first admissible branch) this exposes the construction's
 paired-ambiguity ceiling: 50% (paper, "Delivered Binding Determines Peer Execution").
 
-Trace record: ``{"stage": "intervention", "intervention": "RequestRemoval", "removed": PeerRequest}``.
+Trace record: ``{"stage": "intervention", "intervention": "RequestRemoval", "removed": [PeerRequest, ...]}``
+(every copy that would have arrived).
 """
 from __future__ import annotations
 
 from typing import Any
 
-from gencoord_env.dsl.model import PeerRequest
 from gencoord_env.pipeline.types import Delivery
 from gencoord_env.tasks.episode import Episode
-from gencoord_env.wrappers.base import Record, StageIntervention
+from gencoord_env.wrappers.base import StageIntervention
 
 
 class RequestRemoval(StageIntervention):
@@ -27,9 +27,8 @@ class RequestRemoval(StageIntervention):
     stage = "deliver"
     routes = ("forward", "single_step")
 
-    def __call__(self, request: PeerRequest, episode: Episode, record: Record) -> Delivery:
-        self.provenance(record, removed=request)
-        return Delivery(request, ())
+    def rewrite(self, value: Delivery, episode: Episode, **inputs: Any) -> tuple[Delivery, dict[str, Any]]:
+        return Delivery(value.sent, (), value.sender_plan), {"removed": list(value.received)}
 
 
 __all__ = ["RequestRemoval"]

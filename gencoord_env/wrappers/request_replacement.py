@@ -19,11 +19,13 @@ Trace record: ``{"stage": "intervention", "intervention": "RequestReplacement", 
 """
 from __future__ import annotations
 
-from gencoord_env.dsl.model import PeerRequest
+from typing import Any
+
+from gencoord_env.types import PeerRequest
 from gencoord_env.pipeline.types import Delivery
 from gencoord_env.tasks.compose import role_paths
 from gencoord_env.tasks.episode import Episode
-from gencoord_env.wrappers.base import Record, StageIntervention, other_binding
+from gencoord_env.wrappers.base import StageIntervention, other_binding
 
 
 def alternative_request(request: PeerRequest, episode: Episode) -> tuple[str, PeerRequest]:
@@ -39,12 +41,13 @@ class RequestReplacement(StageIntervention):
     stage = "deliver"
     routes = ("forward", "single_step")
 
-    def __call__(self, request: PeerRequest, episode: Episode, record: Record) -> Delivery:
+    def rewrite(self, value: Delivery, episode: Episode, **inputs: Any) -> tuple[Delivery, dict[str, Any]]:
+        request = value.sent
         other, replacement = alternative_request(request, episode)
         sender_plan, _ = role_paths(episode, other)
-        self.provenance(record, binding=episode.binding, replacement_binding=other, original=request,
-                        replacement=replacement, sender_plan=list(sender_plan))
-        return Delivery(request, (replacement,), sender_plan=sender_plan)
+        fields = {"binding": episode.binding, "replacement_binding": other, "original": request,
+                  "replacement": replacement, "sender_plan": list(sender_plan)}
+        return Delivery(request, (replacement,) * len(value.received), sender_plan=sender_plan), fields
 
 
 __all__ = ["RequestReplacement", "alternative_request"]

@@ -28,7 +28,7 @@ from typing import IO, Any
 
 from pettingzoo.utils.wrappers import BaseParallelWrapper
 
-from gencoord_env.dsl.model import Task
+from gencoord_env.types import Task
 from gencoord_env.dsl.serializer import format_task
 from gencoord_env.wrappers.base import interventions
 

@@ -27,10 +27,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from gencoord_env.dsl.model import PeerRequest
+from gencoord_env.types import PeerRequest
 from gencoord_env.pipeline.types import Delivery
 from gencoord_env.tasks.episode import Episode
-from gencoord_env.wrappers.base import Record, StageIntervention
+from gencoord_env.wrappers.base import StageIntervention
 
 FAULTS: tuple[str, ...] = ("drop", "delay", "duplicate")
 
@@ -69,11 +69,10 @@ class UnreliableChannel(StageIntervention):
                 return name, draw
         return "none", draw
 
-    def __call__(self, request: PeerRequest, episode: Episode, record: Record) -> Delivery:
+    def rewrite(self, value: Delivery, episode: Episode, **inputs: Any) -> tuple[Delivery, dict[str, Any]]:
         fault, draw = self.fault(episode)
-        self.provenance(record, fault=fault, draw=draw, request=request)
-        copies = {"drop": 0, "delay": 0, "duplicate": 2}.get(fault, 1)
-        return Delivery(request, (request,) * copies)
+        received = {"drop": (), "delay": (), "duplicate": value.received * 2}.get(fault, value.received)
+        return Delivery(value.sent, received, value.sender_plan), {"fault": fault, "draw": draw, "request": value.sent}
 
 
 __all__ = ["FAULTS", "UnreliableChannel"]

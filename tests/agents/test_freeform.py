@@ -5,13 +5,13 @@ import json
 import re
 
 import pytest
-from agents.rollout import rollout, run_episode, summarize
-from agents.rules import make_policy
+from gencoord_env.agents.rollout import rollout, run_episode, summarize
+from gencoord_env.agents import make_policy
 
 import gencoord_env
 from gencoord_env import freeform
 from gencoord_env.dsl.errors import DSLSyntaxError
-from gencoord_env.dsl.model import PeerRequest, Proposal, Task
+from gencoord_env.types import PeerRequest, Proposal, Task
 from gencoord_env.replay import replay
 from gencoord_env.tasks import Episode, pool
 from gencoord_env.tasks.compose import role_paths

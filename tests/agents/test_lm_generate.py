@@ -8,8 +8,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from agents.lm.generate import GenerationConfig, Generator
-from agents.lm.loading import LoadedModel, ModelLoadError, build_qwen35_08b_config, build_tiny, load_model
+from gencoord_env.agents.lm.generate import GenerationConfig, Generator
+from gencoord_env.agents.lm.loading import LoadedModel, ModelLoadError, build_qwen35_08b_config, build_tiny, load_model
 
 CORPUS = [
     f"inventory oak_log={i % 7} stick={i % 5}\n"
@@ -177,7 +177,7 @@ def test_model_dtype_recurrent_state_is_a_choice() -> None:
 def test_conv_step_matches_the_reference_update() -> None:
     from transformers.models.qwen3_5 import modeling_qwen3_5 as mod
 
-    from agents.lm.kernels import conv_step
+    from gencoord_env.agents.lm.kernels import conv_step
 
     gen = torch.Generator().manual_seed(3)
     state = torch.randn(2, 6, 4, generator=gen)
@@ -192,7 +192,7 @@ def test_conv_step_matches_the_reference_update() -> None:
 
 
 def test_delta_rule_step_updates_the_state_in_place() -> None:
-    from agents.lm.kernels import delta_rule_chunk, delta_rule_step
+    from gencoord_env.agents.lm.kernels import delta_rule_chunk, delta_rule_step
 
     gen = torch.Generator().manual_seed(4)
     q, k, v = (torch.randn(2, 5, 3, 8, generator=gen) for _ in range(3))

@@ -7,17 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from agents.lm.generate import GenerationConfig, GenerationRecord
-from agents.lm.policy import CallRecord, DirectDSLPolicy, FactorCodePolicy, expand_code, make_policy
-from agents.rules import ExplicitFactorComposer
+from gencoord_env.agents.lm.generate import GenerationConfig, GenerationRecord
+from gencoord_env.agents.lm.policy import CallRecord, DirectDSLPolicy, FactorCodePolicy, expand_code, make_policy
+from gencoord_env.agents.rules import ExplicitFactorComposer
 from gencoord_env import dsl
 from gencoord_env.outcomes import FailureCode
 from gencoord_env.tasks import Episode, pool
 from gencoord_env.tasks import references as ref
-from gencoord_env.tasks.contexts import build_context, request_message
-from train.data import build_set, write_rows
-from train.evaluate import evaluate
-from train.sft import SFTConfig, ScratchConfig, train
+from gencoord_env.messages import RequestMessage
+from gencoord_env.tasks.contexts import build_context, request_payload
+from gencoord_env.train.data import build_set, write_rows
+from gencoord_env.train.evaluate import evaluate
+from gencoord_env.train.sft import SFTConfig, ScratchConfig, train
 
 
 @pytest.mark.parametrize("pool_name", ["train", "heldout", "request", "crossproduct", "horizon"])
@@ -33,7 +34,7 @@ def test_factor_code_expansion_equals_the_canonical_short_dsl(pool_name: str) ->
             assert composed == ExplicitFactorComposer.compose_factors(cluster.template, ep.binding, q, ep.first, ep.second)
             req = sender.peer_requests[0]
             rctx = build_context(ep, ep.second, "receiver_after_request",
-                                 messages=[request_message(ep.first, req.requested_plan, req.target)])
+                                 messages=[RequestMessage(ep.first, req, request_payload(req.target, req.requested_plan))])
             assert expand_code(f"accepted_binding_id={ep.binding}", rctx) == dsl.format(ref.receiver_after_request(req))
 
 
@@ -92,7 +93,7 @@ def test_a_wrong_code_reaches_the_env_as_a_parse_failure() -> None:
 
 
 def test_untrained_model_output_is_parsed_by_the_env_and_counted(tmp_path: Path) -> None:
-    from agents.lm.loading import build_tiny
+    from gencoord_env.agents.lm.loading import build_tiny
 
     rows = build_set("forward")[:4]
     lm = build_tiny([r.prompt + r.target for r in rows], hidden_size=32, num_layers=1, vocab_size=400)
@@ -115,7 +116,7 @@ def test_a_model_trained_on_one_episodes_rows_plays_it_to_success(tmp_path: Path
                              micro_batch=2, grad_accum=1, progress=False, seed=1,
                              scratch=ScratchConfig(vocab_size=400, hidden_size=64, num_layers=2)))
     assert result.checkpoint is not None
-    from agents.lm.policy import load_policy
+    from gencoord_env.agents.lm.policy import load_policy
 
     policy = load_policy(result.checkpoint, "direct", device="cpu")
     report = evaluate(policy, [Episode(pool("train")[0], 0)], batch_size=1)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 import gencoord_env
-from agents.naturalized import CompleteSurfaceTable, FrozenFactorParser, keywords, words
-from agents.rules import NO_PLAN, make_policy
+from gencoord_env.agents.naturalized import CompleteSurfaceTable, FrozenFactorParser, keywords, words
+from gencoord_env.agents import make_policy
+from gencoord_env.agents.rules import NO_PLAN
 from gencoord_env.tasks.naturalized import phrasings
 
 

@@ -5,8 +5,8 @@ import json
 import pytest
 
 import gencoord_env
-from agents.rollout import rollout, run_episode, summarize
-from agents.rules import make_policy
+from gencoord_env.agents.rollout import rollout, run_episode, summarize
+from gencoord_env.agents import make_policy
 from gencoord_env import FailureCode, dsl
 from gencoord_env.tasks import references as R
 
@@ -63,7 +63,7 @@ def test_wrong_binding_fails_at_the_terminal_predicate() -> None:
 
 
 def test_missing_items_give_execution_failure() -> None:
-    from gencoord_env.dsl.model import PeerRequest, Proposal, Task
+    from gencoord_env.types import PeerRequest, Proposal, Task
 
     def greedy(stage, ep):  # type: ignore[no-untyped-def]
         q = R.sender_initial(ep)
@@ -80,44 +80,42 @@ def test_missing_items_give_execution_failure() -> None:
 def test_execution_and_handoff_failures_from_world_truth() -> None:
     from gencoord_env.envs.gencoord.stages import Stages
 
-    env = gencoord_env.parallel_env(backend="sim")
     # a world where the source chest is empty: the withdraw cannot happen
     def starve(plan, skip=()):  # type: ignore[no-untyped-def]
         calls = Stages().compile(plan, skip)
         return [c if c.op != "withdraw" else type(c)(c.id, c.actor, c.op, {**c.args, "count": 999}, c.after, c.task_id) for c in calls]
 
-    env.set_stage("compile", starve)
+    env = gencoord_env.parallel_env(backend="sim", stages=Stages(compile=starve))
     info, _ = _play(env, _good)
     assert info["outcome"] is FailureCode.EXECUTION_FAILURE
 
-    env = gencoord_env.parallel_env(backend="sim")
     def short(plan, skip=()):  # type: ignore[no-untyped-def]  # the receiver waits for more than was given
         calls = Stages().compile(plan, skip)
         return [c if c.op != "await_handoff" else type(c)(c.id, c.actor, c.op, {**c.args, "count": c.args["count"] + 1}, c.after, c.task_id) for c in calls]
 
-    env.set_stage("compile", short)
+    env = gencoord_env.parallel_env(backend="sim", stages=Stages(compile=short))
     info, _ = _play(env, _good)
     assert info["outcome"] is FailureCode.HANDOFF_FAILURE
 
 
 def test_materialization_failure() -> None:
+    from gencoord_env.envs.gencoord.stages import Stages
     from gencoord_env.pipeline.materialize import MaterializationError
-
-    env = gencoord_env.parallel_env(backend="sim")
 
     def broken(commitment, episode):  # type: ignore[no-untyped-def]
         raise MaterializationError("no station for this task")
 
-    env.set_stage("materialize", broken)
+    env = gencoord_env.parallel_env(backend="sim", stages=Stages(materialize=broken))
     info, _ = _play(env, _good)
     assert info["outcome"] is FailureCode.MATERIALIZATION_FAILURE
 
 
 def test_reject_gives_no_commitment() -> None:
-    from gencoord_env.pipeline.response import Response
+    from gencoord_env.envs.gencoord.stages import Stages
+    from gencoord_env.messages import Response
 
-    env = gencoord_env.parallel_env(backend="sim", pool="goal_capability", route="feedback")
-    env.set_stage("respond", lambda request, episode, record: Response("REJECT", "PEER_CANNOT_EXECUTE"))
+    reject = Stages(respond=lambda request, episode: Response("REJECT", "PEER_CANNOT_EXECUTE"))
+    env = gencoord_env.parallel_env(backend="sim", pool="goal_capability", route="feedback", stages=reject)
     info = run_episode(env, make_policy("rule"), index=0)
     assert info["outcome"] is FailureCode.NO_COMMITMENT
     assert info["metrics"]["decisions"] == 1
@@ -125,12 +123,13 @@ def test_reject_gives_no_commitment() -> None:
 
 def test_a_counter_naming_the_requested_branch_is_a_contract_reject() -> None:
     """A COUNTER must offer an admissible alternative other than the branch it answers."""
-    from gencoord_env.pipeline.response import Response
+    from gencoord_env.envs.gencoord.stages import Stages
+    from gencoord_env.messages import Response
     from gencoord_env.tasks import prior
 
     requested = prior().goal_capability.initial_branch  # what the rule requester asks first
-    env = gencoord_env.parallel_env(backend="sim", pool="goal_capability", route="feedback")
-    env.set_stage("respond", lambda request, episode, record: Response("COUNTER", "PEER_RECEIVES_FINISHED_ONLY", requested))
+    counter = Stages(respond=lambda request, episode: Response("COUNTER", "PEER_RECEIVES_FINISHED_ONLY", requested))
+    env = gencoord_env.parallel_env(backend="sim", pool="goal_capability", route="feedback", stages=counter)
     info = run_episode(env, make_policy("rule"), index=0)
     assert info["outcome"] is FailureCode.CONTRACT_REJECT
     assert "names the requested branch itself" in info["reason"]

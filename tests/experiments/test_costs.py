@@ -12,9 +12,9 @@ import matplotlib.pyplot as plt
 import pytest
 from matplotlib.colors import to_rgba
 
-from agents.lm.generate import GenerationRecord
-from agents.lm.policy import DirectDSLPolicy
-from agents.rules import make_policy
+from gencoord_env.agents.lm.generate import GenerationRecord
+from gencoord_env.agents.lm.policy import DirectDSLPolicy
+from gencoord_env.agents import make_policy
 from gencoord_env.experiments.analysis import analyze
 from gencoord_env.experiments.cli import main
 from gencoord_env.experiments.plot import COST_PANELS, OURS, figure

@@ -13,7 +13,7 @@ from gencoord_env.experiments.cli import main
 from gencoord_env.experiments.runner import run_condition
 from gencoord_env.experiments.specs import EXPERIMENTS, Condition
 
-from agents.rules import make_policy
+from gencoord_env.agents import make_policy
 
 FORMS = ("C1", "C2", "C3")
 RULES = ("frozen factor parser", "TF-IDF rule", "complete surface table", "oracle factors")

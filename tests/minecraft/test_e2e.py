@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import gencoord_env
-from agents.rollout import run_episode
-from agents.rules import make_policy
+from gencoord_env.agents.rollout import run_episode
+from gencoord_env.agents import make_policy
 from gencoord_env import FailureCode, dsl
 from gencoord_env.tasks import Episode, pool, prior
 from gencoord_env.tasks import references as R
@@ -76,13 +76,11 @@ def test_missing_items_is_an_execution_failure(mc_world) -> None:  # type: ignor
     from gencoord_env.envs.gencoord.stages import Stages
 
     ep = next(e for e in CORE if e.template.id == "build_site_ab")
-    env = gencoord_env.parallel_env(pool=[ep], backend="minecraft", world=mc_world)
-
     def greedy(plan, skip=()):  # type: ignore[no-untyped-def]
         calls = Stages().compile(plan, skip)
         return [c if c.op != "withdraw" else type(c)(c.id, c.actor, c.op, {**c.args, "count": 200}, c.after, c.task_id) for c in calls]
 
-    env.set_stage("compile", greedy)
+    env = gencoord_env.parallel_env(pool=[ep], backend="minecraft", world=mc_world, stages=Stages(compile=greedy))
     info = run_episode(env, make_policy("rule"), index=0)
     assert info["outcome"] is FailureCode.EXECUTION_FAILURE
     assert "withdraw" in info["reason"]

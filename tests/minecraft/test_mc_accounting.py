@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import gencoord_env
-from agents.rollout import run_episode
-from agents.rules import make_policy
+from gencoord_env.agents.rollout import run_episode
+from gencoord_env.agents import make_policy
 from gencoord_env.accounting import account
 from gencoord_env.tasks.episode import Cluster, Episode
 from gencoord_env.world.types import EXECUTOR_ACTIONS

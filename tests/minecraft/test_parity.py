@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 import gencoord_env
-from agents.rollout import run_episode
-from agents.rules import make_policy
+from gencoord_env.agents.rollout import run_episode
+from gencoord_env.agents import make_policy
 from gencoord_env.tasks import Episode, pool
 
 pytestmark = pytest.mark.usefixtures("mc_world")

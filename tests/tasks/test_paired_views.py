@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import gencoord_env
-from agents.rules import make_policy
+from gencoord_env.agents import make_policy
 from gencoord_env.tasks import POOL_SIZES
 from gencoord_env.wrappers import RequestRemoval
 

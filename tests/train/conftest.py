@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from train.data import build_all
+from gencoord_env.train.data import build_all
 
 
 @pytest.fixture(scope="session")

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from agents.freeform import FreeformRule
+from gencoord_env.agents.freeform import FreeformRule
 from gencoord_env import dsl, freeform
 from gencoord_env.envs.gencoord.gencoord import parallel_env
-from gencoord_env.dsl.model import Proposal
+from gencoord_env.types import Proposal
 from gencoord_env.tasks import Episode, pool
+from gencoord_env.tasks.contexts import build_context, render
 from gencoord_env.tasks.references import binding_of
-from train.data import (
+from gencoord_env.train.data import (
     EXPECTED_ROWS,
     Row,
     build_all,
@@ -21,10 +22,9 @@ from train.data import (
     file_sha256,
     gc_train_episodes,
     load_rows,
-    observation,
     training_variants,
 )
-from train.evaluate import evaluate
+from gencoord_env.train.evaluate import evaluate
 
 PAPER_STAGES = {
     "forward": {"sender_initial": 960, "receiver_after_request": 960},
@@ -95,7 +95,7 @@ def test_goal_capability_training_side_is_disjoint_from_evaluation(data_dir: Pat
     eval_keys = {(v.shift, v.mirror) for v in episodes[0].prior.variants[:10]}
     assert not eval_keys & {(v.shift, v.mirror) for v in training_variants()}
     eval_prompts = {
-        observation(Episode(c, perm), Episode(c, perm).first, stage, route=route)
+        render(build_context(Episode(c, perm), Episode(c, perm).first, stage, route=route))
         for c in pool("goal_capability") for perm in (0, 1)
         for stage, route in (("requester_initial", "feedback"), ("centralized", "centralized"))
     }

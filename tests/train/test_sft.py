@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from agents.lm.generate import Generator
-from agents.lm.loading import build_tiny, load_model
-from agents.lm.policy import prompt_text
-from train.data import Row, load_rows, write_rows
-from train.sft import SFTConfig, ScratchConfig, _collate, encode, masked_loss, train, tree_sha256
+from gencoord_env.agents.lm.generate import Generator
+from gencoord_env.agents.lm.loading import build_tiny, load_model
+from gencoord_env.agents.lm.policy import prompt_text
+from gencoord_env.train.data import Row, load_rows, write_rows
+from gencoord_env.train.sft import SFTConfig, ScratchConfig, _collate, encode, masked_loss, train, tree_sha256
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from agents.rollout import rollout, summarize
-from agents.rules import make_policy
+from gencoord_env.agents.rollout import rollout, summarize
+from gencoord_env.agents import make_policy
 from wrapper_play import interventions_in, play
 
 import gencoord_env

@@ -1,12 +1,11 @@
 from __future__ import annotations
 
-from agents.context_view import delivered_request
-from agents.rollout import rollout, summarize
-from agents.rules import make_policy
+from gencoord_env.agents.rollout import rollout, summarize
+from gencoord_env.agents import make_policy
 from wrapper_play import interventions_in, play
 
 import gencoord_env
-from gencoord_env.dsl.model import PeerRequest
+from gencoord_env.types import PeerRequest
 from gencoord_env.tasks.compose import binding_of_tasks, role_paths
 from gencoord_env.wrappers import RequestReplacement
 
@@ -16,7 +15,7 @@ def test_delivers_the_paired_bindings_request_in_the_same_schema():
     swapped = play(RequestReplacement(gencoord_env.parallel_env(backend="sim", pool="request")), 0)
     (s0, r0), (s1, r1) = plain["steps"], swapped["steps"]
     assert s1["obs"] == s0["obs"] and s1["action"] == s0["action"]  # sender untouched
-    true_req, alt_req = delivered_request(r0["info"]["context"]), delivered_request(r1["info"]["context"])
+    true_req, alt_req = r0["info"]["context"].request, r1["info"]["context"].request
     assert true_req is not None and alt_req is not None  # message presence kept, still parseable
     assert alt_req.target == true_req.target
     assert alt_req != true_req

@@ -3,8 +3,8 @@ from __future__ import annotations
 import io
 import json
 
-from agents.rollout import rollout
-from agents.rules import make_policy
+from gencoord_env.agents.rollout import rollout
+from gencoord_env.agents import make_policy
 
 import gencoord_env
 from gencoord_env.wrappers import RequestReplacement, TraceRecorder

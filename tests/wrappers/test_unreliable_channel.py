@@ -4,8 +4,8 @@ import re
 from collections import Counter
 
 import pytest
-from agents.rollout import rollout, summarize
-from agents.rules import make_policy
+from gencoord_env.agents.rollout import rollout, summarize
+from gencoord_env.agents import make_policy
 from wrapper_play import interventions_in, play
 
 import gencoord_env

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.rules import make_policy
+from gencoord_env.agents import make_policy
 
 
 def play(env: Any, index: int, policy: Any = None) -> dict[str, Any]:

@@ -1,13 +1,13 @@
 """The controlled free-form route: the two agents talk until the shared extractor recovers a commitment.
 
 Used when ``surface="freeform"`` (forward route only). Turns alternate, first role first; every decision
-is a ``dialogue`` stage and its action is one utterance of plain English. Each utterance is appended to
-both agents' messages (``<speaker> says: <text>``), so contexts grow with the conversation, and all of it
-counts as wire bytes (paper: "for controlled free-form, they sum all agent-to-agent dialogue before
-commitment extraction"). After every utterance ``gencoord_env.freeform.extract`` reads the dialogue so
-far; once it recovers the sender and receiver proposals, both are contract-checked and resolved with
-forward resolution, and the episode continues exactly as on the structured surfaces (materialize,
-compile, execute, verify). Without a commitment after ``max_turns`` utterances the episode ends with
+is a ``dialogue`` stage and its action is one utterance of plain English. Each utterance reaches both
+agents as an ``Utterance`` message, so contexts grow with the conversation, and all of it counts as wire
+bytes (paper: "for controlled free-form, they sum all agent-to-agent dialogue before commitment
+extraction"). After every utterance ``gencoord_env.freeform.extract`` reads the dialogue so far; once it
+recovers the sender and receiver proposals, both are contract-checked and resolved with forward
+resolution, and the episode continues exactly as on the structured surfaces (materialize, compile,
+execute, verify). Without a commitment after ``max_turns`` utterances the episode ends with
 ``NO_COMMITMENT``.
 
 The session imposes no script: a clarification exchange (the receiver asks, the sender answers and
@@ -25,11 +25,16 @@ from __future__ import annotations
 from typing import Any
 
 from gencoord_env import freeform
-from gencoord_env.envs.gencoord.routes import Decision
+from gencoord_env.envs.gencoord.routes import SHAPES, Decision
 from gencoord_env.envs.gencoord.session import EpisodeSession
+from gencoord_env.messages import Utterance
 from gencoord_env.outcomes import FailureCode
 
 MAX_TURNS = 6
+
+#: A dialogue turn: any utterance is a valid record (the extractor decides when a commitment exists).
+_TURN = (Decision("dialogue", 0, SHAPES["self_only"], "resolve_forward"),
+         Decision("dialogue", 1, SHAPES["self_only"], "resolve_forward"))
 
 
 class DialogueSession(EpisodeSession):
@@ -39,13 +44,13 @@ class DialogueSession(EpisodeSession):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if self.route != "forward":
-            raise ValueError(f"the freeform surface runs the forward route only; got route={self.route!r}")
+        if self.setup.route != "forward":
+            raise ValueError(f"the freeform surface runs the forward route only; got route={self.setup.route!r}")
         self.dialogue: list[tuple[str, str]] = []
 
     @property
     def decision(self) -> Decision:
-        return Decision("dialogue", len(self.dialogue) % 2)
+        return _TURN[len(self.dialogue) % 2]
 
     @property
     def turn(self) -> str:
@@ -55,32 +60,31 @@ class DialogueSession(EpisodeSession):
         if self.done:
             return
         agent = self.turn
-        self.metrics["decisions"] += 1
+        self.metrics.values["decisions"] += 1
         entry: dict[str, Any] = {"stage": "dialogue", "agent": agent, "observation": observation, "action": action}
-        self._record(entry)
+        self.trace.append(entry)
         if not isinstance(action, str):
             entry["parse"] = {"error": f"expected the utterance to be a str, got {type(action).__name__}"}
-            self.metrics["raw_validity"] = False
-            self._end(FailureCode.PARSE_FAILURE, entry["parse"]["error"])
+            self._parse_failure(entry["parse"]["error"])
             return
         said = freeform.statements(action)
         entry["statements"] = said
         if any(s.kind == "unreadable" for s in said):
-            self.metrics["raw_validity"] = False
+            self.metrics.values["raw_validity"] = False
         self.dialogue.append((agent, action))
-        self._wire(action)
-        for a in self.messages:
-            self.messages[a].append(f"{agent} says: {action}")
+        self.metrics.wire(action)
+        for a in self.progress.inbox:
+            self.progress = self.progress.receive(a, Utterance(agent, action))
         found = freeform.extract(self.dialogue, self.episode.first, self.episode.second)
         if found is None:
             if len(self.dialogue) >= self.max_turns:
                 self._end(FailureCode.NO_COMMITMENT, f"no commitment could be extracted after {self.max_turns} utterances")
             return
-        self._record({"stage": "extract", "extraction": found})
+        self.trace.append({"stage": "extract", "extraction": found})
         for who, proposal in ((self.episode.first, found.sender), (self.episode.second, found.receiver)):
             violations = self.stages.check(proposal, self.episode.scope(who))
             if violations:
-                self._record({"stage": "check", "agent": who, "violations": violations})
+                self.trace.append({"stage": "check", "agent": who, "violations": violations})
                 self._end(FailureCode.CONTRACT_REJECT, "; ".join(f"{v.where}: {v.message}" for v in violations))
                 return
         self._commit(self.stages.resolve_forward(found.sender, found.receiver, self.episode))

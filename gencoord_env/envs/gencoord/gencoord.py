@@ -60,12 +60,13 @@ from pettingzoo.utils import parallel_to_aec
 
 from gencoord_env.envs.gencoord.routes import ROUTES
 from gencoord_env.envs.gencoord.dialogue import DialogueSession
-from gencoord_env.envs.gencoord.session import EpisodeSession
-from gencoord_env.envs.gencoord.stages import Stages
+from gencoord_env.envs.gencoord.session import EpisodeSession, Setup
+from gencoord_env.envs.gencoord.stages import Intervention, Stages
 from gencoord_env.envs.gencoord.surfaces import SURFACES
 from gencoord_env.outcomes import FailureCode
 from gencoord_env.tasks import AGENTS, Episode, pool as load_pool
 from gencoord_env.tasks.compose import VIEWS
+from gencoord_env.tasks.contexts import PRIVATE_FACT_FORMS, render
 from gencoord_env.world.types import World
 
 CHARSET = frozenset(string.printable) - frozenset("\r\x0b\x0c")
@@ -112,10 +113,12 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         world: World | None = None,
         render_mode: str | None = None,
         backend_options: dict[str, Any] | None = None,
+        stages: Stages | None = None,
     ) -> None:
         self.route = _choice("route", route, sorted(ROUTES))
         self.view = _choice("view", view, VIEWS)
         self.surface = SURFACES[_choice("surface", surface, sorted(SURFACES))]
+        _choice("private_fact", private_fact, PRIVATE_FACT_FORMS)
         self.backend = _choice("backend", backend, BACKENDS)
         if self.surface.dialogue and self.route != "forward":
             raise ValueError(f"surface={surface!r} runs the forward route only; got route={route!r}")
@@ -134,7 +137,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
                 raise TypeError("pool must be a pool name or a non-empty sequence of Episode objects")
         self._world = world
         self._backend_options = backend_options or {}
-        self.stages = Stages()
+        self.stages = stages or Stages()
         self.possible_agents = list(AGENTS)
         self.agents: list[str] = []
         text_obs = gymnasium.spaces.Text(max_length=MAX_OBSERVATION, charset=CHARSET)
@@ -143,11 +146,10 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         self._act_spaces = {a: text_act for a in self.possible_agents}
         self._rng = np.random.default_rng(seed)
         self.session: EpisodeSession | None = None
-        self._describe = None
+        describe = None
         if private_fact != "id":
             from gencoord_env.tasks.naturalized import describe
-
-            self._describe = describe
+        self.setup = Setup(self.route, self.view, self.surface, private_fact, describe)
 
     # --- spaces (built once, returned as the same objects) -----------------------------------------
     def observation_space(self, agent: str) -> gymnasium.spaces.Space:
@@ -155,11 +157,6 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
 
     def action_space(self, agent: str) -> gymnasium.spaces.Space:
         return self._act_spaces[agent]
-
-    # --- interventions -------------------------------------------------------------------------------
-    def set_stage(self, name: str, fn: Any) -> None:
-        """Replace one named pipeline stage for the following episodes (used by ``wrappers/``)."""
-        self.stages = self.stages.replace(name, fn)
 
     @property
     def world(self) -> World:
@@ -178,11 +175,13 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             episode = self.episodes[int(options["index"]) % len(self.episodes)]
         else:
             episode = self.episodes[int(self._rng.integers(len(self.episodes)))]
+        interventions = tuple(options.get("interventions", ()))[::-1]  # wrappers add themselves outermost first
+        for iv in interventions:
+            if not isinstance(iv, Intervention):
+                raise TypeError(f"options['interventions'] holds {iv!r}, which has no 'stage' and 'rewrite(value, episode, ...)'")
         self.agents = list(self.possible_agents)
         session_type = DialogueSession if self.surface.dialogue else EpisodeSession
-        self.session = session_type(
-            episode, self.route, self.view, self.surface, self.stages, self.world, self.private_fact, self._describe
-        )
+        self.session = session_type(episode, self.setup, self.stages, self.world, interventions)
         return self._observations(), self._infos()
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
@@ -204,29 +203,34 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         return observations, rewards, terminations, truncations, infos
 
     def _observations(self) -> dict[str, str]:
-        assert self.session is not None
-        self._last_obs = {a: self.session.observation(a) for a in self.possible_agents}
+        s = self.session
+        assert s is not None
+        self._context = None if s.done else s.context(s.turn)
+        self._last_obs = {a: (render(self._context) if self._context is not None and a == s.turn else s.observation(a))
+                          for a in self.possible_agents}
+        if self._context is not None:
+            s.observed()
         return dict(self._last_obs)
 
     def _infos(self) -> dict[str, dict[str, Any]]:
         s = self.session
         assert s is not None
-        base: dict[str, Any] = {"episode_id": s.episode.id, "template": s.episode.template.id, "route": s.route}
+        base: dict[str, Any] = {"episode_id": s.episode.id, "template": s.episode.template.id, "route": s.setup.route}
         if s.done:
             base.update({"turn": None, "stage": "done", "outcome": s.outcome, "reason": s.reason,
-                         "trace": s.trace, "metrics": dict(s.metrics)})
+                         "trace": s.trace, "metrics": s.metrics.as_dict()})
         else:
             base.update({"turn": s.turn, "stage": s.decision.stage})
         infos = {a: {**base, "deciding": a == base["turn"], "role": s.episode.role_of[a]} for a in self.possible_agents}
-        if not s.done:
-            infos[s.turn]["context"] = s.last_context
+        if self._context is not None:
+            infos[s.turn]["context"] = self._context
         return infos
 
     def render(self) -> str | None:
         if self.session is None:
             return None
         s = self.session
-        text = f"{s.episode.id} route={s.route} stage={'done' if s.done else s.decision.stage} outcome={s.outcome}"
+        text = f"{s.episode.id} route={s.setup.route} stage={'done' if s.done else s.decision.stage} outcome={s.outcome}"
         if self.render_mode == "human":
             print(text)
             return None

@@ -1,70 +1,115 @@
-"""One episode of one route: whose turn it is, what each agent sees, and the stage chain after each action.
+"""One episode of one route: whose turn it is, what each agent sees, and the stages each record runs through.
 
-``EpisodeSession`` is the state machine behind the ParallelEnv's ``step``: an agent's action goes through
-parse -> contract check -> (deliver / respond) -> resolve -> materialize -> compile -> execute -> verify.
-Agent mistakes end the episode with a failure code; nothing here raises for agent input.
+``EpisodeSession`` is the state machine behind the ParallelEnv's ``step``. The route (``routes.py``) is
+data: each decision names the stage its agent sees, the shape a valid record has and the step that
+consumes it. A record goes parse -> contract check -> shape -> step, where the step is one of
+
+- ``deliver``: the REQ crosses to its target (through the deliver stage and any intervention on it);
+- ``respond``: the bounded response comes back to the requester;
+- ``execute``: single-step: the one SELF task runs in the world now;
+- ``resolve_forward`` / ``resolve_feedback`` / ``resolve_joint``: a commitment is formed and committed.
+
+Committing is one step for every route: materialize -> compile -> execute -> verify (single-step's early
+task goes through the same compile and execute). Agent mistakes end the episode with a failure code;
+nothing here raises for agent input. ``observation()`` has no side effects.
 """
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gencoord_env.dsl.errors import DSLSyntaxError
-from gencoord_env.dsl.model import PeerRequest, Proposal
-from gencoord_env.dsl.serializer import format_task
 from gencoord_env.envs.gencoord.routes import ROUTES, Decision
-from gencoord_env.envs.gencoord.stages import Stages
+from gencoord_env.envs.gencoord.stages import Intervention, Stages
 from gencoord_env.envs.gencoord.surfaces import Surface
+from gencoord_env.messages import Done, Message, ProposalMessage, RequestMessage, ResponseMessage
 from gencoord_env.outcomes import FailureCode
-from gencoord_env.pipeline.compile import lower
-from gencoord_env.pipeline.materialize import MaterializationError
+from gencoord_env.pipeline.materialize import MaterializationError, materialize_step
 from gencoord_env.pipeline.response import response_valid
-from gencoord_env.pipeline.types import Delivery, DispatchTask, Resolution
-from gencoord_env.tasks.contexts import build_context, delivered_message, observation
+from gencoord_env.pipeline.types import Delivery, DispatchPlan, Resolution
+from gencoord_env.tasks.contexts import Context, build_context, render, upload
 from gencoord_env.tasks.episode import Episode
-from gencoord_env.world.types import SkillCall, World
+from gencoord_env.types import PeerRequest, Proposal, Task
+from gencoord_env.world.types import World, WorldEvent
 
 F = FailureCode
 
 
-class EpisodeSession:
-    def __init__(self, episode: Episode, route: str, view: str, surface: Surface, stages: Stages, world: World,
-                 private_fact: str = "id", describe: Any = None) -> None:
-        if route not in ROUTES:
-            raise ValueError(f"unknown route {route!r}; expected one of {sorted(ROUTES)}")
-        self.episode = episode
-        self.route = route
-        self.decisions: tuple[Decision, ...] = ROUTES[route]
-        self._turns = tuple(episode.first if d.role == 0 else episode.second for d in self.decisions)
-        self.view = view
-        self.surface = surface
-        self.stages = stages
-        self.world = world
-        self.private_fact = private_fact
-        self.describe = describe
-        self.index = 0
-        self.outcome: FailureCode | None = None
-        self.reason = ""
-        self.trace: list[dict[str, Any]] = []
-        self.messages: dict[str, list[str]] = {a: [] for a in episode.agent_of.values()}
-        self.history: dict[str, list[str]] = {a: [] for a in episode.agent_of.values()}
-        self.proposals: dict[str, Proposal] = {}
-        self.executed: list[Any] = []  # single-step: tasks already discharged, in order
-        self.events: list[Any] = []
-        self.response: Any = None
-        self.delivery: Delivery | None = None  # what the deliver stage handed the receiver
-        self.last_context: dict[str, Any] = {}
-        self.metrics: dict[str, Any] = {
+@dataclass(frozen=True)
+class Setup:
+    """How an env runs its episodes: route, view of the prior, surface and private-fact form."""
+
+    route: str
+    view: str
+    surface: Surface
+    private_fact: str = "id"
+    describe: Callable[[str, str, Episode], str] | None = None
+
+    @property
+    def decisions(self) -> tuple[Decision, ...]:
+        return ROUTES[self.route]
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What has happened so far in an episode (replaced, never mutated, at each step)."""
+
+    index: int = 0
+    inbox: dict[str, tuple[Message, ...]] = field(default_factory=dict)
+    history: dict[str, tuple[Done, ...]] = field(default_factory=dict)
+    proposals: dict[str, Proposal] = field(default_factory=dict)
+    delivery: Delivery | None = None
+    response: Any = None
+    executed: tuple[Task, ...] = ()
+
+    def receive(self, agent: str, *messages: Message) -> Progress:
+        return replace(self, inbox={**self.inbox, agent: self.inbox.get(agent, ()) + messages})
+
+
+class Metrics:
+    """Per-episode counters (``as_dict`` is what ``infos[agent]["metrics"]`` carries)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {
             "decisions": 0, "raw_validity": True, "commitment_validity": False, "handoff_verified": False,
             "wire_bytes": 0, "wire_messages": 0, "request_bytes": 0, "response_bytes": 0, "upload_bytes": 0,
             "time_to_commitment": None, "episode_seconds": None,
         }
-        t = time.perf_counter()
-        world.reset(episode.world)
-        # Time to commitment runs from the first decision's observation, never through the reset (or the
-        # sidecar start it may trigger); the episode clock includes both.
-        self.t_start = t
+        self.t_start = time.perf_counter()
         self.t_first_observation: float | None = None
+
+    def wire(self, payload: str, kind: str | None = None) -> None:
+        """One peer-directed message; ``kind`` (request / response / upload) also counts it on its own."""
+        n = len(payload.encode("utf-8"))
+        self.values["wire_bytes"] += n
+        self.values["wire_messages"] += 1
+        if kind is not None:
+            self.values[f"{kind}_bytes"] += n
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.values)
+
+
+class EpisodeSession:
+    def __init__(self, episode: Episode, setup: Setup, stages: Stages, world: World,
+                 interventions: Sequence[Intervention] = ()) -> None:
+        self.episode = episode
+        self.setup = setup
+        self.stages = stages
+        self.world = world
+        self.interventions = tuple(interventions)  # innermost wrapper first
+        self.turns = tuple(episode.first if d.role == 0 else episode.second for d in setup.decisions)
+        self.progress = Progress(inbox={a: () for a in episode.agent_of.values()},
+                                 history={a: () for a in episode.agent_of.values()})
+        self.trace: list[dict[str, Any]] = []
+        self.events: list[WorldEvent] = []
+        self.metrics = Metrics()
+        self.outcome: FailureCode | None = None
+        self.reason = ""
+        world.reset(episode.world)
+        # time to commitment starts at the first observation, after the reset (and any sidecar start)
 
     # --- who decides, what they see ---------------------------------------------------------------
     @property
@@ -73,140 +118,145 @@ class EpisodeSession:
 
     @property
     def decision(self) -> Decision:
-        return self.decisions[self.index]
+        return self.setup.decisions[self.progress.index]
 
     @property
     def turn(self) -> str:
-        return self._turns[self.index]
+        return self.turns[self.progress.index]
 
-    def context(self, agent: str, stage: str | None = None) -> dict[str, Any]:
-        return build_context(
-            self.episode, agent, stage or self.decision.stage, route=self.route, view=self.view, history=self.history[agent],
-            messages=self.messages[agent], private_fact=self.private_fact, describe=self.describe,
-        )
+    def context(self, agent: str) -> Context:
+        """The deciding agent's local context at the current decision."""
+        s, p = self.setup, self.progress
+        return build_context(self.episode, agent, self.decision.stage, route=s.route, view=s.view,
+                             history=p.history[agent], messages=p.inbox[agent], private_fact=s.private_fact,
+                             describe=s.describe)
 
     def observation(self, agent: str) -> str:
+        """What ``agent`` sees now (text); only the deciding agent sees a context."""
         if self.done:
             return f"AGENT {agent}\nSTAGE done\nOUTCOME {self.outcome}"
         if agent != self.turn:
             return f"AGENT {agent}\nSTAGE wait\nTURN {self.turn}"
-        if self.t_first_observation is None:
-            self.t_first_observation = time.perf_counter()
-        text, ctx = self._observe(agent)
-        self.last_context = ctx
-        return text
+        return render(self.context(agent))
 
-    def _observe(self, agent: str) -> tuple[str, dict[str, Any]]:
-        return observation(
-            self.episode, agent, self.decision.stage, route=self.route, view=self.view, history=self.history[agent],
-            messages=self.messages[agent], private_fact=self.private_fact, describe=self.describe,
-        )
+    def observed(self) -> None:
+        """The env showed the deciding agent its observation: the commitment clock starts (once)."""
+        if self.metrics.t_first_observation is None:
+            self.metrics.t_first_observation = time.perf_counter()
 
-    # --- stage chain -----------------------------------------------------------------------------
-    def _record(self, entry: dict[str, Any]) -> None:
-        self.trace.append(entry)
-
-    def _wire(self, payload: str, kind: str | None = None) -> None:
-        """Count one peer-directed message; ``kind`` ("request" / "response") also counts it on its own."""
-        n = len(payload.encode("utf-8"))
-        self.metrics["wire_bytes"] += n
-        self.metrics["wire_messages"] += 1
-        if kind is not None:
-            self.metrics[f"{kind}_bytes"] += n
-
-    def _end(self, code: FailureCode, reason: str = "") -> None:
-        self.outcome = code
-        self.reason = reason
-        self.metrics["episode_seconds"] = time.perf_counter() - self.t_start
+    # --- one decision -----------------------------------------------------------------------------
+    def act(self, action: Any, observation: str = "") -> None:
+        """Consume the deciding agent's action and run every stage it unlocks."""
+        if self.done:
+            return
+        decision, agent = self.decision, self.turn
+        if decision.stage == "centralized":  # the peer's local view was uploaded to the planner
+            self.metrics.wire(upload(self.context(agent)), "upload")
+        q = self._read(agent, decision.stage, observation, action)
+        if q is None:
+            return
+        if not decision.shape.holds(q):
+            self._end(F.CONTRACT_REJECT, f"{decision.stage}: expected {decision.shape.expected}")
+            return
+        self.progress = replace(self.progress, proposals={**self.progress.proposals, decision.stage: q})
+        getattr(self, f"_{decision.then}")(q, agent)
 
     def _read(self, agent: str, stage: str, observation: str, action: Any) -> Proposal | None:
         """Parse and contract-check one action; on failure end the episode and return None."""
-        self.metrics["decisions"] += 1
+        self.metrics.values["decisions"] += 1
         entry: dict[str, Any] = {"stage": stage, "agent": agent, "observation": observation, "action": action}
-        self._record(entry)
+        self.trace.append(entry)
         if not isinstance(action, str):
             entry["parse"] = {"error": f"expected the action to be a str, got {type(action).__name__}"}
-            self.metrics["raw_validity"] = False
-            self._end(F.PARSE_FAILURE, entry["parse"]["error"])
-            return None
+            return self._parse_failure(entry["parse"]["error"])
         try:
-            proposal = self.surface.parse(action)
+            proposal = self.setup.surface.parse(action)
         except DSLSyntaxError as e:
             entry["parse"] = {"error": str(e)}
-            self.metrics["raw_validity"] = False
-            self._end(F.PARSE_FAILURE, str(e))
-            return None
+            return self._parse_failure(str(e))
         entry["parse"] = proposal
         violations = self.stages.check(proposal, self.episode.scope(agent))
         entry["violations"] = violations
         if violations:
             self._end(F.CONTRACT_REJECT, "; ".join(f"{v.where}: {v.message}" for v in violations))
             return None
-        self.proposals[stage] = proposal
         return proposal
 
-    def _shape(self, ok: bool, reason: str) -> bool:
-        if not ok:
-            self._end(F.CONTRACT_REJECT, reason)
-        return ok
+    def _parse_failure(self, reason: str) -> None:
+        self.metrics.values["raw_validity"] = False
+        self._end(F.PARSE_FAILURE, reason)
 
-    def act(self, action: Any, observation: str = "") -> None:
-        """Consume the deciding agent's action and run every stage it unlocks."""
-        if self.done:
-            return
-        stage, agent = self.decision.stage, self.turn
-        if stage == "centralized":
-            # the peer's local view was uploaded to the planner for this decision (once per decision)
-            _, ctx = self._observe(agent)
-            self._wire(ctx["upload"], "upload")
-        q = self._read(agent, stage, observation, action)
-        if q is None:
-            return
-        handler = getattr(self, f"_on_{stage}")
-        handler(q, agent)
+    def _rewritten(self, stage: str, value: Any, **inputs: Any) -> Any:
+        """``value`` as every intervention on ``stage`` leaves it, innermost first, each one traced."""
+        for iv in self.interventions:
+            if iv.stage == stage:
+                value, fields = iv.rewrite(value, self.episode, **inputs)
+                self.trace.append({"stage": "intervention", "intervention": type(iv).__name__, **fields})
+        return value
 
-    def _one_request(self, q: Proposal, who: str) -> bool:
-        return self._shape(len(q.peer_requests) == 1 and bool(q.peer_requests[0].requested_plan),
-                           f"{who} must send exactly one non-empty REQ")
+    def _advance(self) -> None:
+        self.progress = replace(self.progress, index=self.progress.index + 1)
 
-    def _on_sender_initial(self, q: Proposal, agent: str) -> None:
-        if self.route == "single_step":
-            if not self._shape(len(q.self_plan) == 1 and not q.peer_requests,
-                               "single-step: the first decision is one SELF task and REQ -"):
-                return
-            self._execute_now(q.self_plan[0], agent)
-            return
-        if not self._one_request(q, "the sender"):
-            return
-        self._deliver(q.peer_requests[0], agent)
+    # --- steps (routes.STEPS) -----------------------------------------------------------------------
+    def _deliver(self, q: Proposal, sender: str) -> None:
+        request = q.peer_requests[0]
+        delivery: Delivery = self._rewritten("deliver", self.stages.deliver(request, self.episode), request=request)
+        surface = self.setup.surface
+        sent = surface.request_payload(request)
+        payloads = [sent if copy is request else surface.request_payload(copy) for copy in delivery.received]
+        entry: dict[str, Any] = {"stage": "deliver", "sent": sent, "delivered": payloads[0] if payloads else None}
+        if len(payloads) > 1:
+            entry["copies"] = len(payloads)
+        self.trace.append(entry)
+        for payload in payloads:
+            self.metrics.wire(payload, "request")
+        messages = tuple(RequestMessage(sender, copy, payload) for copy, payload in zip(delivery.received, payloads))
+        self.progress = replace(self.progress.receive(request.target, *messages), delivery=delivery)
+        self._advance()
 
-    def _on_sender_after_obtain(self, q: Proposal, agent: str) -> None:
-        if not self._one_request(q, "the sender"):
+    def _respond(self, q: Proposal, agent: str) -> None:
+        request = q.peer_requests[0]
+        self.metrics.wire(self.setup.surface.request_payload(request), "request")
+        response = self._rewritten("respond", self.stages.respond(request, self.episode), request=request)
+        self.trace.append({"stage": "respond", "response": response})
+        problem = response_valid(response, self.episode, request)
+        if problem:
+            self._end(F.CONTRACT_REJECT, f"invalid response: {problem}")
             return
-        self._deliver(q.peer_requests[0], agent)
-
-    def _deliver(self, request: PeerRequest, sender: str) -> None:
-        # The receiver reads every copy the deliver stage hands over, and each one crosses the wire.
-        delivery = self.stages.deliver(request, self.episode, self._record)
-        self.delivery = delivery
-        copies = delivery.received
-        payload = self.surface.request_payload(request)
-        texts = [payload if copy is request else self.surface.request_payload(copy) for copy in copies]
-        entry: dict[str, Any] = {"stage": "deliver", "sent": payload, "delivered": texts[0] if texts else None}
-        if len(copies) > 1:
-            entry["copies"] = len(copies)
-        self._record(entry)
-        for text in texts:
-            self._wire(text, "request")
-            self.messages[request.target].append(delivered_message(sender, text))
-        self.index += 1
-
-    def _on_receiver_after_request(self, q: Proposal, agent: str) -> None:
-        if not self._shape(bool(q.self_plan) and not q.peer_requests, "the receiver must answer with a SELF path and REQ -"):
+        self.metrics.wire(response.wire(), "response")
+        self.progress = replace(self.progress, response=response)
+        if response.decision == "REJECT":
+            self._commit(Resolution(None, F.NO_COMMITMENT, response.reason_code))
             return
-        sender_stage = "sender_after_obtain" if self.route == "single_step" else "sender_initial"
-        q_snd = self.proposals[sender_stage]
-        delivery = self.delivery
+        shown = ProposalMessage(q, self.setup.surface.show(q))
+        self.progress = self.progress.receive(agent, shown, ResponseMessage(response))
+        self._advance()
+
+    def _execute(self, q: Proposal, agent: str) -> None:
+        """Single-step: the one SELF task is discharged in the world before the rest is decided."""
+        task = q.self_plan[0]
+        step = len(self.progress.executed) + 1
+        try:
+            plan = materialize_step(task, agent, self.episode, step)
+        except MaterializationError as e:
+            self.trace.append({"stage": "materialize", "error": str(e)})
+            self._end(F.MATERIALIZATION_FAILURE, str(e))
+            return
+        events = self._discharge(plan, (), prefix=f"s{step}-")
+        failed = next((e for e in events if not e.ok), None)
+        if failed is not None:
+            self._end(F.EXECUTION_FAILURE, f"{failed.op}: {failed.reason}")
+            return
+        p = self.progress
+        self.progress = replace(p, executed=p.executed + (task,),
+                                history={**p.history, agent: p.history[agent] + (Done(task),)})
+        self._advance()
+
+    def _resolve_forward(self, q: Proposal, agent: str) -> None:
+        p = self.progress
+        sender_stage = "sender_after_obtain" if self.setup.route == "single_step" else "sender_initial"
+        q_snd = p.proposals[sender_stage]
+        delivery = p.delivery
         assert delivery is not None
         if delivery.operative != q_snd.peer_requests[0]:
             # An intervention rewrote or removed the REQ: the commitment is formed from what the receiver
@@ -214,87 +264,65 @@ class EpisodeSession:
             # with nothing delivered, the receiver's SELF path is its only obligation. A substituted
             # sender-local consequence brings its own sender path, unless the sender already acted.
             obligation = delivery.operative or PeerRequest(agent, q.self_plan)
-            own = delivery.sender_plan if delivery.sender_plan is not None and not self.executed else q_snd.self_plan
+            own = delivery.sender_plan if delivery.sender_plan is not None and not p.executed else q_snd.self_plan
             q_snd = Proposal(own, (obligation,))
-        if self.executed:
-            q_snd = Proposal(tuple(self.executed) + q_snd.self_plan, q_snd.peer_requests)
+        if p.executed:
+            q_snd = Proposal(p.executed + q_snd.self_plan, q_snd.peer_requests)
         self._commit(self.stages.resolve_forward(q_snd, q, self.episode))
 
-    def _on_requester_initial(self, q: Proposal, agent: str) -> None:
-        if not self._one_request(q, "the requester"):
+    def _resolve_feedback(self, q: Proposal, agent: str) -> None:
+        q0 = self.progress.proposals["requester_initial"]
+        if q.peer_requests[0].target != q0.peer_requests[0].target:
+            self._end(F.CONTRACT_REJECT, "requester_after_response: the revision must keep the target peer")
             return
-        if self.route == "requester_only":
-            # A-only: the plan goes straight to the executor; nothing crosses to the peer's decision maker
-            self._commit(self.stages.resolve_joint(q, self.episode))
-            return
-        self._wire(self.surface.request_payload(q.peer_requests[0]), "request")
-        response = self.stages.respond(q.peer_requests[0], self.episode, self._record)
-        self._record({"stage": "respond", "response": response})
-        problem = response_valid(response, self.episode, q.peer_requests[0])
-        if problem:
-            self._end(F.CONTRACT_REJECT, f"invalid response: {problem}")
-            return
-        self._wire(response.wire(), "response")
-        self.response = response
-        if response.decision == "REJECT":
-            self._commit(Resolution(None, F.NO_COMMITMENT, response.reason_code))
-            return
-        self.messages[agent] += [f"PROPOSAL {self.surface.show(q).replace(chr(10), ' | ')}", f"RESPONSE {response.wire()}"]
-        self.index += 1
+        self._commit(self.stages.resolve_feedback(q0, self.progress.response, q, self.episode))
 
-    def _on_requester_after_response(self, q: Proposal, agent: str) -> None:
-        if not self._one_request(q, "the requester"):
-            return
-        q0 = self.proposals["requester_initial"]
-        if not self._shape(q.peer_requests[0].target == q0.peer_requests[0].target, "the revision must keep the target peer"):
-            return
-        self._commit(self.stages.resolve_feedback(q0, self.response, q, self.episode))
-
-    def _on_centralized(self, q: Proposal, agent: str) -> None:
-        if not self._one_request(q, "the joint plan"):
-            return
+    def _resolve_joint(self, q: Proposal, agent: str) -> None:
+        # A-only and centralized: the one proposal is the joint plan; nothing crosses to a peer's model
         self._commit(self.stages.resolve_joint(q, self.episode))
 
-    # --- world ----------------------------------------------------------------------------------
-    def _execute_now(self, task: Any, agent: str) -> None:
-        """Single-step: run one SELF task in the world right away."""
-        dt = DispatchTask(f"s{len(self.executed) + 1}", "", agent, task, self.episode.location(task, agent), ())
-        steps = lower(dt)
-        calls = [SkillCall(f"s{len(self.events) + i + 1}", a, op, args, (), dt.id) for i, (a, op, args) in enumerate(steps)]
+    # --- commit: materialize -> compile -> execute -> verify -----------------------------------------
+    def _discharge(self, plan: DispatchPlan, skip: Sequence[str], prefix: str = "") -> list[WorldEvent]:
+        """Compile ``plan`` (less the tasks in ``skip``) and run it in the world.
+
+        ``prefix`` keeps call ids unique within the episode when several plans run (single-step).
+        """
+        calls = self.stages.compile(plan, skip)
+        if prefix:
+            calls = [replace(c, id=prefix + c.id, after=tuple(prefix + a for a in c.after)) for c in calls]
         events = self.world.run(calls)
         self.events += events
-        self._record({"stage": "execute", "calls": calls, "events": events})
-        if any(not e.ok for e in events):
-            bad = next(e for e in events if not e.ok)
-            self._end(F.EXECUTION_FAILURE, f"{bad.op}: {bad.reason}")
-            return
-        self.executed.append(task)
-        self.history[agent].append(f"DONE {format_task(task)} ok")
-        self.index += 1
+        self.trace.append({"stage": "materialize", "plan": plan})
+        self.trace.append({"stage": "compile", "calls": calls})
+        self.trace.append({"stage": "execute", "events": events})
+        return events
 
     def _commit(self, resolution: Resolution) -> None:
-        self._record({"stage": "resolve", "resolution": resolution})
+        self.trace.append({"stage": "resolve", "resolution": resolution})
         if resolution.commitment is None:
             self._end(resolution.code or F.RESOLUTION_CONFLICT, resolution.reason)
             return
-        self.metrics["commitment_validity"] = True
-        self.metrics["time_to_commitment"] = time.perf_counter() - (self.t_first_observation or self.t_start)
+        m = self.metrics
+        m.values["commitment_validity"] = True
+        m.values["time_to_commitment"] = time.perf_counter() - (m.t_first_observation or m.t_start)
         try:
             plan = self.stages.materialize(resolution.commitment, self.episode)
         except MaterializationError as e:
-            self._record({"stage": "materialize", "error": str(e)})
+            self.trace.append({"stage": "materialize", "error": str(e)})
             self._end(F.MATERIALIZATION_FAILURE, str(e))
             return
-        done_nodes = set(resolution.commitment.node_ids[0][: len(self.executed)])
-        skip = {t.id for t in plan.tasks if t.node in done_nodes}
-        calls = self.stages.compile(plan, skip)
-        events = self.world.run(calls)
-        self.events += events
+        done_nodes = set(resolution.commitment.node_ids[0][: len(self.progress.executed)])
+        self._discharge(plan, [t.id for t in plan.tasks if t.node in done_nodes])
         truth = self.world.observe()
         verdict = self.stages.verify(plan, self.events, truth)
-        self._record({"stage": "materialize", "plan": plan})
-        self._record({"stage": "compile", "calls": calls})
-        self._record({"stage": "execute", "events": events})
-        self._record({"stage": "verify", "verdict": verdict, "ground_truth": truth})
-        self.metrics["handoff_verified"] = verdict.handoff_verified
+        self.trace.append({"stage": "verify", "verdict": verdict, "ground_truth": truth})
+        m.values["handoff_verified"] = verdict.handoff_verified
         self._end(verdict.code, "; ".join(verdict.reasons))
+
+    def _end(self, code: FailureCode, reason: str = "") -> None:
+        self.outcome = code
+        self.reason = reason
+        self.metrics.values["episode_seconds"] = time.perf_counter() - self.metrics.t_start
+
+
+__all__ = ["EpisodeSession", "Metrics", "Progress", "Setup"]

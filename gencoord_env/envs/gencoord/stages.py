@@ -1,12 +1,22 @@
-"""The swappable stages of one episode. Interventions replace exactly one of these (see ``wrappers/``)."""
+"""The pipeline stages of one episode, and how interventions rewrite them.
+
+``Stages`` holds the pure stage functions the session calls (parse and check happen through the
+surface and ``check``; then deliver / respond, resolve, materialize, compile, verify). An env is built
+with one ``Stages`` value and never changes it.
+
+Interventions (``gencoord_env.wrappers``) do not replace stages: they *rewrite a stage's output* for
+one episode. The session hands the value a stage produced to every intervention on that stage,
+innermost wrapper first; each returns the rewritten value and the fields of its trace record. Any stack
+composes: a second rewrite of ``deliver`` sees what the first one delivered.
+"""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from gencoord_env import contract
-from gencoord_env.dsl.model import PeerRequest
+from gencoord_env.messages import Response
 from gencoord_env.pipeline import (
     compile_plan,
     materialize,
@@ -16,25 +26,26 @@ from gencoord_env.pipeline import (
     respond,
     verify,
 )
-from gencoord_env.pipeline.response import Response
 from gencoord_env.pipeline.types import Delivery
 from gencoord_env.tasks.episode import Episode
+from gencoord_env.types import PeerRequest
 
 
-def deliver_as_sent(request: PeerRequest, episode: Episode, record: Callable[[dict[str, Any]], None]) -> Delivery:
+def deliver_as_sent(request: PeerRequest, episode: Episode) -> Delivery:
     """Reliable messaging, as in the paper: the receiver gets exactly what was sent."""
     return Delivery(request, (request,))
 
 
-def respond_truthfully(request: PeerRequest, episode: Episode, record: Callable[[dict[str, Any]], None]) -> Response:
+def respond_truthfully(request: PeerRequest, episode: Episode) -> Response:
+    """The transparent capability policy of the peer's true world."""
     return respond(request, episode)
 
 
 @dataclass(frozen=True)
 class Stages:
     check: Callable[..., Any] = contract.check
-    deliver: Callable[[PeerRequest, Episode, Callable[[dict[str, Any]], None]], Delivery] = deliver_as_sent
-    respond: Callable[[PeerRequest, Episode, Callable[[dict[str, Any]], None]], Response] = respond_truthfully
+    deliver: Callable[[PeerRequest, Episode], Delivery] = deliver_as_sent
+    respond: Callable[[PeerRequest, Episode], Response] = respond_truthfully
     resolve_forward: Callable[..., Any] = resolve_forward
     resolve_feedback: Callable[..., Any] = resolve_feedback
     resolve_joint: Callable[..., Any] = resolve_joint
@@ -42,8 +53,28 @@ class Stages:
     compile: Callable[..., Any] = compile_plan
     verify: Callable[..., Any] = verify
 
-    def replace(self, name: str, fn: Callable[..., Any]) -> Stages:
+    def replace(self, **stages: Callable[..., Any]) -> Stages:
+        """A copy with some stage functions swapped (fault injection, tests); unknown names raise."""
         names = [f.name for f in fields(self)]
-        if name not in names:
-            raise ValueError(f"unknown stage {name!r}; expected one of {names}")
-        return replace(self, **{name: fn})
+        unknown = sorted(set(stages) - set(names))
+        if unknown:
+            raise ValueError(f"unknown stage(s) {unknown}; expected some of {names}")
+        return replace(self, **stages)
+
+
+#: The stages whose output an intervention may rewrite, and the inputs it is given besides the episode.
+REWRITABLE: Mapping[str, tuple[str, ...]] = {"deliver": ("request",), "respond": ("request",)}
+
+
+@runtime_checkable
+class Intervention(Protocol):
+    """Rewrites the output of one stage for one episode (``gencoord_env.wrappers.StageIntervention``)."""
+
+    stage: str
+
+    def rewrite(self, value: Any, episode: Episode, **inputs: Any) -> tuple[Any, dict[str, Any]]:
+        """(rewritten value, the fields of this intervention's trace record)."""
+        ...
+
+
+__all__ = ["REWRITABLE", "Intervention", "Stages", "deliver_as_sent", "respond_truthfully"]

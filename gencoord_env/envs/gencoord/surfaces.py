@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gencoord_env import dsl, freeform
-from gencoord_env.dsl.model import PeerRequest, Proposal
+from gencoord_env.types import PeerRequest, Proposal
 
 
 @dataclass(frozen=True)

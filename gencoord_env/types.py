@@ -1,4 +1,4 @@
-"""The parsed proposal: frozen dataclasses with value equality.
+"""Value types of the commitment language: a proposal, its peer requests and tasks (frozen, value equality).
 
 Argument values are compared together with their type, so ``q=1``, ``q=1.0`` and ``q=true`` are three
 different tasks even though ``1 == 1.0 == True`` in Python.

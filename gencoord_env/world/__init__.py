@@ -1,0 +1,1 @@
+"""World backends behind one interface (``types.World``): the pure-Python ``sim`` and ``minecraft``."""
