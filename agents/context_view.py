@@ -5,19 +5,29 @@ as projected by the view. They never see the episode object or the hidden bindin
 """
 from __future__ import annotations
 
-from gencoord_env.caches import cache
+from gencoord_env.caches import Memo
 from gencoord_env.tasks.compose import order_nodes
 from gencoord_env.tasks.contexts import Context, PriorView
 from gencoord_env.types import Task
 
 
-def compose(context: Context, binding: str, first_role: str, second_role: str) -> tuple[tuple[Task, ...], tuple[Task, ...]]:
+Paths = tuple[tuple[Task, ...], tuple[Task, ...]]
+
+#: Composed paths by (rendered prior, binding, roles): the rendered text determines the prior view and
+#: its hash is computed once per string, where hashing the view itself walks every node on each call.
+_COMPOSED = Memo("agents.context_view.compose", maxsize=16384)
+
+
+def compose(context: Context, binding: str, first_role: str, second_role: str) -> Paths:
     """Both role-local paths of ``binding`` from the public prior, ordered as the context's view allows."""
-    return _compose(context.prior, binding, first_role, second_role)
+    key = (context.prior.text, binding, first_role, second_role)
+    paths = _COMPOSED.get(key)
+    if paths is None:
+        paths = _COMPOSED.put(key, _compose(context.prior, binding, first_role, second_role))
+    return paths  # type: ignore[no-any-return]
 
 
-@cache(maxsize=8192)
-def _compose(prior: PriorView, binding: str, first_role: str, second_role: str) -> tuple[tuple[Task, ...], tuple[Task, ...]]:
+def _compose(prior: PriorView, binding: str, first_role: str, second_role: str) -> Paths:
     nodes = [n for n in prior.nodes if n.branch in (None, binding)]
     ordered = order_nodes(nodes, prior.view)  # type: ignore[arg-type]
     return (tuple(n.task for n in ordered if n.role == first_role),

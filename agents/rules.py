@@ -21,6 +21,8 @@ from gencoord_env.tasks.prior import GOAL_CAPABILITY, prior
 
 from gencoord_env.agents.base import RulePolicy
 from gencoord_env.agents.context_view import codebook, compose, roles
+from gencoord_env.caches import Memo
+from gencoord_env.messages import RequestMessage
 from gencoord_env.tasks.contexts import Context
 
 NO_PLAN = "SELF -\nREQ -"
@@ -28,6 +30,19 @@ NO_PLAN = "SELF -\nREQ -"
 
 def _joint(first: tuple[Task, ...], second: tuple[Task, ...], peer: str) -> str:
     return dsl.format(Proposal(first, (PeerRequest(peer, second),)))
+
+
+#: The joint record of a branch, by (rendered prior, binding, peer): the rule's own memo of what it says.
+_SAID = Memo("agents.rules.joint", maxsize=16384)
+
+
+def _joint_branch(ctx: Context, binding: str, peer: str) -> str:
+    key = (ctx.prior.text, binding, peer)
+    text = _SAID.get(key)
+    if text is None:
+        first, second = roles(ctx)
+        text = _SAID.put(key, _joint(*compose(ctx, binding, first, second), peer))
+    return text  # type: ignore[no-any-return]
 
 
 def _self_only(path: tuple[Task, ...]) -> str:
@@ -64,9 +79,11 @@ class RuleMinimalRequest(RulePolicy):
         stage, peer = ctx.stage, ctx.peer
         first, second = roles(ctx)
         if stage == "receiver_after_request":
-            req = ctx.request
-            if req is not None:  # realize the delivered REQ as its own SELF path
-                return _self_only(req.requested_plan)
+            delivered = next((m for m in ctx.messages if isinstance(m, RequestMessage)), None)
+            if delivered is not None:  # realize the delivered REQ as its own SELF path
+                if delivered.payload.startswith("REQ "):  # the DSL line itself: copy its path
+                    return f"SELF {delivered.payload.split(' ', 2)[2]}\nREQ -"
+                return _self_only(delivered.request.requested_plan)
             return _self_only(compose(ctx, self.guess(ctx), first, second)[1])
         if stage == "centralized":
             uploaded = self.binding(ctx.peer_view) if ctx.peer_view is not None else None
@@ -81,7 +98,7 @@ class RuleMinimalRequest(RulePolicy):
             if stage == "sender_initial":
                 return _self_only(mine[:1])
             return _joint(mine[len(ctx.history):], theirs, peer)
-        return _joint(mine, theirs, peer)
+        return _joint_branch(ctx, b, peer)
 
     def guess(self, ctx: Context) -> str:
         """Without the deciding fact: the first admissible branch (a fixed, view-only choice)."""

@@ -2,8 +2,9 @@
 
 Derived values (an episode's grounded DAG, its world, the rendered parts of a context, parsed prior
 nodes) are pure functions of frozen inputs. They are memoized with ``cache``, which is
-``functools.lru_cache`` plus a registry, so that ``clear()`` empties all of them at once (tests, long
-runs that load new priors) and ``stats()`` shows what each holds. Nothing else in the package keeps
+``functools.lru_cache`` plus a registry, or, on the codec's hot path, with a bounded ``Memo`` dict; either
+way ``clear()`` empties all of them at once (tests, long runs that load new priors) and ``stats()`` shows
+what each holds. Nothing else in the package keeps
 state between calls: no caches keyed by ``id()``, no memo fields inside frozen values.
 
 >>> from gencoord_env import caches
@@ -31,6 +32,32 @@ def cache(maxsize: int | None = 4096) -> Callable[[F], F]:
     return decorate
 
 
+class Memo(dict):  # type: ignore[type-arg]
+    """A bounded dict for hot lookups (``memo.get(key)`` is a C call), registered like ``cache``.
+
+    Once ``maxsize`` entries are held, ``put`` stops adding (the working set of a run is small and
+    stable: item names, agent ids, argument-key tuples); ``clear()`` empties it.
+    """
+
+    def __init__(self, name: str, maxsize: int = 4096) -> None:
+        super().__init__()
+        self.name = name
+        self.maxsize = maxsize
+        self.__qualname__ = name
+        _REGISTRY.append(self)
+
+    def put(self, key: Any, value: Any) -> Any:
+        if len(self) < self.maxsize:
+            self[key] = value
+        return value
+
+    def cache_clear(self) -> None:
+        self.clear()
+
+    def cache_info(self) -> tuple[int, int, int, int]:
+        return (-1, -1, self.maxsize, len(self))  # hits and misses are not counted on the hot path
+
+
 def clear() -> None:
     """Empty every registered cache."""
     for c in _REGISTRY:
@@ -39,7 +66,7 @@ def clear() -> None:
 
 def stats() -> dict[str, Any]:
     """``{qualified name: (hits, misses, maxsize, currsize)}`` of every registered cache."""
-    return {f"{c.__module__}.{c.__qualname__}": tuple(c.cache_info()) for c in _REGISTRY}
+    return {getattr(c, "name", None) or f"{c.__module__}.{c.__qualname__}": tuple(c.cache_info()) for c in _REGISTRY}
 
 
-__all__ = ["cache", "clear", "stats"]
+__all__ = ["Memo", "cache", "clear", "stats"]

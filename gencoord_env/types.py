@@ -19,18 +19,13 @@ def _typed(value: Value) -> tuple[str, Value]:
 class Args(Mapping[str, Value]):
     """Immutable, hashable argument mapping; equality ignores key order but not value types."""
 
-    __slots__ = ("_items", "_key")
+    __slots__ = ("_items",)
 
     def __init__(self, items: Mapping[str, Value] | None = None) -> None:
         self._items: dict[str, Value] = dict(items or {})
-        # Computed on first comparison: the codec builds many Args that are never compared or hashed.
-        self._key: frozenset[tuple[str, tuple[str, Value]]] | None = None
 
     def _typed_items(self) -> frozenset[tuple[str, tuple[str, Value]]]:
-        key = self._key
-        if key is None:
-            key = self._key = frozenset((k, _typed(v)) for k, v in self._items.items())
-        return key
+        return frozenset((k, _typed(v)) for k, v in self._items.items())
 
     def as_dict(self) -> dict[str, Value]:
         """The underlying dict, without a copy (read-only by contract; the codec's hot path uses it)."""

@@ -16,6 +16,7 @@ from json import JSONDecodeError
 from json.decoder import scanstring  # type: ignore[attr-defined]  # C-accelerated, stdlib
 
 from gencoord_env.dsl.errors import DSLSyntaxError
+from gencoord_env.caches import Memo
 from gencoord_env.types import Args, PeerRequest, Proposal, Task, Value
 from gencoord_env.dsl.syntax import (
     ATOM_CHARS,
@@ -38,12 +39,9 @@ Pos = int
 
 #: An argument list with no quoted string, up to its closing parenthesis: handled by the fast path.
 SIMPLE_ARGS_RE = re.compile(r'[^()"\n]*\)')
-#: A whole task whose argument list has no quoted string (the fast path splits lines into these).
-TASK_RE = re.compile(r'([A-Za-z0-9_.:/+\-]+)\(([^()"\n]*)\)')
-# Bounded memo tables for the fast path: keys and tokens recur across records (item names, agent ids).
-_CACHE_LIMIT = 4096
-_KEY_CACHE: dict[str, str] = {}
-_TOKEN_CACHE: dict[str, Value] = {}
+# Keys and tokens recur across records (item names, agent ids): the argument shortcut memoizes them.
+_KEYS = Memo("dsl.parser.keys")
+_TOKENS = Memo("dsl.parser.tokens")
 _MISSING = object()
 
 
@@ -57,14 +55,11 @@ def parse(text: str) -> Proposal:
     """
     if not isinstance(text, str):
         raise TypeError(f"Expected the Short DSL text as str but got {type(text).__name__}")
-    proposal = parse_fast(text)
-    if proposal is not None:
-        return proposal
     return parse_full(text)
 
 
 def parse_full(src: str) -> Proposal:
-    """The grammar rule by rule; the reference that ``parse_fast`` must agree with."""
+    """The grammar, rule by rule."""
     for forbidden, message in (
         ("\r", "a carriage return is not allowed; lines end with LF only"),
         ("\t", "a tab is not allowed; use spaces"),
@@ -78,68 +73,6 @@ def parse_full(src: str) -> Proposal:
     pos, peer_requests = parse_req_line(src, pos + 1)
     parse_end(src, pos)
     return Proposal(self_plan=self_plan, peer_requests=peer_requests)
-
-
-def parse_fast(src: str) -> Proposal | None:
-    """Whole-line fast path for records without quoted strings; ``None`` defers to ``parse_full``.
-
-    Without quotes a ``>`` can only be a separator and a ``,`` only an argument break, so a line can be
-    split instead of scanned. Anything irregular returns ``None`` and the full rules produce the result
-    or the exact error; the property tests check that both paths agree.
-    """
-    if '"' in src or "\r" in src or "\t" in src:
-        return None
-    lines = src.split("\n")
-    if len(lines) == 3 and not lines[2]:
-        del lines[2]
-    if len(lines) != 2:
-        return None
-    self_line, req_line = lines
-    if self_line == "SELF -":
-        self_plan: tuple[Task, ...] = ()
-    elif self_line.startswith("SELF "):
-        split = split_path(self_line[5:].lstrip(" "))
-        if split is None:
-            return None
-        self_plan = split
-    else:
-        return None
-    if req_line == "REQ -":
-        return Proposal(self_plan=self_plan, peer_requests=())
-    if not req_line.startswith("REQ "):
-        return None
-    agent, space, rest = req_line[4:].lstrip(" ").partition(" ")
-    if not space or agent == "-" or ATOM_RE.fullmatch(agent) is None:
-        return None
-    requested_plan = split_path(rest.lstrip(" "))
-    if requested_plan is None:
-        return None
-    return Proposal(self_plan=self_plan, peer_requests=(PeerRequest(agent, requested_plan),))
-
-
-def split_path(body: str) -> tuple[Task, ...] | None:
-    """A quote-free path split at ``>``; ``None`` if any piece is not a well-formed task."""
-    pieces = body.split(">")
-    last = len(pieces) - 1
-    if last >= MAX_PATH_TASKS:
-        return None
-    tasks = []
-    for index, piece in enumerate(pieces):
-        if index:
-            piece = piece.lstrip(" ")
-        if index < last:
-            piece = piece.rstrip(" ")
-        match = TASK_RE.fullmatch(piece)
-        if match is None:
-            return None
-        skill, body_args = match.groups()
-        if skill not in SKILLS:
-            return None
-        args = parse_simple_args(body_args)
-        if args is None:
-            return None
-        tasks.append(Task(skill, Args(args)))
-    return tuple(tasks)
 
 
 def describe(src: str, pos: Pos) -> str:
@@ -297,7 +230,10 @@ def parse_task(src: str, pos: Pos) -> tuple[Pos, Task]:
 
 
 def parse_simple_args(body: str) -> dict[str, Value] | None:
-    """Fast path for an argument list without quoted strings: ``None`` sends it to the full rules.
+    """Shortcut of ``parse_arg`` for an argument list without quoted strings; ``None``: use the full rule.
+
+    Kept because it doubles parse throughput (``benchmarks/dsl_codec.py``: without it the codec falls
+    below its 50,000 round trips/s target).
 
     Accepts exactly what ``parse_arg`` accepts for such a list and builds the same mapping; anything
     unusual (a bad key, a duplicate, a token that is not a number, literal or atom) returns ``None`` so
@@ -309,8 +245,8 @@ def parse_simple_args(body: str) -> dict[str, Value] | None:
     pieces = body.split(",")
     if " " in body:  # spaces are tolerated after commas only
         pieces = [pieces[0], *[piece.lstrip(" ") for piece in pieces[1:]]]
-    key_cache = _KEY_CACHE
-    token_cache = _TOKEN_CACHE
+    key_cache = _KEYS
+    token_cache = _TOKENS
     for piece in pieces:
         # A piece without "=" leaves an empty token, which is never in the token cache nor a value.
         key, _, token = piece.partition("=")
@@ -318,9 +254,7 @@ def parse_simple_args(body: str) -> dict[str, Value] | None:
         if canonical is None:
             if KEY_RE.fullmatch(key) is None:
                 return None
-            canonical = KEY_ALIASES.get(key, key)
-            if len(key_cache) < _CACHE_LIMIT:
-                key_cache[key] = canonical
+            canonical = key_cache.put(key, KEY_ALIASES.get(key, key))
         if canonical in args:
             return None
         value = token_cache.get(token, _MISSING)
@@ -331,8 +265,7 @@ def parse_simple_args(body: str) -> dict[str, Value] | None:
                 value = classify_token(token, 0, len(token), key)
             except DSLSyntaxError:
                 return None
-            if len(token_cache) < _CACHE_LIMIT:
-                token_cache[token] = value
+            token_cache.put(token, value)
         args[canonical] = value  # type: ignore[assignment]
     return args
 

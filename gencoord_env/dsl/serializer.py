@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from json.encoder import encode_basestring_ascii  # C-accelerated, stdlib
 
+from gencoord_env.caches import Memo
 from gencoord_env.types import PeerRequest, Proposal, Task, Value
 from gencoord_env.dsl.syntax import (
     ATOM_RE,
@@ -24,9 +25,9 @@ from gencoord_env.dsl.syntax import (
 
 # Both caches hold facts about short strings that recur in every record (keys, item names, agent ids);
 # they are bounded so that adversarial input cannot grow them without limit.
-_CACHE_LIMIT = 4096
-_ORDER_CACHE: dict[tuple[str, ...], tuple[str, ...]] = {}
-_STRING_CACHE: dict[str, str] = {}
+# Argument-key tuples and string values recur across records (item names, agent ids).
+_ORDERS = Memo("dsl.serializer.key_order")
+_STRINGS = Memo("dsl.serializer.strings")
 
 
 def format(proposal: Proposal) -> str:  # noqa: A001  # the issue names the API dsl.format
@@ -76,26 +77,11 @@ def format_path(tasks: Sequence[Task], where: str) -> str:
 
 
 def format_task(task: Task) -> str:
-    # Tasks are immutable: the canonical text is memoized on the instance (shared prior nodes and
-    # composed paths are formatted again and again).
-    memo = getattr(task, "__dict__", {}).get("_canonical")
-    if memo is not None:
-        return memo  # type: ignore[no-any-return]
-    text = _format_task(task)
-    try:
-        object.__setattr__(task, "_canonical", text)
-    except AttributeError:  # a Task subclass with __slots__: nothing to memoize on
-        pass
-    return text
-
-
-def _format_task(task: Task) -> str:
     items = _checked_items(task)
-    string_cache = _STRING_CACHE
     parts = []
     for key in key_order(task.skill, items):
         value = items[key]
-        text = string_cache.get(value) if type(value) is str else None
+        text = _STRINGS.get(value) if type(value) is str else None
         parts.append(f"{key}={text if text is not None else format_value(value)}")
     return f"{task.skill}({','.join(parts)})"
 
@@ -117,16 +103,14 @@ def _checked_items(task: Task) -> dict[str, Value]:
 def key_order(skill: str, items: dict[str, Value]) -> tuple[str, ...]:
     """The keys of ``items`` in canonical order; refuses keys the parser would not read back unchanged."""
     keys = tuple(items)
-    order = _ORDER_CACHE.get(keys)
+    order = _ORDERS.get(keys)
     if order is None:
         for key in keys:
             if not isinstance(key, str) or KEY_RE.fullmatch(key) is None:
                 raise ValueError(f"key {key!r} of {skill!r} is not an identifier [A-Za-z][A-Za-z0-9_]*")
             if key in KEY_ALIASES:
                 raise ValueError(f"key {key!r} of {skill!r} is an alias; use the compact key {KEY_ALIASES[key]!r}")
-        order = tuple(sorted(keys, key=key_rank))
-        if len(_ORDER_CACHE) < _CACHE_LIMIT:
-            _ORDER_CACHE[keys] = order
+        order = _ORDERS.put(keys, tuple(sorted(keys, key=key_rank)))
     return order
 
 
@@ -134,11 +118,9 @@ def format_value(value: Value) -> str:
     kind = type(value)
     if kind is str:
         assert isinstance(value, str)
-        text = _STRING_CACHE.get(value)
+        text = _STRINGS.get(value)
         if text is None:
-            text = value if is_bare_string(value) else encode_basestring_ascii(value)
-            if len(_STRING_CACHE) < _CACHE_LIMIT:
-                _STRING_CACHE[value] = text
+            text = _STRINGS.put(value, value if is_bare_string(value) else encode_basestring_ascii(value))
         return text
     if kind is int:
         return repr(value)

@@ -8,7 +8,7 @@ import pytest
 
 from gencoord_env import dsl
 from gencoord_env.dsl import Args, DSLSyntaxError, PeerRequest, Proposal, Task
-from gencoord_env.dsl.parser import parse_fast, parse_full
+from gencoord_env.dsl import parser
 
 CRAFT = Task("craft.item", {"q": 1, "item": "crafting_table"})
 
@@ -138,12 +138,13 @@ def test_huge_integer_is_a_syntax_error() -> None:
         dsl.parse(f"SELF control.wait(ticks={'1' * 5000})\nREQ -")
 
 
-def test_fast_path_declines_and_full_parser_agrees() -> None:
+def test_argument_shortcut_declines_quotes_and_agrees_with_the_full_rule() -> None:
+    assert parser.parse_simple_args('q=1,item="crafting_table"') is None
+    assert parser.parse_simple_args("q=1, item=crafting_table,count=2") is None  # q given twice: the full rule reports it
+    assert parser.parse_simple_args("count=1, item=crafting_table") == {"q": 1, "item": "crafting_table"}
     quoted = 'SELF craft.item(q=1,item="crafting_table")\nREQ -'
-    assert parse_fast(quoted) is None
-    assert parse_full(quoted) == dsl.parse(quoted)
     plain = "SELF craft.item(q=1,item=crafting_table)\nREQ b control.wait()"
-    assert parse_fast(plain) == parse_full(plain)
+    assert dsl.parse(quoted) == dsl.parse(plain).__class__(dsl.parse(plain).self_plan, ())
 
 
 # ---- GenCoord-JSON surface -------------------------------------------------------------------

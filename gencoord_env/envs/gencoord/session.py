@@ -64,8 +64,15 @@ class Progress:
     response: Any = None
     executed: tuple[Task, ...] = ()
 
+    def evolve(self, **changes: Any) -> Progress:
+        """A copy with ``changes`` (``dataclasses.replace`` without its per-call field checks: hot path)."""
+        new = object.__new__(Progress)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
+
     def receive(self, agent: str, *messages: Message) -> Progress:
-        return replace(self, inbox={**self.inbox, agent: self.inbox.get(agent, ()) + messages})
+        return self.evolve(inbox={**self.inbox, agent: self.inbox.get(agent, ()) + messages})
 
 
 class Metrics:
@@ -158,7 +165,7 @@ class EpisodeSession:
         if not decision.shape.holds(q):
             self._end(F.CONTRACT_REJECT, f"{decision.stage}: expected {decision.shape.expected}")
             return
-        self.progress = replace(self.progress, proposals={**self.progress.proposals, decision.stage: q})
+        self.progress = self.progress.evolve(proposals={**self.progress.proposals, decision.stage: q})
         getattr(self, f"_{decision.then}")(q, agent)
 
     def _read(self, agent: str, stage: str, observation: str, action: Any) -> Proposal | None:
@@ -195,7 +202,7 @@ class EpisodeSession:
         return value
 
     def _advance(self) -> None:
-        self.progress = replace(self.progress, index=self.progress.index + 1)
+        self.progress = self.progress.evolve(index=self.progress.index + 1)
 
     # --- steps (routes.STEPS) -----------------------------------------------------------------------
     def _deliver(self, q: Proposal, sender: str) -> None:
@@ -211,7 +218,7 @@ class EpisodeSession:
         for payload in payloads:
             self.metrics.wire(payload, "request")
         messages = tuple(RequestMessage(sender, copy, payload) for copy, payload in zip(delivery.received, payloads))
-        self.progress = replace(self.progress.receive(request.target, *messages), delivery=delivery)
+        self.progress = self.progress.receive(request.target, *messages).evolve(delivery=delivery)
         self._advance()
 
     def _respond(self, q: Proposal, agent: str) -> None:
@@ -224,7 +231,7 @@ class EpisodeSession:
             self._end(F.CONTRACT_REJECT, f"invalid response: {problem}")
             return
         self.metrics.wire(response.wire(), "response")
-        self.progress = replace(self.progress, response=response)
+        self.progress = self.progress.evolve(response=response)
         if response.decision == "REJECT":
             self._commit(Resolution(None, F.NO_COMMITMENT, response.reason_code))
             return
@@ -248,7 +255,7 @@ class EpisodeSession:
             self._end(F.EXECUTION_FAILURE, f"{failed.op}: {failed.reason}")
             return
         p = self.progress
-        self.progress = replace(p, executed=p.executed + (task,),
+        self.progress = p.evolve(executed=p.executed + (task,),
                                 history={**p.history, agent: p.history[agent] + (Done(task),)})
         self._advance()
 
