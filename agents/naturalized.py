@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
+from gencoord_env.caches import cache
 from typing import Any
 
 from gencoord_env.agents.context_view import codebook
@@ -69,7 +69,7 @@ def _share(binding: str, word: str) -> float:
     return sum(word in words(t) for t in texts) / len(texts)
 
 
-@lru_cache(maxsize=256)
+@cache(maxsize=256)
 def keywords(admissible: tuple[str, ...]) -> Mapping[str, Mapping[str, float]]:
     """Each admissible binding's keywords with their weights, from the training phrasings only.
 

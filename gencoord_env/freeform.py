@@ -43,7 +43,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from gencoord_env.caches import cache
 from importlib import resources
 from typing import Any
 
@@ -56,7 +56,7 @@ _SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
 _LEAD_IN = re.compile(r"^[^:]*:\s+")
 
 
-@lru_cache(maxsize=1)
+@cache(maxsize=1)
 def table() -> Mapping[str, Any]:
     """The clause table (``gencoord_env/data/freeform.json``)."""
     text = resources.files("gencoord_env.data").joinpath("freeform.json").read_text(encoding="utf-8")
@@ -81,7 +81,7 @@ def _pattern(template: str) -> str:
     return "".join(out)
 
 
-@lru_cache(maxsize=1)
+@cache(maxsize=1)
 def _clause_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
     out = []
     for skill, spec in table()["skills"].items():

@@ -48,7 +48,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from gencoord_env.caches import cache
 from pathlib import Path
 from typing import Any
 
@@ -229,7 +229,7 @@ def training_variants(n: int = GC_TRAIN_VARIANTS, seed: int = 0) -> tuple[WorldV
                  for i, (shift, mirror) in enumerate(geometries[:n]))
 
 
-@lru_cache(maxsize=4)
+@cache(maxsize=4)
 def _gc_train_prior(seed: int) -> Prior:
     base = prior()
     return dataclasses.replace(base, variants=base.variants + training_variants(seed=seed))

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Mapping
-from functools import lru_cache
+from gencoord_env.caches import cache
 from importlib import resources
 from typing import Any
 
@@ -33,7 +33,7 @@ from gencoord_env.tasks.episode import Episode
 FORMS: tuple[str, ...] = ("train", "C1", "C2", "C3")
 
 
-@lru_cache(maxsize=1)
+@cache(maxsize=1)
 def table() -> Mapping[str, Any]:
     """The naturalized description table (``gencoord_env/data/naturalized.json``)."""
     text = resources.files("gencoord_env.data").joinpath("naturalized.json").read_text(encoding="utf-8")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import difflib
 import random
 from collections.abc import Sequence
-from functools import lru_cache
+from gencoord_env.caches import cache
 
 from gencoord_env.tasks.episode import Cluster
 from gencoord_env.tasks.prior import GOAL_CAPABILITY, Prior, TemplateSpec, prior
@@ -91,7 +91,7 @@ def _spread(total: int, slots: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(slots)]
 
 
-@lru_cache(maxsize=32)
+@cache(maxsize=32)
 def _core_pools(seed: int) -> dict[str, tuple[Cluster, ...]]:
     p = prior()
     out: dict[str, list[Cluster]] = {name: [] for name in (*_CORE_PAIRS, "crossproduct")}

@@ -10,7 +10,9 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
+
+from gencoord_env.caches import cache
 from importlib import resources
 from typing import Any
 
@@ -248,7 +250,7 @@ def load_prior(raw: Mapping[str, Any]) -> Prior:
     )
 
 
-@lru_cache(maxsize=1)
+@cache(maxsize=1)
 def prior() -> Prior:
     """The package's prior K (parsed once)."""
     text = resources.files("gencoord_env.data").joinpath("tasks.json").read_text(encoding="utf-8")
