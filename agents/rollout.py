@@ -25,8 +25,9 @@ def summarize(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
     rows = list(results)
     n = len(rows)
     outcomes = Counter(str(r["outcome"]) for r in rows)
-    secs = [r["metrics"]["episode_seconds"] for r in rows]
-    ttc = [r["metrics"]["time_to_commitment"] for r in rows if r["metrics"]["time_to_commitment"] is not None]
+    timings = [r.get("timings") or {} for r in rows]  # present when the env was made with timings=True
+    secs = [t["episode_seconds"] for t in timings if t.get("episode_seconds") is not None]
+    ttc = [t["time_to_commitment"] for t in timings if t.get("time_to_commitment") is not None]
     successes = outcomes.get("SUCCESS", 0)
     return {
         "episodes": n,
@@ -36,7 +37,7 @@ def summarize(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "decisions_per_episode": sum(r["metrics"]["decisions"] for r in rows) / n if n else 0.0,
         "wire_bytes_mean": sum(r["metrics"]["wire_bytes"] for r in rows) / n if n else 0.0,
         "handoff_verified_rate": sum(bool(r["metrics"]["handoff_verified"]) for r in rows) / n if n else 0.0,
-        "episode_seconds_p50": statistics.median(secs) if secs else 0.0,
+        "episode_seconds_p50": statistics.median(secs) if secs else None,
         "time_to_commitment_p50": statistics.median(ttc) if ttc else None,
     }
 

@@ -32,7 +32,7 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     world = MinecraftWorld()
-    env = gencoord_env.parallel_env(pool="heldout", backend="minecraft", world=world)
+    env = gencoord_env.parallel_env(pool="heldout", backend="minecraft", world=world, timings=True)
     policy = make_policy("rule")
     t0 = time.perf_counter()
     run_episode(env, policy, index=0)  # starts the sidecar, server and bots
@@ -48,7 +48,7 @@ def main() -> None:
         resets.append(time.perf_counter() - t)
         info = run_episode(env, policy, index=k)
         failures += str(info["outcome"]) != "SUCCESS"
-        per_template[ep.template.id].append(info["metrics"]["episode_seconds"])
+        per_template[ep.template.id].append(info["timings"]["episode_seconds"])
     pings = []
     for _ in range(args.pings):
         pings.append(world.ping())

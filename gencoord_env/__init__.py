@@ -33,4 +33,21 @@ def raw_env(**kwargs: Any):  # type: ignore[no-untyped-def]
     return make(**kwargs)
 
 
-__all__ = ["FailureCode", "__version__", "env", "parallel_env", "raw_env"]
+def gym_env(role: str = "first", partner: Any = "rule", **kwargs: Any):  # type: ignore[no-untyped-def]
+    """The single-agent Gymnasium view: the learner plays ``role``, ``partner`` the other role
+    (``gencoord_env.agents.single_agent``; registered as ``gencoord_env/GenCoord-v0``)."""
+    from gencoord_env.agents.single_agent import gym_env as make
+
+    return make(role=role, partner=partner, **kwargs)
+
+
+def _register() -> None:
+    import gymnasium
+
+    if "gencoord_env/GenCoord-v0" not in gymnasium.registry:
+        gymnasium.register(id="gencoord_env/GenCoord-v0", entry_point="gencoord_env.agents.single_agent:GenCoordGym")
+
+
+_register()
+
+__all__ = ["FailureCode", "__version__", "env", "gym_env", "parallel_env", "raw_env"]

@@ -140,7 +140,7 @@ def account(record: Mapping[str, Any]) -> EpisodeAccount:
     verdict = verify.get("verdict")
     events = [e for entry in trace if entry.get("stage") == "execute" for e in entry.get("events", [])]
     calls = sum(len(entry.get("calls", [])) for entry in trace if entry.get("stage") in ("compile", "execute"))
-    seconds = metrics.get("episode_seconds")
+    seconds = (record.get("timings") or {}).get("episode_seconds", metrics.get("episode_seconds"))
     return EpisodeAccount(
         episode_id=str(record.get("episode_id", "")),
         outcome=str(jsonable(record.get("outcome", ""))),

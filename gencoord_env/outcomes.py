@@ -23,3 +23,26 @@ class FailureCode(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+#: ``reward="staged"``: partial credit by how far the pipeline got before it stopped. A parsed record
+#: that the contract rejects earns 0.2, a contract-valid one that forms no commitment 0.4, a commitment
+#: that fails in materialization or execution 0.6, an executed plan whose handoff was verified but whose
+#: terminal predicate fails 0.8, and success 1.0. The verifier checks the handoff before the terminal
+#: predicate, so TERMINAL_FAILURE always comes after a verified handoff.
+STAGED_REWARD: dict[FailureCode, float] = {
+    FailureCode.PARSE_FAILURE: 0.0,
+    FailureCode.CONTRACT_REJECT: 0.2,
+    FailureCode.NO_COMMITMENT: 0.4,
+    FailureCode.RESOLUTION_CONFLICT: 0.4,
+    FailureCode.MATERIALIZATION_FAILURE: 0.6,
+    FailureCode.EXECUTION_FAILURE: 0.6,
+    FailureCode.HANDOFF_FAILURE: 0.6,
+    FailureCode.TERMINAL_FAILURE: 0.8,
+    FailureCode.SUCCESS: 1.0,
+}
+
+#: ``reward="binary"`` (the paper's): 1.0 for SUCCESS, else 0.0.
+BINARY_REWARD: dict[FailureCode, float] = {code: float(code is FailureCode.SUCCESS) for code in FailureCode}
+
+REWARDS: dict[str, dict[FailureCode, float]] = {"binary": BINARY_REWARD, "staged": STAGED_REWARD}

@@ -21,7 +21,7 @@ REPRESENTATIVE = Episode(Cluster("heldout", "active_order", "WORK_BRANCH", 1, "W
 
 
 def _info(episode: Episode = REPRESENTATIVE, policy: str = "rule") -> dict[str, Any]:
-    info: dict[str, Any] = run_episode(gencoord_env.parallel_env(pool=[episode], backend="sim"), make_policy(policy), index=0)
+    info: dict[str, Any] = run_episode(gencoord_env.parallel_env(pool=[episode], backend="sim", timings=True), make_policy(policy), index=0)
     return info
 
 

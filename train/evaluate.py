@@ -98,7 +98,7 @@ def table_metrics(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     if n == 0:
         return {"episodes": 0}
     outcomes = Counter(str(r["outcome"]) for r in results)
-    ttc = [r["metrics"]["time_to_commitment"] for r in results if r["metrics"]["time_to_commitment"] is not None]
+    ttc = [t["time_to_commitment"] for t in (r.get("timings") or {} for r in results) if t.get("time_to_commitment") is not None]
 
     def mean(key: str) -> float:
         return sum(float(r[key]) for r in results) / n
@@ -148,7 +148,7 @@ def evaluate(
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     if backend != "sim":
         batch_size = 1
-    envs = [parallel_env(pool=pool, route=route, view=view, surface=surface, backend=backend, pool_seed=pool_seed)
+    envs = [parallel_env(pool=pool, route=route, view=view, surface=surface, backend=backend, pool_seed=pool_seed, timings=True)
             for _ in range(batch_size)]
     try:
         total = len(envs[0].episodes) if episodes is None else min(episodes, len(envs[0].episodes))

@@ -104,7 +104,7 @@ def make_env(condition: Condition, backend: str, world: World | None, pool_seed:
     import gencoord_env
     from gencoord_env.wrappers import apply
 
-    env = gencoord_env.parallel_env(pool=condition.pool, backend=backend, route=condition.route, view=condition.view,
+    env = gencoord_env.parallel_env(timings=True, pool=condition.pool, backend=backend, route=condition.route, view=condition.view,
                                     surface=condition.surface, private_fact=condition.private_fact,
                                     pool_seed=pool_seed, world=world)
     if condition.intervention:
@@ -127,7 +127,7 @@ def run_condition(condition: Condition, policy: Any, backend: str = "sim", world
         info = run_episode(env, policy, index=k)
         ep: Episode = base.episodes[k]
         model_calls = int(getattr(policy, "model_calls", 0)) - before
-        metrics = {**info["metrics"], **model_metrics(policy, calls_before, model_calls)}
+        metrics = {**info["metrics"], **(info.get("timings") or {}), **model_metrics(policy, calls_before, model_calls)}
         rows.append(EpisodeRow(
             condition=condition.name, episode_id=str(info["episode_id"]), cluster=ep.cluster.id, perm=ep.perm,
             family=ep.template.family, motif=ep.template.motif, outcome=str(info["outcome"]),

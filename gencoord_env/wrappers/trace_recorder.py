@@ -8,7 +8,7 @@ that it reproduces the same outcome and trace.
 Record layout (keys sorted in the file, so records of equal episodes are byte-identical)::
 
     {"version": 1, "episode_id": str, "episode": {"cluster": {...}, "perm": 0|1},
-     "env": {"pool", "backend", "route", "view", "surface", "private_fact"},
+     "env": {"pool", "backend", "route", "view", "surface", "private_fact", "actions", "reward"},
      "interventions": [{"name": str, "args": {...}}, ...],   # innermost wrapper first
      "actions": [{"agent": str, "action": str}, ...],
      "outcome": str, "reason": str, "metrics": {...}, "trace": [stage records]}
@@ -70,12 +70,14 @@ def episode_record(env: Any, actions: list[dict[str, Any]], info: Mapping[str, A
         "episode_id": episode.id,
         "episode": {"cluster": dataclasses.asdict(episode.cluster), "perm": episode.perm},
         "env": {"pool": base.pool_name, "backend": base.backend, "route": base.route, "view": base.view,
-                "surface": base.surface.name, "private_fact": base.private_fact},
+                "surface": base.surface.name, "private_fact": base.private_fact,
+                "actions": base.interface.actions, "reward": base.reward_name},
         "interventions": interventions(env),
         "actions": actions,
         "outcome": info["outcome"],
         "reason": info["reason"],
         "metrics": info["metrics"],
+        **({"timings": info["timings"]} if "timings" in info else {}),
         "trace": info["trace"],
     }
 

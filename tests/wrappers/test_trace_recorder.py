@@ -30,17 +30,19 @@ def test_one_sorted_record_per_episode_with_every_stage(tmp_path):
     assert intervention["replacement"]["target"] in ("agent_a", "agent_b")
     assert all(isinstance(t, str) and "(" in t for t in intervention["replacement"]["requested_plan"])
     assert rec["env"] == {"pool": "request", "backend": "sim", "route": "forward", "view": "full",
-                          "surface": "dsl", "private_fact": "id"}
+                          "surface": "dsl", "private_fact": "id", "actions": "text", "reward": "binary"}
 
 
 def test_records_are_deterministic_apart_from_timings():
-    def record() -> dict:
+    def record(timings: bool = False) -> dict:
         buf = io.StringIO()
-        rollout(TraceRecorder(gencoord_env.parallel_env(backend="sim", pool="heldout"), buf), make_policy("rule"), episodes=1)
-        rec = json.loads(buf.getvalue())
-        rec["metrics"].pop("episode_seconds"), rec["metrics"].pop("time_to_commitment")
-        return rec
+        env = gencoord_env.parallel_env(backend="sim", pool="heldout", timings=timings)
+        rollout(TraceRecorder(env, buf), make_policy("rule"), episodes=1)
+        return json.loads(buf.getvalue())
 
-    assert record() == record()
+    assert record() == record()  # no wall-clock value anywhere unless asked for
+    timed = record(timings=True)
+    assert set(timed.pop("timings")) == {"episode_seconds", "time_to_commitment"}
+    assert timed == record()
     verify = record()["trace"][-1]
     assert verify["stage"] == "verify" and set(verify["ground_truth"]) >= {"inventories", "containers", "sites"}

@@ -3,22 +3,24 @@
 | | |
 | --- | --- |
 | Import | `from gencoord_env.envs import gencoord_v0` |
-| Actions | Text (a Short DSL record, JSON with ``surface="json"``, English with ``surface="freeform"``) |
+| Actions | Text (a Short DSL record; JSON with ``surface="json"``; English with ``surface="freeform"``), or ``Discrete(N)`` over candidate records with ``actions="menu"`` |
 | Parallel API | Yes |
+| AEC API | Yes (``gencoord_env.env()``: turn-based, ``agent_selection`` is always the deciding agent) |
 | Agents | `agents = ["agent_a", "agent_b"]` |
-| Action space | `Text(max_length=4096, charset=printable ASCII + LF)` |
-| Observation space | `Text(max_length=32768, charset=printable ASCII + LF)` |
+| Action space | `Text(max_length=4096, charset=printable ASCII + LF)`, or `Discrete(N)` |
+| Observation space | `Text(max_length=32768, ...)`, or a `Dict` with `observation` (text or int64 token ids), `observation_mask` (tokens) and `action_mask` (menu) |
 
 Two agents must fulfil a Minecraft order. The fact that decides who crafts, what is handed off and where
 it goes is private to one of them. Each step exactly one agent decides (``infos[agent]["turn"]``); its
-observation is its local context as text, its action a two-line Short DSL record
-(``SELF <path>`` / ``REQ <agent> <path>``). The other agent's action is ignored that step. The
+observation is its local context, its action a two-line Short DSL record (``SELF <path>`` /
+``REQ <agent> <path>``) or a menu slot naming one. The other agent's action is ignored that step. The
 environment parses, contract-checks, resolves, materializes a dispatch plan, compiles it to skill calls,
 executes them in the world backend and verifies the handoff and the terminal predicate from world truth.
 
 ### Arguments
 ``parallel_env(pool="heldout", backend="minecraft", route="forward", view="full", surface="dsl", seed=0,
-pool_seed=0, private_fact="id", world=None, render_mode=None)``
+pool_seed=0, private_fact="id", actions="text", observations="text", tokenizer=None, max_tokens=1024,
+reward="binary", infos="full", timings=False, world=None, stages=None, render_mode=None)``
 
 - ``pool``: ``train``, ``heldout``, ``request``, ``horizon``, ``crossproduct``, ``goal_capability``,
   ``visibility`` (see ``gencoord_env.tasks.pools``), or a sequence of ``Episode`` objects.
@@ -31,48 +33,71 @@ pool_seed=0, private_fact="id", world=None, render_mode=None)``
   the agents alternate utterances, stage ``dialogue``, until the shared extractor of
   ``gencoord_env.freeform`` recovers the commitment; wire bytes are the whole dialogue).
 - ``private_fact``: ``id`` (binding id) or a naturalized form (``train``, ``C1``, ``C2``, ``C3``).
+- ``actions``: ``text`` or ``menu`` (``Discrete(N)`` over the candidate records of the decision, built
+  only from what the deciding agent may see: see ``gencoord_env.envs.gencoord.menu``; masked slots end the
+  episode with ``PARSE_FAILURE``, never an exception).
+- ``observations``: ``text``, ``tokens`` (fixed-length int64 ids of the text, ``max_tokens`` long, from
+  ``tokenizer``: the package's offline word tokenizer by default, or any Hugging Face tokenizer object) or
+  ``bag`` (float32 counts of each vocabulary word: a bag of words, for MLP learners).
+- ``reward``: ``binary`` (the paper's) or ``staged`` (see Rewards).
+- ``infos``: ``full`` or ``numbers`` (only numeric values, for libraries that turn infos into tensors).
+- ``timings``: add wall-clock measurements to the final infos (``timings``); off by default, so that
+  infos of equal seeds are equal.
+- ``stages``: a ``Stages`` value with stage functions swapped (fault injection; interventions are wrappers).
 
 ``reset(seed, options)``: ``options={"index": k}`` selects cluster ``k // 2`` under role permutation
 ``k % 2``; ``options={"episode": Episode}`` runs that episode; otherwise the seeded RNG draws one.
+``options={"interventions": (...)}`` is how wrappers in ``gencoord_env.wrappers`` reach an episode.
 
 ### Rewards
-At the end both agents get 1.0 when the outcome is ``SUCCESS``, else 0.0.
+Both agents get the reward at the end of the episode, 0.0 before. ``binary``: 1.0 when the outcome is
+``SUCCESS``, else 0.0. ``staged``: partial credit by how far the pipeline got
+(``gencoord_env.outcomes.STAGED_REWARD``): parse failure 0.0, contract reject 0.2, no commitment or
+resolution conflict 0.4, materialization / execution / handoff failure 0.6, terminal failure (the
+handoff was verified) 0.8, success 1.0.
 
 ### Infos
-Every step: ``turn``, ``stage``, ``deciding``, ``episode_id``, ``role``; the deciding agent also gets
-``context``, the structured (dict) form of its observation text. At the end also ``outcome``
-(a ``FailureCode`` value), ``reason``, ``trace`` (every stage's record) and ``metrics`` (decisions, raw
-validity, commitment validity, handoff verified, wire bytes, time to commitment, episode time).
+Every step: ``turn``, ``stage``, ``deciding``, ``episode_id`` (names the public instance, never the
+hidden fact), ``template``, ``route``, ``role``; the deciding agent also gets ``context`` (the typed
+``Context`` its observation renders; ``.to_dict()`` for plain values) and, with ``actions="menu"``,
+``candidates`` (the records of the menu's slots, ``None`` where masked). At the end also ``outcome``
+(a ``FailureCode``), ``reason``, ``trace`` (every stage's record) and ``metrics`` (decisions, raw
+validity, commitment validity, handoff verified, wire / request / response / upload bytes), plus
+``timings`` (episode seconds, time to commitment) with ``timings=True``. With ``infos="numbers"`` every
+value is a number: ``deciding``, ``stage_index``, ``done``, ``success``, ``reward`` and the numeric
+metrics.
 
 ### Version history
 - v0: initial release.
 """
 from __future__ import annotations
 
-import string
+import difflib
 from collections.abc import Sequence
 from typing import Any
 
 import gymnasium
 import numpy as np
 from pettingzoo import ParallelEnv
-from pettingzoo.utils import parallel_to_aec
 
-from gencoord_env.envs.gencoord.routes import ROUTES
 from gencoord_env.envs.gencoord.dialogue import DialogueSession
+from gencoord_env.envs.gencoord.interface import ACTIONS, OBSERVATIONS, Interface
+from gencoord_env.envs.gencoord.routes import ROUTES
 from gencoord_env.envs.gencoord.session import EpisodeSession, Setup
 from gencoord_env.envs.gencoord.stages import Intervention, Stages
 from gencoord_env.envs.gencoord.surfaces import SURFACES
-from gencoord_env.outcomes import FailureCode
+from gencoord_env.outcomes import REWARDS
 from gencoord_env.tasks import AGENTS, Episode, pool as load_pool
 from gencoord_env.tasks.compose import VIEWS
-from gencoord_env.tasks.contexts import PRIVATE_FACT_FORMS, render
+from gencoord_env.tasks.contexts import PRIVATE_FACT_FORMS, Context, render
+from gencoord_env.tasks.pools import POOL_SIZES
+from gencoord_env.tokens import as_tokenizer
 from gencoord_env.world.types import World
 
-CHARSET = frozenset(string.printable) - frozenset("\r\x0b\x0c")
-MAX_OBSERVATION = 32768
-MAX_ACTION = 4096
 BACKENDS = ("sim", "minecraft")
+INFOS = ("full", "numbers")
+#: wall-clock metrics: in ``infos["timings"]`` only with ``timings=True``
+TIMINGS = ("episode_seconds", "time_to_commitment")
 
 
 def make_world(backend: str, **options: Any) -> World:
@@ -90,9 +115,7 @@ def make_world(backend: str, **options: Any) -> World:
 
 def _choice(name: str, value: str, allowed: Sequence[str]) -> str:
     if value not in allowed:
-        import difflib
-
-        hint = difflib.get_close_matches(value, allowed, n=1)
+        hint = difflib.get_close_matches(str(value), allowed, n=1)
         raise ValueError(f"unknown {name} {value!r}; expected one of {list(allowed)}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
     return value
 
@@ -110,16 +133,27 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         seed: int | None = 0,
         pool_seed: int = 0,
         private_fact: str = "id",
+        actions: str = "text",
+        observations: str = "text",
+        tokenizer: Any = None,
+        max_tokens: int = 1024,
+        reward: str = "binary",
+        infos: str = "full",
+        timings: bool = False,
         world: World | None = None,
+        stages: Stages | None = None,
         render_mode: str | None = None,
         backend_options: dict[str, Any] | None = None,
-        stages: Stages | None = None,
     ) -> None:
         self.route = _choice("route", route, sorted(ROUTES))
         self.view = _choice("view", view, VIEWS)
         self.surface = SURFACES[_choice("surface", surface, sorted(SURFACES))]
-        _choice("private_fact", private_fact, PRIVATE_FACT_FORMS)
         self.backend = _choice("backend", backend, BACKENDS)
+        _choice("private_fact", private_fact, PRIVATE_FACT_FORMS)
+        self.rewards = REWARDS[_choice("reward", reward, sorted(REWARDS))]
+        self.reward_name = reward
+        self.infos_mode = _choice("infos", infos, INFOS)
+        self.timings = bool(timings)
         if self.surface.dialogue and self.route != "forward":
             raise ValueError(f"surface={surface!r} runs the forward route only; got route={route!r}")
         if render_mode is not None:
@@ -127,25 +161,30 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         self.render_mode = render_mode
         self.private_fact = private_fact
         if isinstance(pool, str):
-            self.pool_name = pool
-            clusters = load_pool(pool, pool_seed)
-            self.episodes: tuple[Episode, ...] = tuple(Episode(c, perm) for c in clusters for perm in (0, 1))
+            self.pool_name = _choice("pool", pool, sorted(POOL_SIZES))
+            self.episodes: tuple[Episode, ...] = tuple(Episode(c, perm) for c in load_pool(pool, pool_seed) for perm in (0, 1))
         else:
             self.pool_name = "custom"
             self.episodes = tuple(pool)
             if not self.episodes or not all(isinstance(e, Episode) for e in self.episodes):
                 raise TypeError("pool must be a pool name or a non-empty sequence of Episode objects")
+        self.interface = Interface(
+            _choice("actions", actions, ACTIONS), _choice("observations", observations, OBSERVATIONS), self.surface,
+            as_tokenizer(tokenizer) if observations in ("tokens", "bag") else None, int(max_tokens),
+        )
         self._world = world
         self._backend_options = backend_options or {}
         self.stages = stages or Stages()
         self.possible_agents = list(AGENTS)
         self.agents: list[str] = []
-        text_obs = gymnasium.spaces.Text(max_length=MAX_OBSERVATION, charset=CHARSET)
-        text_act = gymnasium.spaces.Text(max_length=MAX_ACTION, charset=CHARSET)
-        self._obs_spaces = {a: text_obs for a in self.possible_agents}
-        self._act_spaces = {a: text_act for a in self.possible_agents}
+        obs_space, act_space = self.interface.observation_space(), self.interface.action_space()
+        self._obs_spaces = {a: obs_space for a in self.possible_agents}
+        self._act_spaces = {a: act_space for a in self.possible_agents}
         self._rng = np.random.default_rng(seed)
         self.session: EpisodeSession | None = None
+        self._context: Context | None = None
+        self._menu: tuple[Any, ...] = ()
+        self._last_text: dict[str, str] = {}
         describe = None
         if private_fact != "id":
             from gencoord_env.tasks.naturalized import describe
@@ -165,7 +204,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         return self._world
 
     # --- API ---------------------------------------------------------------------------------------
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         options = options or {}
@@ -189,10 +228,15 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         if s is None or not self.agents:
             raise RuntimeError("step() called before reset() or after the episode ended; call reset() first")
         turn = s.turn
-        s.act(actions.get(turn, ""), self._last_obs.get(turn, ""))
+        action = actions.get(turn, "")
+        text, why = self.interface.action_text(action, self._menu)
+        if text is None:
+            s.refuse(int(action) if isinstance(action, (int, np.integer)) else repr(action), why, self._last_text.get(turn, ""))
+        else:
+            s.act(text, self._last_text.get(turn, ""))
         done = s.done
-        reward = 1.0 if s.outcome is FailureCode.SUCCESS else 0.0
-        rewards = {a: (reward if done else 0.0) for a in self.agents}
+        reward = self.rewards[s.outcome] if done and s.outcome is not None else 0.0
+        rewards = {a: reward for a in self.agents}
         terminations = {a: done for a in self.agents}
         truncations = {a: False for a in self.agents}
         observations, infos = self._observations(), self._infos()
@@ -202,29 +246,62 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             self.render()
         return observations, rewards, terminations, truncations, infos
 
-    def _observations(self) -> dict[str, str]:
+    def _observations(self) -> dict[str, Any]:
         s = self.session
         assert s is not None
         self._context = None if s.done else s.context(s.turn)
-        self._last_obs = {a: (render(self._context) if self._context is not None and a == s.turn else s.observation(a))
-                          for a in self.possible_agents}
+        self._last_text = {a: (render(self._context) if self._context is not None and a == s.turn else s.observation(a))
+                           for a in self.possible_agents}
         if self._context is not None:
             s.observed()
-        return dict(self._last_obs)
+        interface = self.interface
+        if not interface.structured:
+            return dict(self._last_text)
+        self._menu = interface.menu(self._context) if interface.actions == "menu" else ()
+        return {a: interface.observe(text, self._menu if self._context is not None and a == s.turn else None)
+                for a, text in self._last_text.items()}
+
+    def observation_text(self, agent: str) -> str:
+        """What ``agent`` sees now as text, whatever the observation interface (scripted partners read it)."""
+        return self._last_text[agent]
 
     def _infos(self) -> dict[str, dict[str, Any]]:
         s = self.session
         assert s is not None
+        if self.infos_mode == "numbers":
+            return self._numeric_infos()
         base: dict[str, Any] = {"episode_id": s.episode.id, "template": s.episode.template.id, "route": s.setup.route}
         if s.done:
-            base.update({"turn": None, "stage": "done", "outcome": s.outcome, "reason": s.reason,
-                         "trace": s.trace, "metrics": s.metrics.as_dict()})
+            metrics = s.metrics.as_dict()
+            base.update({"turn": None, "stage": "done", "outcome": s.outcome, "reason": s.reason, "trace": s.trace,
+                         "metrics": {k: v for k, v in metrics.items() if k not in TIMINGS}})
+            if self.timings:
+                base["timings"] = {k: metrics[k] for k in TIMINGS}
         else:
             base.update({"turn": s.turn, "stage": s.decision.stage})
         infos = {a: {**base, "deciding": a == base["turn"], "role": s.episode.role_of[a]} for a in self.possible_agents}
         if self._context is not None:
             infos[s.turn]["context"] = self._context
+            if self.interface.actions == "menu":
+                infos[s.turn]["candidates"] = self.interface.candidate_texts(self._menu)
         return infos
+
+    def _numeric_infos(self) -> dict[str, dict[str, Any]]:
+        s = self.session
+        assert s is not None
+        m = s.metrics.values
+        base = {
+            "stage_index": -1 if s.done else int(s.progress.index),
+            "done": int(s.done),
+            "success": int(s.done and s.outcome is not None and s.outcome.value == "SUCCESS"),
+            "reward": float(self.rewards[s.outcome]) if s.done and s.outcome is not None else 0.0,
+            "decisions": int(m["decisions"]),
+            "wire_bytes": int(m["wire_bytes"]),
+            "handoff_verified": int(bool(m["handoff_verified"])),
+            "commitment_validity": int(bool(m["commitment_validity"])),
+        }
+        turn = None if s.done else s.turn
+        return {a: {**base, "deciding": int(a == turn)} for a in self.possible_agents}
 
     def render(self) -> str | None:
         if self.session is None:
@@ -248,5 +325,7 @@ def parallel_env(**kwargs: Any) -> raw_env:
 
 
 def env(**kwargs: Any):  # type: ignore[no-untyped-def]
-    """The AEC form, via ``parallel_to_aec``."""
-    return parallel_to_aec(raw_env(**kwargs))
+    """The turn-based AEC form: ``agent_selection`` is always the deciding agent."""
+    from gencoord_env.envs.gencoord.aec import TurnBasedAEC
+
+    return TurnBasedAEC(raw_env(**kwargs))

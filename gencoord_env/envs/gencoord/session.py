@@ -168,6 +168,15 @@ class EpisodeSession:
         self.progress = self.progress.evolve(proposals={**self.progress.proposals, decision.stage: q})
         getattr(self, f"_{decision.then}")(q, agent)
 
+    def refuse(self, action: Any, reason: str, observation: str = "") -> None:
+        """The deciding agent's action names no record (e.g. a masked menu slot): a parse failure."""
+        if self.done:
+            return
+        self.metrics.values["decisions"] += 1
+        self.trace.append({"stage": self.decision.stage, "agent": self.turn, "observation": observation,
+                           "action": action, "parse": {"error": reason}})
+        self._parse_failure(reason)
+
     def _read(self, agent: str, stage: str, observation: str, action: Any) -> Proposal | None:
         """Parse and contract-check one action; on failure end the episode and return None."""
         self.metrics.values["decisions"] += 1

@@ -1,0 +1,103 @@
+"""The single-agent Gymnasium view: a learner plays one role, a partner policy plays the other.
+
+    >>> import gencoord_env
+    >>> env = gencoord_env.gym_env(role="first", partner="rule", backend="sim", pool="heldout",
+    ...                            actions="menu", observations="tokens")
+    >>> obs, info = env.reset(seed=0)
+
+Registered with Gymnasium as ``gencoord_env/GenCoord-v0`` (``gymnasium.make("gencoord_env/GenCoord-v0",
+role=..., partner=..., **env_kwargs)`` after ``import gencoord_env``). ``role`` is ``first`` (the sender
+or requester: it holds the private fact in the forward suites) or ``second`` (the receiver). In every
+episode the learner controls whichever agent holds its role (role permutations swap agent ids), sees that
+agent's observation and gets the episode's reward at the end; the partner's decisions are played inside
+``step``. ``partner`` is a rule agent's name (``gencoord_env.agents.POLICIES``) or any object with
+``act(observation, info) -> str`` (it always answers with a record as text, whatever the learner's action
+interface). The spaces are the parallel env's; everything else is ``parallel_env``'s keyword arguments.
+Episodes are drawn from the pool by the env's seeded RNG; one that ends before the learner's first
+decision (a partner mistake) is skipped and counted in ``info["skipped_episodes"]``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+
+from gencoord_env.agents.base import Policy
+from gencoord_env.agents.registry import make_policy
+from gencoord_env.envs.gencoord.gencoord import raw_env
+
+ROLES: tuple[str, ...] = ("first", "second")
+#: routes on which the second role never decides (the peer answers through the bounded response policy)
+FIRST_ONLY = frozenset({"feedback", "requester_only", "centralized"})
+MAX_SKIPS = 100
+
+
+class GenCoordGym(gymnasium.Env):
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self, role: str = "first", partner: str | Policy = "rule", **env_kwargs: Any) -> None:
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r}; expected one of {list(ROLES)}")
+        self.env = raw_env(**env_kwargs)
+        if role == "second" and self.env.route in FIRST_ONLY:
+            raise ValueError(f"on route {self.env.route!r} the second role never decides; play role='first'")
+        self.role = role
+        self.partner: Policy = make_policy(partner) if isinstance(partner, str) else partner
+        self.observation_space = self.env.observation_space(self.env.possible_agents[0])
+        self.action_space = self.env.action_space(self.env.possible_agents[0])
+        self.render_mode = None
+        self._me = ""
+        self._obs: dict[str, Any] = {}
+        self._infos: dict[str, dict[str, Any]] = {}
+        self._text: dict[str, str] = {}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        for skipped in range(MAX_SKIPS):
+            self._obs, self._infos = self.env.reset(seed=seed if skipped == 0 else None, options=options)
+            episode = self.env.session.episode  # type: ignore[union-attr]
+            self._me = episode.first if self.role == "first" else episode.second
+            done, _ = self._partner_until_my_turn()
+            if not done:
+                return self._obs[self._me], {**self._infos[self._me], "skipped_episodes": skipped}
+            if options and ("index" in options or "episode" in options):
+                raise RuntimeError(f"the partner ended episode {episode.id} before the learner's first decision")
+        raise RuntimeError(f"the partner ended {MAX_SKIPS} episodes in a row before the learner decided")
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        obs, rewards, terms, truncs, infos = self.env.step({self._me: action})
+        self._obs, self._infos = obs, infos
+        reward = float(rewards.get(self._me, 0.0))
+        if any(terms.values()):
+            return obs[self._me], reward, True, False, infos[self._me]
+        done, partner_reward = self._partner_until_my_turn()
+        return self._obs[self._me], reward + partner_reward, done, False, self._infos[self._me]
+
+    def _partner_until_my_turn(self) -> tuple[bool, float]:
+        """Let the partner play until the learner decides or the episode ends; (done, reward meanwhile)."""
+        reward = 0.0
+        while True:
+            turn = next((a for a, i in self._infos.items() if i.get("deciding")), None)
+            if turn is None:
+                return True, reward
+            if turn == self._me:
+                return False, reward
+            action = self.partner.act(self.env.observation_text(turn), self._infos[turn])
+            self._obs, rewards, terms, _, self._infos = self.env.step({turn: action})
+            reward += float(rewards.get(self._me, 0.0))
+            if any(terms.values()):
+                return True, reward
+
+    def render(self) -> str | None:
+        return self.env.render()
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def gym_env(role: str = "first", partner: str | Policy = "rule", **env_kwargs: Any) -> GenCoordGym:
+    """The single-agent view (see the module docstring)."""
+    return GenCoordGym(role=role, partner=partner, **env_kwargs)
+
+
+__all__ = ["GenCoordGym", "ROLES", "gym_env"]

@@ -1,0 +1,132 @@
+"""Token observations: observation text -> fixed-length integer ids, for learners that want numbers.
+
+The package's own tokenizer is word-level over the closed vocabulary the environment writes: identifiers
+(skill paths split at dots, item and station names, agent ids, stage names), single digits (so any
+quantity is composable) and punctuation. Its vocabulary (``data/vocab.json``) is built offline from the
+observations of every pool and route plus every Minecraft item name (``scripts/build_vocab.py``); a word
+outside it maps to ``<unk>`` (id 1), padding is id 0. It needs nothing beyond the standard library.
+
+Any Hugging Face tokenizer can be used instead (``HFTokenizer``): a ``transformers`` tokenizer or a
+``tokenizers.Tokenizer``.
+
+    >>> tok = WordTokenizer.default()
+    >>> ids, mask = encode_fixed(tok, "STAGE sender_initial", 8)
+    >>> mask.tolist()
+    [1, 1, 0, 0, 0, 0, 0, 0]
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from gencoord_env.caches import Memo, cache
+
+PAD, UNK = 0, 1
+SPECIALS: tuple[str, ...] = ("<pad>", "<unk>")
+#: words (identifiers with underscores), single digits, any other non-space character
+WORD_RE = re.compile(r"[A-Za-z_]+|\d|[^\sA-Za-z_\d]")
+#: ids of each (tokenizer, line) seen: observations repeat whole lines (the prior, the stations)
+_LINES = Memo("tokens.lines", maxsize=1 << 16)
+_SERIALS = itertools.count()
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    vocab_size: int
+    pad_id: int
+
+    def encode(self, text: str) -> list[int]: ...
+
+
+class WordTokenizer:
+    """The package's offline word-level tokenizer (see the module docstring)."""
+
+    def __init__(self, vocab: Sequence[str]) -> None:
+        if tuple(vocab[: len(SPECIALS)]) != SPECIALS:
+            raise ValueError(f"a vocabulary starts with {SPECIALS}; got {tuple(vocab[:2])}")
+        if len(set(vocab)) != len(vocab):
+            raise ValueError("a vocabulary lists every word once")
+        self.words = tuple(vocab)
+        self.ids = {w: i for i, w in enumerate(vocab)}
+        self.vocab_size = len(vocab)
+        self.pad_id = PAD
+        self.serial = next(_SERIALS)
+
+    @classmethod
+    def default(cls) -> WordTokenizer:
+        return _default_tokenizer()
+
+    def encode(self, text: str) -> list[int]:
+        out: list[int] = []
+        get, serial = self.ids.get, self.serial
+        for line in text.split("\n"):
+            ids = _LINES.get((serial, line))
+            if ids is None:
+                ids = _LINES.put((serial, line), [get(w, UNK) for w in WORD_RE.findall(line)])
+            out += ids
+        return out
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return " ".join(self.words[i] for i in ids if i != PAD)
+
+
+@cache(maxsize=1)
+def _default_tokenizer() -> WordTokenizer:
+    text = resources.files("gencoord_env.data").joinpath("vocab.json").read_text(encoding="utf-8")
+    return WordTokenizer(json.loads(text)["words"])
+
+
+class HFTokenizer:
+    """Any Hugging Face tokenizer (``transformers`` or ``tokenizers``) behind the same interface."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.inner = tokenizer
+        size = getattr(tokenizer, "vocab_size", None)
+        if size is None and hasattr(tokenizer, "get_vocab_size"):
+            size = tokenizer.get_vocab_size()
+        if size is None:
+            raise TypeError(f"expected a Hugging Face tokenizer, got {type(tokenizer).__name__} (no vocab size)")
+        # transformers counts added tokens apart from vocab_size
+        self.vocab_size = int(len(tokenizer)) if hasattr(tokenizer, "__len__") else int(size)
+        pad = getattr(tokenizer, "pad_token_id", None)
+        self.pad_id = int(pad) if pad is not None else 0
+
+    def encode(self, text: str) -> list[int]:
+        try:
+            return list(self.inner.encode(text, add_special_tokens=False))
+        except TypeError:  # tokenizers.Tokenizer: encode(...) returns an Encoding
+            return list(self.inner.encode(text, add_special_tokens=False).ids)
+
+
+def as_tokenizer(spec: Any) -> Tokenizer:
+    """``None`` or ``"word"``: the package's tokenizer; a Hugging Face tokenizer object: wrapped."""
+    if spec is None or spec == "word":
+        return WordTokenizer.default()
+    if isinstance(spec, (WordTokenizer, HFTokenizer)):
+        return spec
+    if isinstance(spec, str):
+        raise ValueError(f"unknown tokenizer {spec!r}; pass 'word' or a loaded Hugging Face tokenizer object")
+    return HFTokenizer(spec)
+
+
+def encode_fixed(tokenizer: Tokenizer, text: str, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, mask) of exactly ``length``: the first ``length`` ids, padded; mask 1 on real tokens.
+
+    Truncation keeps the head: identity, stage, private field, observation, history and messages come
+    before the shared prior, which is the same for every decision of an episode.
+    """
+    ids = tokenizer.encode(text)[:length]
+    out = np.full(length, tokenizer.pad_id, dtype=np.int64)
+    out[: len(ids)] = ids
+    mask = np.zeros(length, dtype=np.int8)
+    mask[: len(ids)] = 1
+    return out, mask
+
+
+__all__ = ["HFTokenizer", "PAD", "Tokenizer", "UNK", "WORD_RE", "WordTokenizer", "as_tokenizer", "encode_fixed"]
