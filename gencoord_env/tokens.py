@@ -33,6 +33,7 @@ SPECIALS: tuple[str, ...] = ("<pad>", "<unk>")
 WORD_RE = re.compile(r"[A-Za-z_]+|\d|[^\sA-Za-z_\d]")
 #: ids of each (tokenizer, line) seen: observations repeat whole lines (the prior, the stations)
 _LINES = Memo("tokens.lines", maxsize=1 << 16)
+_PARTS = Memo("tokens.parts", maxsize=1 << 14)
 _SERIALS = itertools.count()
 
 
@@ -115,13 +116,28 @@ def as_tokenizer(spec: Any) -> Tokenizer:
     return HFTokenizer(spec)
 
 
-def encode_fixed(tokenizer: Tokenizer, text: str, length: int) -> tuple[np.ndarray, np.ndarray]:
+def encode_parts(tokenizer: Tokenizer, parts: Sequence[str]) -> np.ndarray:
+    """The ids of ``"\\n".join(parts)`` (word tokenizers: line breaks carry no token), each part's ids
+    memoized: the large parts of an observation (the prior, the stations) recur at every decision."""
+    if not isinstance(tokenizer, WordTokenizer):
+        return np.asarray(tokenizer.encode("\n".join(parts)), dtype=np.int64)
+    arrays = []
+    for part in parts:
+        ids = _PARTS.get((tokenizer.serial, part))
+        if ids is None:
+            ids = _PARTS.put((tokenizer.serial, part), np.asarray(tokenizer.encode(part), dtype=np.int64))
+        arrays.append(ids)
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+
+
+def encode_fixed(tokenizer: Tokenizer, text: str | Sequence[str], length: int) -> tuple[np.ndarray, np.ndarray]:
     """(ids, mask) of exactly ``length``: the first ``length`` ids, padded; mask 1 on real tokens.
 
-    Truncation keeps the head: identity, stage, private field, observation, history and messages come
-    before the shared prior, which is the same for every decision of an episode.
+    ``text`` may be given in parts (``contexts.render_parts``). Truncation keeps the head: identity,
+    stage, private field, observation, history and messages come before the shared prior, which is the
+    same for every decision of an episode.
     """
-    ids = tokenizer.encode(text)[:length]
+    ids = encode_parts(tokenizer, (text,) if isinstance(text, str) else text)[:length]
     out = np.full(length, tokenizer.pad_id, dtype=np.int64)
     out[: len(ids)] = ids
     mask = np.zeros(length, dtype=np.int8)
@@ -129,4 +145,5 @@ def encode_fixed(tokenizer: Tokenizer, text: str, length: int) -> tuple[np.ndarr
     return out, mask
 
 
-__all__ = ["HFTokenizer", "PAD", "Tokenizer", "UNK", "WORD_RE", "WordTokenizer", "as_tokenizer", "encode_fixed"]
+__all__ = ["HFTokenizer", "PAD", "Tokenizer", "UNK", "WORD_RE", "WordTokenizer", "as_tokenizer", "encode_fixed",
+           "encode_parts"]

@@ -41,6 +41,7 @@ Pos = int
 SIMPLE_ARGS_RE = re.compile(r'[^()"\n]*\)')
 # Keys and tokens recur across records (item names, agent ids): the argument shortcut memoizes them.
 _KEYS = Memo("dsl.parser.keys")
+_RECORDS = Memo("dsl.parser.records", maxsize=1 << 14)
 _TOKENS = Memo("dsl.parser.tokens")
 _MISSING = object()
 
@@ -55,7 +56,12 @@ def parse(text: str) -> Proposal:
     """
     if not isinstance(text, str):
         raise TypeError(f"Expected the Short DSL text as str but got {type(text).__name__}")
-    return parse_full(text)
+    # Agents repeat records (rule agents, menu slots): a parsed record is an immutable value, so the same
+    # text always gives the same Proposal. Errors are not memoized; they are raised again each time.
+    proposal = _RECORDS.get(text)
+    if proposal is None:
+        proposal = _RECORDS.put(text, parse_full(text))
+    return proposal  # type: ignore[no-any-return]
 
 
 def parse_full(src: str) -> Proposal:

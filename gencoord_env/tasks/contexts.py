@@ -256,6 +256,12 @@ def render(context: Context, *, with_prior: bool = True) -> str:
     centralized planner has to collect from a peer is only its local view. A centralized context's text
     ends with that upload.
     """
+    return "\n".join(render_parts(context, with_prior=with_prior))
+
+
+def render_parts(context: Context, *, with_prior: bool = True) -> tuple[str, ...]:
+    """``render``'s text in blocks whose join by LF is the text; the large blocks (the local observation,
+    the prior) are the same string objects at every decision of an episode, so consumers can memoize them."""
     c = context
     lines = [
         f"AGENT {c.agent}",
@@ -266,14 +272,14 @@ def render(context: Context, *, with_prior: bool = True) -> str:
         f"TASK {c.task.template} ({c.task.family}): {c.task.order}",
     ]
     lines += [f"PRIVATE {k}={v}" for k, v in c.private.items()] or ["PRIVATE -"]
-    lines.append(c.observation.text)
-    lines += [f"HISTORY {render_done(h)}" for h in c.history] or ["HISTORY -"]
-    lines += [f"MESSAGE {render_message(m)}" for m in c.messages] or ["MESSAGE -"]
+    tail = [f"HISTORY {render_done(h)}" for h in c.history] or ["HISTORY -"]
+    tail += [f"MESSAGE {render_message(m)}" for m in c.messages] or ["MESSAGE -"]
+    parts = ["\n".join(lines), c.observation.text, "\n".join(tail)]
     if with_prior:
-        lines.append(c.prior.text)
+        parts.append(c.prior.text)
     if c.peer_view is not None:
-        lines.append(upload(c))
-    return "\n".join(lines)
+        parts.append(upload(c))
+    return tuple(parts)
 
 
 def upload(context: Context) -> str:
@@ -326,5 +332,5 @@ def request_payload(target: str, tasks: Sequence[Task]) -> str:
 
 __all__ = [
     "PRIVATE_FACT_FORMS", "Context", "LocalObservation", "Private", "PriorNode", "PriorView", "StationView", "TaskInfo",
-    "build_context", "render", "request_payload", "upload",
+    "build_context", "render", "render_parts", "request_payload", "upload",
 ]

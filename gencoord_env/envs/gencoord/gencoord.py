@@ -81,7 +81,7 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from gencoord_env.envs.gencoord.dialogue import DialogueSession
-from gencoord_env.envs.gencoord.interface import ACTIONS, OBSERVATIONS, Interface
+from gencoord_env.envs.gencoord.interface import ACTIONS, OBSERVATIONS, WAITING, Interface, Menu
 from gencoord_env.envs.gencoord.routes import ROUTES
 from gencoord_env.envs.gencoord.session import EpisodeSession, Setup
 from gencoord_env.envs.gencoord.stages import Intervention, Stages
@@ -183,7 +183,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         self._rng = np.random.default_rng(seed)
         self.session: EpisodeSession | None = None
         self._context: Context | None = None
-        self._menu: tuple[Any, ...] = ()
+        self._menu: Menu = WAITING
         self._last_text: dict[str, str] = {}
         describe = None
         if private_fact != "id":
@@ -250,15 +250,17 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         s = self.session
         assert s is not None
         self._context = None if s.done else s.context(s.turn)
-        self._last_text = {a: (render(self._context) if self._context is not None and a == s.turn else s.observation(a))
-                           for a in self.possible_agents}
+        self._last_text = {a: s.observation(a) for a in self.possible_agents if self._context is None or a != s.turn}
+        if self._context is not None:
+            self._last_text[s.turn] = render(self._context)
         if self._context is not None:
             s.observed()
         interface = self.interface
         if not interface.structured:
             return dict(self._last_text)
-        self._menu = interface.menu(self._context) if interface.actions == "menu" else ()
-        return {a: interface.observe(text, self._menu if self._context is not None and a == s.turn else None)
+        self._menu = interface.menu(self._context) if interface.actions == "menu" else WAITING
+        deciding = None if self._context is None else s.turn
+        return {a: interface.observe(text, self._menu if a == deciding else None, self._context if a == deciding else None)
                 for a, text in self._last_text.items()}
 
     def observation_text(self, agent: str) -> str:
@@ -283,7 +285,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         if self._context is not None:
             infos[s.turn]["context"] = self._context
             if self.interface.actions == "menu":
-                infos[s.turn]["candidates"] = self.interface.candidate_texts(self._menu)
+                infos[s.turn]["candidates"] = list(self._menu.texts)
         return infos
 
     def _numeric_infos(self) -> dict[str, dict[str, Any]]:

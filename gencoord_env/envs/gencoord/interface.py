@@ -21,10 +21,12 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from gencoord_env.envs.gencoord.menu import candidates, menu_size
+from gencoord_env.caches import Memo
+from gencoord_env.envs.gencoord.menu import candidates, menu_key, menu_size
 from gencoord_env.envs.gencoord.surfaces import Surface
 from gencoord_env.tasks.contexts import Context
-from gencoord_env.tokens import Tokenizer, encode_fixed
+from gencoord_env.tasks.contexts import render_parts
+from gencoord_env.tokens import Tokenizer, encode_fixed, encode_parts
 from gencoord_env.types import Proposal
 
 CHARSET = frozenset(string.printable) - frozenset("\r\x0b\x0c")
@@ -32,6 +34,32 @@ MAX_OBSERVATION = 32768
 MAX_ACTION = 4096
 ACTIONS: tuple[str, ...] = ("text", "menu")
 OBSERVATIONS: tuple[str, ...] = ("text", "tokens", "bag")
+
+
+@dataclass(frozen=True)
+class Menu:
+    """One decision's menu: the candidate records and their texts in the env's surface (``None``: masked)."""
+
+    records: tuple[Proposal | None, ...]
+    texts: tuple[str | None, ...]
+
+
+_PRIOR_COUNTS = Memo("envs.interface.prior_counts", maxsize=1 << 12)
+
+
+def _prior_counts(tokenizer: Tokenizer, prior_text: str) -> np.ndarray:
+    """Word counts of a rendered prior (the same string object at every decision of an episode)."""
+    key = (getattr(tokenizer, "serial", None), prior_text)
+    counts = _PRIOR_COUNTS.get(key)
+    if counts is None:
+        ids = encode_parts(tokenizer, (prior_text,))
+        counts = _PRIOR_COUNTS.put(key, np.bincount(ids, minlength=tokenizer.vocab_size)[: tokenizer.vocab_size])
+    return counts  # type: ignore[no-any-return]
+
+
+#: A waiting agent's menu: slot 0 only, whose action is ignored.
+WAITING = Menu((None,), (None,))
+_TEXTS = Memo("envs.interface.menu_texts", maxsize=1 << 15)
 
 
 @dataclass(frozen=True)
@@ -80,42 +108,52 @@ class Interface:
         return gymnasium.spaces.Text(max_length=MAX_ACTION, charset=CHARSET)
 
     # --- observations -------------------------------------------------------------------------------
-    def menu(self, context: Context | None) -> tuple[Proposal | None, ...]:
-        """The candidate records of a deciding agent's context; a waiting agent has only slot 0."""
+    def menu(self, context: Context | None) -> Menu:
+        """The menu of a deciding agent's context; a waiting agent has only slot 0."""
         if context is None:
-            return (None,)
-        return candidates(context)
+            return WAITING
+        key = menu_key(context)
+        records = candidates(context, key)
+        texts = _TEXTS.get((self.surface.name, key))
+        if texts is None:
+            texts = _TEXTS.put((self.surface.name, key), tuple(self.surface.show(c) if c is not None else None for c in records))
+        return Menu(records, texts)
 
-    def observe(self, text: str, menu: tuple[Proposal | None, ...] | None) -> Any:
+    def observe(self, text: str, menu: Menu | None, context: Context | None = None) -> Any:
+        """The observation of one agent: ``text`` as rendered, ``context`` the deciding agent's context."""
         if not self.structured:
             return text
         out: dict[str, Any] = {}
+        parts = render_parts(context) if context is not None else (text,)
         if self.observations == "tokens":
             assert self.tokenizer is not None
-            out["observation"], out["observation_mask"] = encode_fixed(self.tokenizer, text, self.max_tokens)
+            out["observation"], out["observation_mask"] = encode_fixed(self.tokenizer, parts, self.max_tokens)
         elif self.observations == "bag":
             assert self.tokenizer is not None
             # The prior is the same for every decision of a template; counted apart, the local words
             # (private field, messages, history) are not drowned in it.
-            local, _, shared = text.partition("\nPRIOR ")
             v = self.tokenizer.vocab_size
+            shared = context is not None and context.peer_view is None
+            local = encode_parts(self.tokenizer, parts[:3] if shared else parts)
             counts = np.zeros(2 * v, dtype=np.float32)
-            counts[:v] = np.bincount(self.tokenizer.encode(local), minlength=v)[:v]
+            counts[:v] = np.bincount(local, minlength=v)[:v]
             if shared:
-                counts[v:] = np.bincount(self.tokenizer.encode("PRIOR " + shared), minlength=v)[:v]
+                counts[v:] = _prior_counts(self.tokenizer, parts[3])
             out["observation"] = counts
         else:
             out["observation"] = text
         if self.actions == "menu":
             mask = np.zeros(self.n, dtype=np.int8)
+            mask[0] = 1
             if menu is not None:
-                for k, c in enumerate(menu[: self.n]):
-                    mask[k] = c is not None or k == 0
+                for k, c in enumerate(menu.records[: self.n]):
+                    if c is not None:
+                        mask[k] = 1
             out["action_mask"] = mask
         return out
 
     # --- actions ------------------------------------------------------------------------------------
-    def action_text(self, action: Any, menu: tuple[Proposal | None, ...]) -> tuple[str | None, str]:
+    def action_text(self, action: Any, menu: Menu) -> tuple[str | None, str]:
         """(record text, "") for a usable action; (None, why) for a menu choice that names no candidate."""
         if self.actions == "text" or isinstance(action, str):  # menu mode takes a record too (scripted partners)
             return action, ""
@@ -124,15 +162,11 @@ class Interface:
         k = int(action)
         if not 0 <= k < self.n:
             return None, f"menu slot {k} is out of range; the menu has slots 0..{self.n - 1}"
-        chosen = menu[k] if k < len(menu) else None
-        if chosen is None:
-            available = [i for i, c in enumerate(menu) if c is not None or i == 0]
+        text = menu.texts[k] if k < len(menu.texts) else None
+        if text is None:
+            available = [i for i, t in enumerate(menu.texts) if t is not None or i == 0]
             return None, f"menu slot {k} is masked at this decision; the available slots are {available}"
-        return self.surface.show(chosen), ""
-
-    def candidate_texts(self, menu: tuple[Proposal | None, ...]) -> list[str | None]:
-        """The menu as the records the env would write (slot order; None for a masked slot)."""
-        return [self.surface.show(c) if c is not None else None for c in menu]
+        return text, ""
 
 
-__all__ = ["ACTIONS", "CHARSET", "Interface", "MAX_ACTION", "MAX_OBSERVATION", "OBSERVATIONS"]
+__all__ = ["ACTIONS", "CHARSET", "Interface", "MAX_ACTION", "MAX_OBSERVATION", "Menu", "OBSERVATIONS", "WAITING"]

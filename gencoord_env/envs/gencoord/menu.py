@@ -46,10 +46,15 @@ def _cuts(path: Sequence[Task], peer: str) -> list[Proposal]:
     return [Proposal(tuple(path[:k]), (PeerRequest(peer, tuple(path[k:])),)) for k in range(1, len(path))]
 
 
-def candidates(context: Context) -> tuple[Proposal | None, ...]:
+def menu_key(context: Context) -> tuple[object, ...]:
+    """What a decision's menu depends on: the rendered prior, the stage, who decides, history and requests."""
+    return (context.prior.text, context.stage, context.route, context.agent, context.peer, len(context.history),
+            tuple(m.payload for m in context.messages if isinstance(m, RequestMessage)))
+
+
+def candidates(context: Context, key: tuple[object, ...] | None = None) -> tuple[Proposal | None, ...]:
     """The decision's candidate records in slot order (``None``: an unused slot), before padding."""
-    key = (context.prior.text, context.stage, context.route, context.agent, context.peer, len(context.history),
-           tuple(m.payload for m in context.messages if isinstance(m, RequestMessage)))
+    key = key or menu_key(context)
     found = _MENUS.get(key)
     if found is None:
         found = _MENUS.put(key, _candidates(context))
@@ -105,4 +110,4 @@ def _joint_length(ep: Episode, binding: str) -> tuple[int, int]:
     return len(nodes), sum(1 for n in nodes if n.role == ep.roles[0])
 
 
-__all__ = ["EMPTY", "candidates", "menu_size"]
+__all__ = ["EMPTY", "candidates", "menu_key", "menu_size"]
