@@ -250,9 +250,9 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         s = self.session
         assert s is not None
         self._context = None if s.done else s.context(s.turn)
-        self._last_text = {a: s.observation(a) for a in self.possible_agents if self._context is None or a != s.turn}
-        if self._context is not None:
-            self._last_text[s.turn] = render(self._context)
+        deciding_text = render(self._context) if self._context is not None else None
+        self._last_text = {a: deciding_text if deciding_text is not None and a == s.turn else s.observation(a)
+                           for a in self.possible_agents}
         if self._context is not None:
             s.observed()
         interface = self.interface
