@@ -1,12 +1,32 @@
-"""The skill catalog K: which skills exist, which argument keys each takes, and their types.
+"""The skill catalog K: which skills exist, which argument keys each takes, their types, and each skill's rules.
 
 The rules live in ``data/catalog.json`` (one declarative table, like crafter's ``data.yaml``); this module
 only loads and validates them, so that a typo in the table fails at import with a message that says what
 to fix instead of surfacing later as a puzzling contract rejection. The Short DSL codec reads the skill
 names, key order and key aliases from here; the contract checker reads the key types.
+
+Each skill's rules are read by small generic interpreters, one per question:
+
+========================= ============================================== ==============================
+rule                      question                                       interpreter
+========================= ============================================== ==============================
+``location``              where does the task happen?                    ``Episode.location``
+``lower``, ``defaults``   which skill calls (``data/skill_ops.json``)    ``pipeline.compile.lower``
+                          realize it?
+``transform``             does it transform items at a station?          ``pipeline.response.respond``
+``consumes``, ``handoff`` what does it use up, what does it hand to a    ``pipeline.merge.handoff``
+                          peer?
+``produces``              what does it put into its actor's inventory?   none; it completes the flow
+========================= ============================================== ==============================
+
+A value in these rules is a :class:`Slot`: ``"$key"`` is the task's argument ``key``, ``"@name"`` a value
+the grounding supplies (``@source_chest`` in ``location``; ``@actor`` and ``@location`` in ``lower``),
+anything else a literal.
 """
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import json
 import re
 from collections.abc import Mapping
@@ -14,7 +34,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
+
+from gencoord_env.world.types import OP_ARGS
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 CATALOG_PATH = DATA_DIR / "catalog.json"
@@ -30,18 +52,81 @@ class CatalogError(ValueError):
     """The catalog file is malformed; the message names the entry to fix."""
 
 
+#: Grounded values a rule may name as ``@name``, by the rule that may name them.
+LOCATION_GROUNDS = frozenset({"source_chest"})
+LOWER_GROUNDS = frozenset({"actor", "location"})
+
+_NO_GROUND: Mapping[str, Any] = MappingProxyType({})
+
+
+class Slot(NamedTuple):
+    """One value of a rule: the task's argument ``$key`` (``value`` when not given), a grounded ``@name``, or
+    the literal ``value``. A tuple, so that the lowering of every dispatched task can unpack it cheaply.
+
+    >>> Slot("arg", "ticks", 20).fill({"q": 1}, {})
+    20
+    """
+
+    source: str  # "arg" | "ground" | "literal"
+    name: str = ""
+    value: Any = None
+
+    def fill(self, args: Mapping[str, Any], ground: Mapping[str, Any] = _NO_GROUND) -> Any:
+        """The value for a task with ``args`` and the grounded values ``ground``."""
+        if self.source == "arg":
+            return args.get(self.name, self.value)
+        if self.source == "ground":
+            return ground[self.name]
+        return self.value
+
+
+@dataclass(frozen=True)
+class Step:
+    """One skill call of a lowering: ``op`` with its arguments; ``by`` names another actor than the task's."""
+
+    op: str
+    args: tuple[tuple[str, Slot], ...]
+    by: Slot | None = None
+
+
+@dataclass(frozen=True)
+class LoweringCase:
+    """The calls that realize a task whose argument ``when`` is given (``None``: any task)."""
+
+    when: str | None
+    steps: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class ItemFlow:
+    """Items a task moves: ``count`` of ``item``, or, when ``crafting`` is set, what crafting ``made`` of
+    ``crafting`` uses of ``item``; ``to`` names the peer of a handoff."""
+
+    item: Slot
+    count: Slot | None = None
+    crafting: Slot | None = None
+    made: Slot | None = None
+    to: Slot | None = None
+
+
 @dataclass(frozen=True)
 class SkillSpec:
-    """One skill path and its argument keys, each mapped to its type name.
+    """One skill path, its argument keys (each mapped to its type name) and its rules.
 
     ``exactly_one_of`` holds keys of which exactly one must be given (``resource.deliver`` goes either
-    ``to`` a peer or to a ``dst`` reference).
+    ``to`` a peer or to a ``dst`` reference). The rules are described in the module docstring.
     """
 
     name: str
     required: Mapping[str, str]
     optional: Mapping[str, str]
     exactly_one_of: Mapping[str, str]
+    location: tuple[str, ...] = ("loc",)  # argument keys, or "@source_chest", in priority order
+    lowering: tuple[LoweringCase, ...] = ()
+    transform: bool = False
+    consumes: ItemFlow | None = None
+    produces: ItemFlow | None = None
+    handoff: ItemFlow | None = None
 
     def key_type(self, key: str) -> str | None:
         """The type name of ``key`` for this skill, or ``None`` if the skill does not take it."""
@@ -62,6 +147,8 @@ class Catalog:
     skills: Mapping[str, SkillSpec]
     key_order: tuple[str, ...]
     key_aliases: Mapping[str, str]
+    key_types: Mapping[str, str]  # every argument key -> its one type
+    location: tuple[str, ...]  # every_skill.location: the location rule of a skill that names none
 
     @property
     def skill_names(self) -> tuple[str, ...]:
@@ -77,6 +164,143 @@ def _table(raw: Any, where: str) -> dict[str, str]:
         if type_name not in ARG_TYPES:
             raise CatalogError(f"{where}.{key}: unknown type {type_name!r}; expected one of {sorted(ARG_TYPES)}")
     return dict(raw)
+
+
+def _slot(raw: Any, where: str, keys: frozenset[str], grounds: frozenset[str], literals: bool = True,
+          optional: frozenset[str] = frozenset()) -> Slot:
+    """A rule value; ``keys`` are the argument keys it may name, ``optional`` keys it may not name because
+    a task may lack them."""
+    if isinstance(raw, str) and raw[:1] == "$":
+        if raw[1:] in optional:
+            raise CatalogError(f"{where}: {raw!r} is an optional key a task may lack; read it only in a case whose "
+                               f"'when' is {raw[1:]!r}, or give it a default")
+        if raw[1:] not in keys:
+            raise CatalogError(f"{where}: {raw!r} names no argument key of the skill; expected one of "
+                               f"{sorted('$' + k for k in keys)}")
+        return Slot("arg", raw[1:])
+    if isinstance(raw, str) and raw[:1] == "@":
+        if raw[1:] not in grounds:
+            raise CatalogError(f"{where}: {raw!r} is not a grounded value here; expected one of "
+                               f"{sorted('@' + g for g in grounds) or 'none'}")
+        return Slot("ground", raw[1:])
+    if not literals or isinstance(raw, bool) or not isinstance(raw, (str, int)):
+        raise CatalogError(f"{where}: expected {'$key, @name or a string or int literal' if literals else '$key'}, "
+                           f"got {raw!r}")
+    return Slot("literal", value=raw)
+
+
+def _object(raw: Any, where: str, allowed: set[str], required: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{where}: expected an object, got {type(raw).__name__}")
+    unknown = set(raw) - allowed
+    if unknown:
+        raise CatalogError(f"{where}: unknown fields {sorted(unknown)}; expected some of {sorted(allowed)}")
+    missing = required - set(raw)
+    if missing:
+        raise CatalogError(f"{where}: missing fields {sorted(missing)}")
+    return raw
+
+
+def _location(raw: Any, where: str, keys: frozenset[str]) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise CatalogError(f"{where}: expected a non-empty list of argument keys or @source_chest")
+    for entry in raw:
+        if isinstance(entry, str) and entry[:1] == "@":
+            _slot(entry, where, keys, LOCATION_GROUNDS)
+        elif entry not in keys:
+            raise CatalogError(f"{where}: {entry!r} is not an argument key of the skill; expected one of {sorted(keys)}")
+    return tuple(raw)
+
+
+def _lowering(raw: Any, where: str, spec: SkillSpec, defaults: Mapping[str, Any]) -> tuple[LoweringCase, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise CatalogError(f"{where}: expected a non-empty list of cases")
+    keys = spec.keys
+    cases = []
+    for i, case_raw in enumerate(raw):
+        at = f"{where}[{i}]"
+        case = _object(case_raw, at, {"when", "ops"}, {"ops"})
+        when = case.get("when")
+        last = i == len(raw) - 1
+        if last and when is not None:
+            raise CatalogError(f"{at}: the last case must have no 'when', so that every task lowers")
+        if not last and when is None:
+            raise CatalogError(f"{at}: only the last case may lack 'when' (the cases after it could never apply)")
+        if when is not None and when in spec.required:
+            raise CatalogError(f"{at}.when: {when!r} is a required key, always given; name an optional key")
+        if when is not None and when not in keys:
+            raise CatalogError(f"{at}.when: {when!r} is not an argument key of the skill; expected one of {sorted(keys)}")
+        # arguments a call may read: those every task has, those with defaults, and the case's own
+        given = frozenset(spec.required) | frozenset(defaults) | ({when} if when else frozenset())
+        if not isinstance(case["ops"], list) or not case["ops"]:
+            raise CatalogError(f"{at}.ops: expected a non-empty list of skill calls")
+        steps = []
+        for j, step_raw in enumerate(case["ops"]):
+            here = f"{at}.ops[{j}]"
+            step = _object(step_raw, here, {"op", "args", "by"}, {"op", "args"})
+            op = step["op"]
+            if op not in OP_ARGS:
+                close = difflib.get_close_matches(str(op), list(OP_ARGS), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise CatalogError(f"{here}.op: unknown op {op!r}; expected one of {sorted(OP_ARGS)} (skill_ops.json){hint}")
+            if not isinstance(step["args"], dict) or set(step["args"]) != set(OP_ARGS[op]):
+                got = sorted(step["args"]) if isinstance(step["args"], dict) else step["args"]
+                raise CatalogError(f"{here}.args: {op} takes exactly {list(OP_ARGS[op])} (skill_ops.json), got {got}")
+            args = []
+            for name in OP_ARGS[op]:
+                slot = _slot(step["args"][name], f"{here}.args.{name}", given, LOWER_GROUNDS, optional=keys - given)
+                if slot.source == "literal" and not OP_ARGS[op][name].accepts(slot.value, minecraft_items()):
+                    raise CatalogError(f"{here}.args.{name}: {slot.value!r} is not {OP_ARGS[op][name].expected()}")
+                if slot.source == "arg" and slot.name in defaults:
+                    slot = Slot("arg", slot.name, defaults[slot.name])
+                args.append((name, slot))
+            by = (_slot(step["by"], f"{here}.by", given, frozenset({"actor"}), literals=False, optional=keys - given)
+                  if "by" in step else None)
+            steps.append(Step(op, tuple(args), by))
+        cases.append(LoweringCase(when, tuple(steps)))
+    return tuple(cases)
+
+
+def _flow(raw: Any, where: str, keys: frozenset[str], handoff: bool = False) -> ItemFlow:
+    entry = _object(raw, where, {"item", "count", "to"} if handoff else {"item", "count"},
+                    {"item", "count", "to"} if handoff else {"item", "count"})
+    item = _slot(entry["item"], f"{where}.item", keys, frozenset(), literals=False)
+    to = _slot(entry["to"], f"{where}.to", keys, frozenset(), literals=False) if handoff else None
+    count = entry["count"]
+    if isinstance(count, dict) and not handoff:
+        made = _object(count, f"{where}.count", {"crafting", "made"}, {"crafting", "made"})
+        return ItemFlow(item, crafting=_slot(made["crafting"], f"{where}.count.crafting", keys, frozenset(), literals=False),
+                        made=_slot(made["made"], f"{where}.count.made", keys, frozenset(), literals=False))
+    return ItemFlow(item, _slot(count, f"{where}.count", keys, frozenset(), literals=False), to=to)
+
+
+_RULE_FIELDS = {"location", "lower", "defaults", "transform", "consumes", "produces", "handoff"}
+
+
+def _rules(spec: SkillSpec, entry: dict[str, Any], where: str, location: tuple[str, ...]) -> SkillSpec:
+    """``spec`` with the rules of its catalog entry, checked against its keys and the op table."""
+    keys = spec.keys
+    if "lower" not in entry:
+        raise CatalogError(f"{where}: missing field 'lower' (the skill calls that realize the skill)")
+    defaults = entry.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise CatalogError(f"{where}.defaults: expected an object mapping optional keys to values")
+    for key in defaults:
+        if key not in spec.optional:
+            raise CatalogError(f"{where}.defaults.{key}: only an optional key can have a default; "
+                               f"optional keys are {sorted(spec.optional)}")
+    transform = entry.get("transform", False)
+    if not isinstance(transform, bool):
+        raise CatalogError(f"{where}.transform: expected true or false, got {transform!r}")
+    return dataclasses.replace(
+        spec,
+        location=_location(entry["location"], f"{where}.location", keys) if "location" in entry else location,
+        lowering=_lowering(entry["lower"], f"{where}.lower", spec, defaults),
+        transform=transform,
+        consumes=_flow(entry["consumes"], f"{where}.consumes", keys) if "consumes" in entry else None,
+        produces=_flow(entry["produces"], f"{where}.produces", keys) if "produces" in entry else None,
+        handoff=_flow(entry["handoff"], f"{where}.handoff", keys, handoff=True) if "handoff" in entry else None,
+    )
 
 
 def parse_catalog(raw: Any) -> Catalog:
@@ -101,16 +325,19 @@ def parse_catalog(raw: Any) -> Catalog:
             raise CatalogError(f"catalog.key_aliases.{alias}: {key!r} is not a compact key of key_order")
         if alias in key_order:
             raise CatalogError(f"catalog.key_aliases: {alias!r} is both an alias and a compact key")
-    common = _table(raw["every_skill"].get("optional", {}), "catalog.every_skill.optional")
+    every = _object(raw["every_skill"], "catalog.every_skill", {"optional", "location"})
+    common = _table(every.get("optional", {}), "catalog.every_skill.optional")
+    default_location = _location(every.get("location", ["loc"]), "catalog.every_skill.location", frozenset(common))
     skills_raw = raw["skills"]
     if not isinstance(skills_raw, dict) or not skills_raw:
         raise CatalogError("catalog.skills: expected a non-empty object of skill paths")
     skills: dict[str, SkillSpec] = {}
+    key_types: dict[str, tuple[str, str]] = {}  # key -> (type, where it was first typed)
     for name, entry in skills_raw.items():
         where = f"catalog.skills.{name}"
         if not isinstance(entry, dict):
             raise CatalogError(f"{where}: expected an object")
-        unknown = set(entry) - {"required", "optional", "exactly_one_of"}
+        unknown = set(entry) - {"required", "optional", "exactly_one_of"} - _RULE_FIELDS
         if unknown:
             raise CatalogError(f"{where}: unknown fields {sorted(unknown)}")
         required = _table(entry.get("required", {}), f"{where}.required")
@@ -127,16 +354,25 @@ def parse_catalog(raw: Any) -> Catalog:
         for key in (*required, *optional, *one_of):
             if key in aliases:
                 raise CatalogError(f"{where}: {key!r} is an alias; use the compact key {aliases[key]!r}")
-        skills[name] = SkillSpec(
+        for table_name, table in zip(("required", "optional", "exactly_one_of"), tables):
+            for key, type_name in table.items():
+                first = key_types.setdefault(key, (type_name, f"{where}.{table_name}.{key}"))
+                if first[0] != type_name:
+                    raise CatalogError(f"{where}.{table_name}.{key}: type {type_name!r} differs from {first[0]!r} "
+                                       f"at {first[1]}; a key has one type in every skill")
+        spec = SkillSpec(
             name=name,
             required=MappingProxyType(required),
             optional=MappingProxyType(optional),
             exactly_one_of=MappingProxyType(one_of),
         )
+        skills[name] = _rules(spec, entry, where, default_location)
     return Catalog(
         skills=MappingProxyType(skills),
         key_order=key_order,
         key_aliases=MappingProxyType(dict(aliases)),
+        key_types=MappingProxyType({key: t for key, (t, _) in key_types.items()}),
+        location=default_location,
     )
 
 

@@ -218,6 +218,11 @@ def test_catalog_contract() -> None:
     assert set(CATALOG.skills["transform.collect_output"].required) == {"q", "item", "station"}
     assert CATALOG.skills["control.wait"].key_type("ticks") == "positive_int"
     assert CATALOG.skills["control.wait"].key_type("q") is None
+    assert {k for k, t in CATALOG.key_types.items() if t == "reference"} == {"loc", "dst", "site", "station"}
+    assert [s.name for s in CATALOG.skills.values() if s.transform] == [
+        "craft.item", "transform.supply_input", "transform.supply_fuel", "transform.collect_output"]
+    assert CATALOG.skills["resource.obtain"].location == ("loc", "@source_chest")
+    assert CATALOG.skills["control.wait"].location == CATALOG.location == ("loc",)
 
 
 def test_minecraft_items() -> None:
@@ -236,6 +241,46 @@ def test_minecraft_items() -> None:
         (lambda c: c["skills"]["craft.item"]["optional"].update(count="positive_int"),
          "catalog.skills.craft.item: 'count' is an alias; use the compact key 'q'"),
         (lambda c: c.pop("skills"), "catalog: missing field 'skills'"),
+        (lambda c: c["skills"]["transform.collect_output"]["optional"].update(input="atom"),
+         "catalog.skills.transform.collect_output.optional.input: type 'atom' differs from 'item' at "
+         "catalog.skills.craft.item.optional.input; a key has one type in every skill"),
+        (lambda c: c["skills"]["control.wait"].pop("lower"),
+         "catalog.skills.control.wait: missing field 'lower' (the skill calls that realize the skill)"),
+        (lambda c: c["skills"]["build.component"].update(location=["stie"]),
+         "catalog.skills.build.component.location: 'stie' is not an argument key of the skill; expected one of "
+         "['bind', 'item', 'loc', 'q', 'site']"),
+        (lambda c: c["skills"]["resource.obtain"].update(location=["loc", "@home"]),
+         "catalog.skills.resource.obtain.location: '@home' is not a grounded value here; expected one of ['@source_chest']"),
+        (lambda c: c["skills"]["build.component"]["lower"][0]["ops"][1].update(op="plcae"),
+         "catalog.skills.build.component.lower[0].ops[1].op: unknown op 'plcae'; expected one of "
+         "['await_handoff', 'craft', 'deposit', 'furnace_fuel', 'furnace_input', 'furnace_output', 'give', 'goto', "
+         "'place', 'wait', 'withdraw'] (skill_ops.json); did you mean 'place'?"),
+        (lambda c: c["skills"]["craft.item"]["lower"][0]["ops"][1]["args"].pop("station"),
+         "catalog.skills.craft.item.lower[0].ops[1].args: craft takes exactly ['item', 'count', 'station'] (skill_ops.json), "
+         "got ['count', 'item']"),
+        (lambda c: c["skills"]["resource.obtain"]["lower"][0]["ops"][1]["args"].update(item="$itme"),
+         "catalog.skills.resource.obtain.lower[0].ops[1].args.item: '$itme' names no argument key of the skill"),
+        (lambda c: c["skills"]["craft.item"]["lower"][1]["ops"][0]["args"].update(station="$station"),
+         "catalog.skills.craft.item.lower[1].ops[0].args.station: '$station' is an optional key a task may lack; "
+         "read it only in a case whose 'when' is 'station', or give it a default"),
+        (lambda c: c["skills"]["craft.item"]["lower"][1]["ops"][0]["args"].update(station=5),
+         "catalog.skills.craft.item.lower[1].ops[0].args.station: 5 is not a string of 0 to 128 characters"),
+        (lambda c: c["skills"]["resource.deliver"]["lower"][0]["ops"][1].update(by="@location"),
+         "catalog.skills.resource.deliver.lower[0].ops[1].by: '@location' is not a grounded value here; expected one of ['@actor']"),
+        (lambda c: c["skills"]["build.component"]["lower"][0].update(when="loc"),
+         "catalog.skills.build.component.lower[0]: the last case must have no 'when', so that every task lowers"),
+        (lambda c: c["skills"]["resource.deliver"]["lower"][0].update(when="q"),
+         "catalog.skills.resource.deliver.lower[0].when: 'q' is a required key, always given; name an optional key"),
+        (lambda c: c["skills"]["resource.deliver"]["lower"][1].update(when="dst"),
+         "catalog.skills.resource.deliver.lower[1]: the last case must have no 'when'"),
+        (lambda c: c["skills"]["build.component"].update(defaults={"q": 1}),
+         "catalog.skills.build.component.defaults.q: only an optional key can have a default"),
+        (lambda c: c["skills"]["craft.item"].update(transform="yes"),
+         "catalog.skills.craft.item.transform: expected true or false, got 'yes'"),
+        (lambda c: c["skills"]["craft.item"]["consumes"]["count"].update(made="$qq"),
+         "catalog.skills.craft.item.consumes.count.made: '$qq' names no argument key of the skill"),
+        (lambda c: c["skills"]["resource.deliver"]["handoff"].pop("to"),
+         "catalog.skills.resource.deliver.handoff: missing fields ['to']"),
     ],
 )
 def test_catalog_validation(mutate, message: str) -> None:  # type: ignore[no-untyped-def]

@@ -1,47 +1,49 @@
 """Compile: a dispatch plan -> backend-neutral skill calls, dependency order preserved across agents.
 
-Each task lowers to a short call sequence (walk to the station, then act). A handoff lowers to the
-producer's ``give`` and the receiver's ``await_handoff``. Every call runs after the previous call of its
-actor and after the last call of each task it depends on.
+Each task lowers to a short call sequence (walk to the station, then act), as its skill's ``lower`` rule
+in ``data/catalog.json`` says. A handoff lowers to the producer's ``give`` and the receiver's
+``await_handoff``. Every call runs after the previous call of its actor and after the last call of each
+task it depends on.
 """
 from __future__ import annotations
 
 from collections.abc import Collection
 from typing import Any
 
+from gencoord_env.catalog import CATALOG, LoweringCase
 from gencoord_env.pipeline.types import DispatchPlan, DispatchTask
 from gencoord_env.world.types import SkillCall
 
-_FURNACE_OPS = {
-    "transform.supply_input": "furnace_input",
-    "transform.supply_fuel": "furnace_fuel",
-    "transform.collect_output": "furnace_output",
-}
+#: skill -> the cases of its ``lower`` rule
+_LOWERINGS: dict[str, tuple[LoweringCase, ...]] = {name: spec.lowering for name, spec in CATALOG.skills.items()}
 
 
 def lower(task: DispatchTask) -> list[tuple[str, str, dict[str, Any]]]:
-    """(actor, op, args) steps realizing one task."""
-    a, t = task.task.args, task.task
-    actor, q, item = task.actor, a.get("q"), a.get("item")
-    if t.skill == "resource.obtain":
-        return [(actor, "goto", {"station": task.loc}), (actor, "withdraw", {"station": task.loc, "item": item, "count": q})]
-    if t.skill == "resource.deliver":
-        if "to" in a:
-            return [(actor, "give", {"to": a["to"], "item": item, "count": q}),
-                    (str(a["to"]), "await_handoff", {"from": actor, "item": item, "count": q})]
-        return [(actor, "goto", {"station": task.loc}), (actor, "deposit", {"station": task.loc, "item": item, "count": q})]
-    if t.skill == "craft.item":
-        station = str(a.get("station") or "")
-        steps = [(actor, "goto", {"station": station})] if station else []
-        return steps + [(actor, "craft", {"item": item, "count": q, "station": station})]
-    if t.skill in _FURNACE_OPS:
-        station = task.loc
-        return [(actor, "goto", {"station": station}), (actor, _FURNACE_OPS[t.skill], {"station": station, "item": item, "count": q})]
-    if t.skill == "build.component":
-        return [(actor, "goto", {"station": task.loc}), (actor, "place", {"site": task.loc, "item": item, "count": q})]
-    if t.skill == "control.wait":
-        return [(actor, "wait", {"ticks": a.get("ticks", 20)})]
-    raise ValueError(f"no lowering for skill {t.skill!r}")
+    """(actor, op, args) steps realizing one task: its skill's ``lower`` rule in ``data/catalog.json``.
+
+    The first case whose ``when`` argument the task gives applies; ``$key`` is the task's argument,
+    ``@actor`` the task's actor and ``@location`` its grounded location.
+
+    >>> from gencoord_env.dsl import Task
+    >>> lower(DispatchTask("t1", "n1", "agent_a", Task("build.component", {"q": 2, "item": "stone", "site": "site_a"}), "site_a", ()))
+    [('agent_a', 'goto', {'station': 'site_a'}), ('agent_a', 'place', {'site': 'site_a', 'item': 'stone', 'count': 2})]
+    """
+    cases = _LOWERINGS.get(task.task.skill)
+    if cases is None:
+        raise ValueError(f"no lowering for skill {task.task.skill!r}")
+    args, actor = task.task.args, task.actor
+    get, ground = args.as_dict().get, {"actor": actor, "location": task.loc}
+    for case in cases:
+        if case.when is None or get(case.when):
+            break
+    # plain loops and Slot.fill inlined: this runs for every dispatched task
+    calls = []
+    for step in case.steps:
+        call_args = {}
+        for name, (source, key, value) in step.args:
+            call_args[name] = get(key, value) if source == "arg" else value if source == "literal" else ground[key]
+        calls.append((actor if step.by is None else str(step.by.fill(args, ground)), step.op, call_args))
+    return calls
 
 
 def compile_plan(plan: DispatchPlan, skip: Collection[str] = ()) -> list[SkillCall]:

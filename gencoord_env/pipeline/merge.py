@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gencoord_env.catalog import CATALOG
 from gencoord_env.types import Task
 from gencoord_env.dsl.serializer import format_task
 from gencoord_env.pipeline.types import Commitment
@@ -38,24 +39,31 @@ def _match(path: Sequence[Task], role: str, episode: Episode, binding: str, who:
 
 
 def _consumes(task: Task, item: str) -> int | None:
-    """How many of ``item`` the task needs, or None when it does not use it."""
-    if task.skill == "craft.item" and task.args.get("input") == item:
-        plan = load_recipes().craft_plan(str(task.args["item"]), int(task.args["q"]))  # type: ignore[arg-type]
+    """How many of ``item`` the task needs (its skill's ``consumes`` rule), or None when it does not use it."""
+    spec = CATALOG.skills.get(task.skill)
+    use = spec.consumes if spec is not None else None
+    if use is None or use.item.fill(task.args) != item:
+        return None
+    if use.crafting is not None and use.made is not None:
+        plan = load_recipes().craft_plan(str(use.crafting.fill(task.args)), int(use.made.fill(task.args)))
         return plan.inputs.get(item, 0)
-    if task.args.get("item") == item and task.skill in (
-        "resource.deliver", "build.component", "transform.supply_input", "transform.supply_fuel",
-    ):
-        return int(task.args.get("q", 0))  # type: ignore[arg-type]
-    return None
+    return int(use.count.fill(task.args) or 0)  # type: ignore[union-attr]
+
+
+def _hands_to(task: Task, peer: str) -> bool:
+    """Whether the task hands items to ``peer`` (its skill's ``handoff`` rule)."""
+    spec = CATALOG.skills.get(task.skill)
+    return spec is not None and spec.handoff is not None and spec.handoff.to.fill(task.args) == peer  # type: ignore[union-attr]
 
 
 def handoff(first_path: Sequence[Task], second_path: Sequence[Task], first: str, second: str) -> tuple[int, int, str, int]:
     """HandoffCompatible: (producer index, first consuming index, item, count) or MergeConflict."""
-    producers = [i for i, t in enumerate(first_path) if t.skill == "resource.deliver" and t.args.get("to") == second]
+    producers = [i for i, t in enumerate(first_path) if _hands_to(t, second)]
     if len(producers) != 1:
         raise MergeConflict(f"{first}'s path must hand items to {second} exactly once; found {len(producers)} handoffs")
     prod = first_path[producers[0]]
-    item, count = str(prod.args.get("item")), prod.args.get("q")
+    given = CATALOG.skills[prod.skill].handoff
+    item, count = str(given.item.fill(prod.args)), given.count.fill(prod.args)  # type: ignore[union-attr]
     if not isinstance(count, int) or isinstance(count, bool):
         raise MergeConflict(f"handoff quantity {count!r} is not an integer")
     for j, task in enumerate(second_path):

@@ -7,21 +7,23 @@ when neither. Every response carries a reason code.
 """
 from __future__ import annotations
 
+from gencoord_env.catalog import CATALOG
 from gencoord_env.messages import DECISIONS, Response
-from gencoord_env.types import PeerRequest
+from gencoord_env.types import PeerRequest, Task
 from gencoord_env.tasks.episode import Episode
-
-_TRANSFORMS = ("craft.item", "transform.supply_input", "transform.supply_fuel", "transform.collect_output")
 
 
 def _needs(request: PeerRequest) -> set[str]:
-    refs = set()
-    for t in request.requested_plan:
-        for key in ("station", "dst", "site", "loc"):
-            v = t.args.get(key)
-            if isinstance(v, str):
-                refs.add(v)
-    return refs
+    """The references the requested path names: its arguments that the catalog types ``reference``."""
+    key_types = CATALOG.key_types
+    return {v for t in request.requested_plan for k, v in t.args.items()
+            if key_types.get(k) == "reference" and isinstance(v, str)}
+
+
+def _transforms(request: PeerRequest) -> list[Task]:
+    """The requested tasks that transform items at a station (their skill's ``transform`` rule)."""
+    skills = CATALOG.skills
+    return [t for t in request.requested_plan if t.skill in skills and skills[t.skill].transform]
 
 
 def respond(request: PeerRequest, episode: Episode) -> Response:
@@ -30,7 +32,7 @@ def respond(request: PeerRequest, episode: Episode) -> Response:
     missing = _needs(request) - built
     if not missing:
         return Response("ACCEPT", "PEER_CAN_EXECUTE")
-    transforms = [t for t in request.requested_plan if t.skill in _TRANSFORMS]
+    transforms = _transforms(request)
     alternative = episode.prior.goal_capability.counter_offer_id
     finished_route = {n.loc for n in episode.branch_nodes(alternative) if n.role == episode.roles[1]}
     if transforms and finished_route <= built and alternative in episode.template.bindings:

@@ -188,17 +188,16 @@ class Episode:
         return {n.id: n for n in self.nodes}
 
     def location(self, task: Task, actor: str) -> str:
-        """The grounding location of a task: the rule the materializer uses for every skill."""
-        args = task.args
-        if task.skill == "resource.obtain":
-            return str(args.get("loc") or self.source_chest(actor))
-        if task.skill == "resource.deliver":
-            return str(args.get("dst") or args.get("to") or "")
-        if task.skill == "build.component":
-            return str(args.get("site", ""))
-        if task.skill in ("craft.item", "transform.supply_input", "transform.supply_fuel", "transform.collect_output"):
-            return str(args.get("station") or "")
-        return str(args.get("loc") or "")
+        """The grounding location of a task: the first given of its skill's ``location`` keys in
+        ``data/catalog.json`` (``@source_chest``: ``actor``'s own source chest), else ``""``."""
+        from gencoord_env.catalog import CATALOG
+
+        spec = CATALOG.skills.get(task.skill)
+        for key in spec.location if spec is not None else CATALOG.location:
+            value = self.source_chest(actor) if key == "@source_chest" else task.args.get(key)
+            if value:
+                return str(value)
+        return ""
 
     def branch_nodes(self, binding: str) -> tuple[GroundedNode, ...]:
         """The public nodes on ``binding``'s branch (shared nodes included), in template order."""

@@ -24,8 +24,10 @@ Running calls
        ``bad_args`` if the id is not a string;
     2. ``unknown_actor`` - the actor is not an agent of the spec;
     3. ``unknown_op`` - the op is not in ``SKILL_OPS``;
-    4. ``bad_args`` - an argument is missing, unexpected, or of the wrong type (counts are ints >= 1,
-       ``ticks`` an int >= 0, names strings);
+    4. ``bad_args`` - an argument is missing, unexpected, or not of its type in the op table
+       ``data/skill_ops.json``, which the Node sidecar checks calls against too (counts are ints in
+       [1, 2304], ``ticks`` ints in [0, 1200], items minecraft-data item names, station and agent names
+       non-empty strings, the station of ``craft`` may be ``""``);
     5. ``missing_dependency`` - an id in ``after`` has not succeeded earlier in this episode;
     6. the op's own checks below.
 
@@ -112,10 +114,12 @@ import difflib
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from gencoord_env.catalog import minecraft_items
 from gencoord_env.world.furnace import FurnaceSlots, settle
 from gencoord_env.world.recipes import RecipeBook, load_recipes
 from gencoord_env.world.types import (
     EXECUTOR_ACTIONS,
+    OP_ARGS,
     SKILL_OPS,
     STATION_BLOCKS,
     GroundTruth,
@@ -128,10 +132,9 @@ from gencoord_env.world.types import (
 
 _Result = tuple[bool, str, dict[str, Any]]  # (ok, reason or "", data); a failure's data is {"error": code}
 
-#: Argument name -> the least int it may be, or -1 for a string (the handler judges a string's content).
-_ARG_MIN: Mapping[str, int] = {
-    "station": -1, "site": -1, "item": -1, "to": -1, "from": -1, "count": 1, "ticks": 0,
-}
+#: Argument kinds of the op table as small ints, for the per-call argument check.
+_STRING, _INT, _ITEM = 0, 1, 2
+_KIND_CODES: Mapping[str, int] = {"string": _STRING, "int": _INT, "item": _ITEM}
 
 
 class WorldSpecError(ValueError):
@@ -258,7 +261,11 @@ class SimWorld:
         missing = set(SKILL_OPS) ^ set(self._handlers)
         if missing:
             raise AssertionError(f"SimWorld handlers out of sync with SKILL_OPS: {sorted(missing)}")
-        self._arg_specs = {op: tuple((name, _ARG_MIN[name]) for name in names) for op, names in SKILL_OPS.items()}
+        self._items = minecraft_items()
+        self._arg_specs = {
+            op: tuple((name, _KIND_CODES[t.kind], t.min, t.max) for name, t in args.items())
+            for op, args in OP_ARGS.items()
+        }
         self._layout_src: tuple[Station, ...] | None = None
         self._stations: dict[str, Station] = {}
         self._agents: frozenset[str] = frozenset()
@@ -413,13 +420,16 @@ class SimWorld:
         if type(args) is not dict and not isinstance(args, Mapping):
             return f"{op}: args must be a mapping, got {type(args).__name__}"
         if len(args) == len(spec):  # type: ignore[arg-type]
-            get = args.get  # type: ignore[union-attr]
-            for name, low in spec:
+            get, items = args.get, self._items  # type: ignore[union-attr]
+            for name, kind, low, high in spec:
                 value = get(name, None)
-                if low < 0:
-                    if type(value) is not str:
+                if type(value) is str:
+                    if kind == _STRING:
+                        if len(value) < low or len(value) > high:
+                            break
+                    elif kind != _ITEM or value not in items:
                         break
-                elif type(value) is not int or value < low:
+                elif kind != _INT or type(value) is not int or value < low or value > high:
                     break
             else:
                 return ""
@@ -432,12 +442,17 @@ class SimWorld:
         if missing or extra:
             parts = ([f"missing {missing}"] if missing else []) + ([f"unexpected {extra}"] if extra else [])
             return f"{op}: {' and '.join(parts)}; expected exactly {list(SKILL_OPS[op])}"
-        for name, low in self._arg_specs[op]:
+        for name, arg_type in OP_ARGS[op].items():
             value = args[name]
-            if low < 0 and type(value) is not str:
+            if arg_type.accepts(value, self._items):
+                continue
+            if arg_type.kind == "item" and type(value) is str:
+                close = difflib.get_close_matches(value, sorted(self._items), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                return f"{op}: {name} {value!r} is not a Minecraft item name{hint}"
+            if arg_type.kind != "int" and type(value) is not str:
                 return f"{op}: {name} must be a string, got {value!r}"
-            if low >= 0 and (type(value) is not int or value < low):
-                return f"{op}: {name} must be an int >= {low}, got {value!r}"
+            return f"{op}: {name} must be {arg_type.expected()}, got {value!r}"
         raise AssertionError(f"{op}: args {args!r} judged both valid and invalid")
 
     def _station(self, op: str, name: str, kind: str) -> Station | _Result:

@@ -7,8 +7,12 @@ server's ground height; the sim uses them as they are.
 """
 from __future__ import annotations
 
+import difflib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Protocol
 
 Pos = tuple[int, int, int]
@@ -22,21 +26,104 @@ STATION_BLOCKS: Mapping[str, str] = {
     "site": "",  # a build site is an area of air cells, not a block
 }
 
-#: The backend-neutral skill-call ops the compiler emits and every world executes.
-#: op -> required argument names. Counts are positive ints, items minecraft-data names.
-SKILL_OPS: Mapping[str, tuple[str, ...]] = {
-    "goto": ("station",),                         # walk next to a station
-    "withdraw": ("station", "item", "count"),     # chest -> own inventory
-    "deposit": ("station", "item", "count"),      # own inventory -> chest
-    "give": ("to", "item", "count"),              # walk to the peer, turn to it and toss the items
-    "await_handoff": ("from", "item", "count"),   # wait until the tossed items are in own inventory
-    "craft": ("item", "count", "station"),        # station "" = 2x2 inventory grid, else a crafting table
-    "place": ("site", "item", "count"),           # place blocks into the site's next free cells
-    "furnace_input": ("station", "item", "count"),
-    "furnace_fuel": ("station", "item", "count"),
-    "furnace_output": ("station", "item", "count"),  # wait for and take smelted output
-    "wait": ("ticks",),
-}
+#: The rule table of the skill-call ops, shared with the Node sidecar (``mineflayer_server/src/skills.js``).
+SKILL_OPS_PATH = Path(__file__).resolve().parent.parent / "data" / "skill_ops.json"
+
+#: Kinds of skill-call argument types: strings (``min`` / ``max`` bound the length), ints (they bound the
+#: value) and minecraft-data item names.
+ARG_KINDS: tuple[str, ...] = ("string", "int", "item")
+
+
+class OpTableError(ValueError):
+    """``skill_ops.json`` is malformed; the message names the entry to fix."""
+
+
+@dataclass(frozen=True)
+class ArgType:
+    """The type of a skill-call argument, as ``skill_ops.json`` declares it under ``types``.
+
+    >>> OP_ARGS["wait"]["ticks"]
+    ArgType(name='ticks', kind='int', min=0, max=1200)
+    """
+
+    name: str
+    kind: str
+    min: int
+    max: int
+
+    def accepts(self, value: object, items: frozenset[str]) -> bool:
+        """Whether ``value`` has this type (``items``: the known item names, for kind ``item``)."""
+        if self.kind == "int":
+            return type(value) is int and self.min <= value <= self.max
+        if type(value) is not str:
+            return False
+        if self.kind == "item":
+            return value in items
+        return self.min <= len(value) <= self.max
+
+    def expected(self) -> str:
+        """What a value of this type is, for failure messages: ``"an int in [1, 2304]"``."""
+        if self.kind == "int":
+            return f"an int in [{self.min}, {self.max}]"
+        if self.kind == "item":
+            return "a Minecraft item name"
+        return f"a string of {self.min} to {self.max} characters"
+
+
+def _int(raw: object, where: str) -> int:
+    if type(raw) is not int:
+        raise OpTableError(f"{where}: expected an int, got {raw!r}")
+    return raw
+
+
+def parse_skill_ops(raw: object) -> Mapping[str, Mapping[str, ArgType]]:
+    """Validate a decoded ``skill_ops.json`` and return op -> argument name -> type, arguments in call order."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("types"), dict) or not isinstance(raw.get("ops"), dict):
+        raise OpTableError("ops: expected an object with the objects 'types' and 'ops'")
+    types: dict[str, ArgType] = {}
+    for name, entry in raw["types"].items():
+        where = f"ops.types.{name}"
+        if not isinstance(entry, dict) or entry.get("kind") not in ARG_KINDS:
+            raise OpTableError(f"{where}: expected an object whose kind is one of {list(ARG_KINDS)}")
+        if entry["kind"] == "item":
+            low, high = 1, 128
+        else:
+            low, high = _int(entry.get("min"), f"{where}.min"), _int(entry.get("max"), f"{where}.max")
+            if not 0 <= low <= high:
+                raise OpTableError(f"{where}: expected 0 <= min <= max, got min {low} and max {high}")
+        types[name] = ArgType(name, entry["kind"], low, high)
+    ops: dict[str, Mapping[str, ArgType]] = {}
+    for op, entry in raw["ops"].items():
+        where = f"ops.ops.{op}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("args"), dict):
+            raise OpTableError(f"{where}: expected an object with an object 'args' (argument name -> type name)")
+        args: dict[str, ArgType] = {}
+        for arg, type_name in entry["args"].items():
+            if type_name not in types:
+                close = difflib.get_close_matches(str(type_name), list(types), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise OpTableError(f"{where}.args.{arg}: unknown type {type_name!r}; expected one of {sorted(types)}{hint}")
+            args[arg] = types[type_name]
+        ops[op] = MappingProxyType(args)
+    return MappingProxyType(ops)
+
+
+def load_skill_ops(path: Path = SKILL_OPS_PATH) -> Mapping[str, Mapping[str, ArgType]]:
+    """Read and validate an op table (the packaged ``skill_ops.json`` by default)."""
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise OpTableError(f"op table {path} is missing; reinstall gencoord_env") from None
+    except json.JSONDecodeError as err:
+        raise OpTableError(f"op table {path} is not valid JSON: {err}") from None
+    return parse_skill_ops(raw)
+
+
+#: The backend-neutral skill-call ops the compiler emits and every world executes (``data/skill_ops.json``):
+#: op -> argument name -> type. Counts are positive ints, items minecraft-data names.
+OP_ARGS: Mapping[str, Mapping[str, ArgType]] = load_skill_ops()
+#: op -> its argument names, in call order.
+SKILL_OPS: Mapping[str, tuple[str, ...]] = MappingProxyType({op: tuple(args) for op, args in OP_ARGS.items()})
 
 
 @dataclass(frozen=True)

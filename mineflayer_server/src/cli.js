@@ -3,12 +3,13 @@
 
 const { DEFAULT_MAX_BYTES } = require('./protocol')
 
-const USAGE = 'usage: node src/sidecar.js --endpoint tcp://127.0.0.1:<port>|ipc://<path> [--agents a,b] ' +
+const USAGE = 'usage: node src/sidecar.js --endpoint tcp://127.0.0.1:<port>|ipc://<path> --rules DIR [--agents a,b] ' +
   '[--server embedded|external] [--mc-host 127.0.0.1] [--mc-port 0] ' +
   '[--cook-ticks 200] [--max-bytes 1048576] [--skill-timeout-ms 20000] [--parent-pid PID] [--test-ops]'
 
 const DEFAULTS = Object.freeze({
   endpoint: null,
+  rules: null,
   agents: 'agent_a,agent_b',
   server: 'embedded',
   'mc-host': '127.0.0.1',
@@ -33,6 +34,7 @@ function parseArgs (argv) {
     opts[name] = argv[++i]
   }
   if (!opts.endpoint) throw new Error(`--endpoint is required\n${USAGE}`)
+  if (!opts.rules) throw new Error(`--rules is required: the directory of skill_ops.json and recipes.json (the Python package's gencoord_env/data)\n${USAGE}`)
   const int = name => {
     const n = Number(opts[name])
     if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer\n${USAGE}`)
@@ -49,6 +51,7 @@ function parseArgs (argv) {
   }
   return {
     endpoint: checkEndpoint(opts.endpoint),
+    rulesDir: opts.rules,
     agents: opts.agents.split(',').filter(Boolean),
     server: opts.server,
     mcHost: opts['mc-host'],

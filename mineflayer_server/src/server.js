@@ -20,9 +20,11 @@ async function findFloorY (world) {
 
 /**
  * Start the server. Resolves to `{serv, port, floorY, api}` once it listens.
- * `port` 0 picks a free port. `log(scope, message)` receives every world edit.
+ * `port` 0 picks a free port. `rules` are the rule tables (rules.js `loadRules`): the furnaces smelt by
+ * `rules.recipes`. `log(scope, message)` receives every world edit.
  */
-async function startServer ({ port = 0, cookTicks = 200, log, pickupDelayMs, throwerDelayMs } = {}) {
+async function startServer ({ port = 0, cookTicks = 200, rules, log, pickupDelayMs, throwerDelayMs } = {}) {
+  if (!rules || !rules.recipes) throw new Error('startServer needs the rule tables: pass rules = loadRules(dir) (src/rules.js)')
   const serv = squid.createMCServer({
     motd: 'gencoord',
     port,
@@ -37,7 +39,7 @@ async function startServer ({ port = 0, cookTicks = 200, log, pickupDelayMs, thr
     worldFolder: undefined, // in memory: nothing touches the disk
     generation: { name: 'superflat', options: { seed: 1 } },
     kickTimeout: 30000,
-    plugins: { [PLUGIN_PATH]: { cookTicks, log, pickupDelayMs, throwerDelayMs } },
+    plugins: { [PLUGIN_PATH]: { cookTicks, recipes: rules.recipes, log, pickupDelayMs, throwerDelayMs } },
     modpe: false,
     'view-distance': 2,
     'player-list-text': { header: { text: '' }, footer: { text: '' } },

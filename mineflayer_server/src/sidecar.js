@@ -3,7 +3,7 @@
 // Entry point: start the embedded server (or find the external one) and the bots, bind one ZeroMQ ROUTER socket on loopback
 // or ipc, print `READY <json>` on stdout, then answer requests until `shutdown`.
 //
-//   node src/sidecar.js --endpoint tcp://127.0.0.1:5555 [--agents agent_a,agent_b] [--server embedded|external]
+//   node src/sidecar.js --endpoint tcp://127.0.0.1:5555 --rules DIR [--agents agent_a,agent_b] [--server embedded|external]
 //                       [--mc-host H] [--mc-port 0] [--cook-ticks 200] [--max-bytes 1048576]
 //                       [--skill-timeout-ms 20000] [--parent-pid PID] [--test-ops]
 
@@ -19,6 +19,7 @@ const { EmbeddedArena } = require('./arenas/embedded')
 const { ExternalArena } = require('./arenas/external')
 const { createOps, SIDECAR_VERSION } = require('./ops')
 const { parseArgs } = require('./cli')
+const { loadRules } = require('./rules')
 const { PROTOCOL_VERSION, ProtocolError, decodeRequest, encodeResult, encodeError } = require('./protocol')
 const { SerialQueue } = require('./util')
 
@@ -26,18 +27,20 @@ async function main () {
   const started = Date.now()
   const opts = parseArgs(process.argv.slice(2))
   const log = createLogger()
+  const rules = loadRules(opts.rulesDir)
+  log('sidecar', `rule tables from ${rules.dir}`)
   let serv = null
   let arena
   if (opts.server === 'external') {
     arena = new ExternalArena({ host: opts.mcHost, port: opts.mcPort, log })
     log('sidecar', `external Minecraft server at ${opts.mcHost}:${opts.mcPort}; the bots must be operators there`)
   } else {
-    const embedded = await startServer({ port: opts.mcPort, cookTicks: opts.cookTicks, log })
+    const embedded = await startServer({ port: opts.mcPort, cookTicks: opts.cookTicks, rules, log })
     serv = embedded.serv
     arena = new EmbeddedArena(embedded)
     log('sidecar', `flying-squid ${MINECRAFT_VERSION} on 127.0.0.1:${arena.port}, floor y=${arena.floorY}`)
   }
-  const world = new World({ arena, log, skillTimeoutMs: opts.skillTimeoutMs })
+  const world = new World({ arena, rules, log, skillTimeoutMs: opts.skillTimeoutMs })
   await world.ensureBots(opts.agents)
 
   const sock = new zmq.Router()

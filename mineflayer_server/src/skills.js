@@ -1,5 +1,6 @@
 'use strict'
-// Skills: the dispatch table from a skill-call op to argument checks and real Mineflayer actions.
+// Skills: the dispatch table from a skill-call op to real Mineflayer actions; calls are checked against
+// the op table shared with the Python world (skill_ops.json, see rules.js) before they run.
 // A skill never edits the world by command; it walks, clicks, tosses, crafts and places like a
 // player. What an agent got wrong (missing items, wrong station, timeout) is a SkillFailure: the
 // caller turns it into an event with ok:false. Bad arguments are protocol errors (BadRequest).
@@ -186,16 +187,12 @@ async function placeOn (ctx, cell, item) {
   }
 }
 
-const itemArgs = (station = true) => (registry, args) => ({
-  ...(station ? { station: check.string(args.station, 'args.station') } : {}),
-  item: check.item(registry, args.item, 'args.item'),
-  count: check.count(args.count, 'args.count')
-})
-
-/** op -> {args: (registry, args) -> checked args, run: (ctx, args) -> data}. */
+/**
+ * op -> {run: (ctx, args) -> data}. Which ops exist and which arguments each takes is the op table
+ * (skill_ops.json, read by rules.js), the one the Python world checks its calls against too.
+ */
 const SKILLS = {
   goto: {
-    args: (registry, args) => ({ station: check.string(args.station, 'args.station') }),
     async run (ctx, { station: name }) {
       const s = station(ctx, name)
       if (s.kind === 'site') {
@@ -211,7 +208,6 @@ const SKILLS = {
   },
 
   withdraw: {
-    args: itemArgs(),
     async run (ctx, { station: name, item, count }) {
       const s = station(ctx, name, 'chest')
       await walkNear(ctx, s.pos, `station ${name}`)
@@ -228,7 +224,6 @@ const SKILLS = {
   },
 
   deposit: {
-    args: itemArgs(),
     async run (ctx, { station: name, item, count }) {
       const s = station(ctx, name, 'chest')
       needItems(ctx, item, count)
@@ -243,7 +238,6 @@ const SKILLS = {
   },
 
   give: {
-    args: (registry, args) => ({ to: check.string(args.to, 'args.to'), ...itemArgs(false)(registry, args) }),
     async run (ctx, { to, item, count }) {
       if (to === ctx.actor) fail(`${ctx.actor} cannot give items to itself`)
       const peer = ctx.world.bot(to)
@@ -267,7 +261,6 @@ const SKILLS = {
   },
 
   await_handoff: {
-    args: (registry, args) => ({ from: check.string(args.from, 'args.from'), ...itemArgs(false)(registry, args) }),
     async run (ctx, { from, item, count }) {
       if (!ctx.world.bot(from) || from === ctx.actor) fail(`no peer named ${JSON.stringify(from)} to receive from`)
       // Done when the items arrived; failed at once when the peer's give failed (no need to wait it out).
@@ -294,11 +287,6 @@ const SKILLS = {
   },
 
   craft: {
-    args: (registry, args) => ({
-      item: check.item(registry, args.item, 'args.item'),
-      count: check.count(args.count, 'args.count'),
-      station: check.string(args.station ?? '', 'args.station', { allowEmpty: true })
-    }),
     async run (ctx, { item, count, station: name }) {
       const bot = ctx.bot
       const id = ctx.registry.itemsByName[item].id
@@ -332,11 +320,10 @@ const SKILLS = {
   },
 
   place: {
-    args: (registry, args) => ({ site: check.string(args.site, 'args.site'), ...itemArgs(false)(registry, args) }),
     async run (ctx, { site, item, count }) {
       const bot = ctx.bot
       const s = station(ctx, site, 'site')
-      if (!ctx.registry.blocksByName[item]) fail(`${item} is not a placeable block`)
+      if (!ctx.rules.recipes.blocks.includes(item)) fail(`${item} does not place as a block; blocks are ${ctx.rules.recipes.blocks.join(', ')}`)
       needItems(ctx, item, count)
       const names = await ctx.world.serverBlockNames(s.cells)
       const free = s.cells.filter((_, i) => names[i] === 'air')
@@ -364,7 +351,6 @@ const SKILLS = {
   furnace_fuel: furnaceLoad('fuel'),
 
   furnace_output: {
-    args: itemArgs(),
     async run (ctx, { station: name, item, count }) {
       const s = station(ctx, name, 'furnace')
       await walkNear(ctx, s.pos, `station ${name}`)
@@ -398,7 +384,6 @@ const SKILLS = {
   },
 
   wait: {
-    args: (registry, args) => ({ ticks: check.count(args.ticks, 'args.ticks', { min: 0, max: 20 * 60 }) }),
     async run (ctx, { ticks }) {
       await sleep(ticks * 50)
       return { ticks }
@@ -408,7 +393,6 @@ const SKILLS = {
 
 function furnaceLoad (slot) {
   return {
-    args: itemArgs(),
     async run (ctx, { station: name, item, count }) {
       const s = station(ctx, name, 'furnace')
       needItems(ctx, item, count)
@@ -423,12 +407,29 @@ function furnaceLoad (slot) {
   }
 }
 
-/** Check a skill call's op and args; returns the checked args or throws BadRequest. */
-function checkSkillArgs (registry, op, args) {
-  const skill = SKILLS[op]
-  if (!skill) throw badRequest(`unknown skill op ${JSON.stringify(op)}; expected one of ${Object.keys(SKILLS).join(', ')}`)
+/**
+ * Check a skill call against the op table `ops` (rules.js): a known op, exactly its arguments, each of its
+ * type. Returns the checked args or throws BadRequest.
+ */
+function checkSkillArgs (ops, registry, op, args) {
+  const types = typeof op === 'string' && Object.hasOwn(ops, op) ? ops[op] : null
+  if (!types) throw badRequest(`unknown skill op ${JSON.stringify(op)}; expected one of ${Object.keys(ops).join(', ')}`)
   check.map(args, 'call args')
-  return skill.args(registry, args)
+  const names = Object.keys(types)
+  check.keys(args, names, `${op} args`)
+  const missing = names.filter(name => !Object.hasOwn(args, name))
+  if (missing.length) throw badRequest(`${op} args lack ${missing.join(', ')}; expected exactly ${names.join(', ')}`)
+  return Object.fromEntries(names.map(name => [name, check.arg(registry, types[name], args[name], `args.${name}`)]))
 }
 
-module.exports = { SKILLS, SkillFailure, checkSkillArgs, countOf }
+/** Throws unless the op table `ops` and SKILLS name the same ops: every op needs a skill and vice versa. */
+function checkSkillTable (ops) {
+  const missing = Object.keys(ops).filter(op => !Object.hasOwn(SKILLS, op))
+  const extra = Object.keys(SKILLS).filter(op => !Object.hasOwn(ops, op))
+  if (missing.length || extra.length) {
+    throw new Error(`the op table (skill_ops.json) and src/skills.js disagree: ${missing.length ? `no skill runs ${missing.join(', ')}` : ''}` +
+      `${missing.length && extra.length ? '; ' : ''}${extra.length ? `skill_ops.json lacks ${extra.join(', ')}` : ''}`)
+  }
+}
+
+module.exports = { SKILLS, SkillFailure, checkSkillArgs, checkSkillTable, countOf }

@@ -1,6 +1,7 @@
 'use strict'
-// Argument validation shared by reset specs and skill calls. Every failure is a BadRequest whose
-// message names the field and what was expected; unknown item names get close-match suggestions.
+// Argument validation shared by reset specs and skill calls (whose argument types come from the op
+// table, rules.js). Every failure is a BadRequest whose message names the field and what was expected;
+// unknown item names get close-match suggestions.
 
 const { badRequest, isMap } = require('./protocol')
 
@@ -25,11 +26,11 @@ const check = {
     if (!isMap(value)) throw badRequest(`${field} must be a map, got ${JSON.stringify(value)}`)
     return value
   },
-  string (value, field, { allowEmpty = false } = {}) {
+  string (value, field, { allowEmpty = false, max = 128 } = {}) {
     if (typeof value !== 'string' || (!allowEmpty && value === '')) {
       throw badRequest(`${field} must be a ${allowEmpty ? '' : 'non-empty '}string, got ${JSON.stringify(value)}`)
     }
-    if (value.length > 128) throw badRequest(`${field} is longer than 128 characters`)
+    if (value.length > max) throw badRequest(`${field} is longer than ${max} characters`)
     return value
   },
   count (value, field, { min = 1, max = 64 * 36 } = {}) {
@@ -62,6 +63,14 @@ const check = {
     }
     for (const name of Object.keys(out)) if (out[name] === 0) delete out[name]
     return out
+  },
+  /** A skill-call argument of `type`, an argument type of the op table (rules.js, skill_ops.json). */
+  arg (registry, type, value, field) {
+    if (type.kind === 'item') return check.item(registry, value, field)
+    if (type.kind === 'int') return check.count(value, field, { min: type.min, max: type.max })
+    check.string(value, field, { allowEmpty: type.min === 0, max: type.max })
+    if (value.length < type.min) throw badRequest(`${field} must have at least ${type.min} characters, got ${JSON.stringify(value)}`)
+    return value
   },
   /** Reject keys outside `allowed` so a typo is not silently ignored. */
   keys (value, allowed, field) {

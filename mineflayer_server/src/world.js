@@ -8,7 +8,7 @@
 const { Vec3 } = require('vec3')
 const { connectBot, isDisconnected } = require('./bots')
 const { parseSpec } = require('./spec')
-const { SKILLS, SkillFailure, checkSkillArgs, countOf } = require('./skills')
+const { SKILLS, SkillFailure, checkSkillArgs, checkSkillTable, countOf } = require('./skills')
 const { meterOf, noActions } = require('./actions')
 const { badRequest, isMap } = require('./protocol')
 const { check } = require('./validate')
@@ -20,11 +20,14 @@ class World {
    * @param {object} o
    * @param o.arena an EmbeddedArena or ExternalArena; for the embedded server `{serv, api, port, floorY}`
    *   may be passed instead and the arena is built from them
+   * @param o.rules the rule tables (rules.js `loadRules`): calls are checked against `rules.ops`
    * @param o.log logger, o.skillTimeoutMs budget per skill step (walking, waiting for a handoff)
    */
-  constructor ({ arena, serv, api, port, floorY, log, skillTimeoutMs = 20000 }) {
+  constructor ({ arena, serv, api, port, floorY, rules, log, skillTimeoutMs = 20000 }) {
+    if (!rules || !rules.ops || !rules.recipes) throw new Error('World needs the rule tables: pass rules = loadRules(dir) (src/rules.js)')
+    checkSkillTable(rules.ops)
     this.arena = arena || new EmbeddedArena({ serv, api, port, floorY })
-    Object.assign(this, { log, skillTimeoutMs })
+    Object.assign(this, { rules, log, skillTimeoutMs })
     this.registry = this.arena.registry
     this.bots = new Map()
     this.queues = new Map()
@@ -192,7 +195,7 @@ class World {
     const actor = check.string(call.actor, 'call actor')
     if (!this.bots.has(actor)) throw badRequest(`call actor ${JSON.stringify(actor)} is not an agent; agents are ${this.agents().join(', ')}`)
     const op = check.string(call.op, 'call op')
-    const args = checkSkillArgs(this.registry, op, isMap(call.args) ? call.args : (call.args === undefined ? {} : call.args))
+    const args = checkSkillArgs(this.rules.ops, this.registry, op, isMap(call.args) ? call.args : (call.args === undefined ? {} : call.args))
     return { id, actor, op, args }
   }
 
@@ -205,7 +208,7 @@ class World {
       const event = { call_id: id, actor, op, ok: true, kind: 'skill', reason: '', data: {}, actions: noActions() }
       const meter = meterOf(bot)
       const ctx = {
-        bot, actor, world: this, registry: this.registry, timeoutMs: this.skillTimeoutMs, actions: meter,
+        bot, actor, world: this, registry: this.registry, rules: this.rules, timeoutMs: this.skillTimeoutMs, actions: meter,
         barrier: () => this.barrierFor(bot)
       }
       const counted = meter.snapshot()

@@ -6,7 +6,7 @@
 
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
-const { startArena } = require('./helpers')
+const { startArena, RULES } = require('./helpers')
 const { World } = require('../src/world')
 const { ExternalArena } = require('../src/arenas/external')
 
@@ -48,7 +48,7 @@ async function ok (actor, op, args) {
 
 before(async () => {
   arena = await startArena({ cookTicks: 2 })
-  ext = new World({ arena: new ExternalArena({ host: '127.0.0.1', port: arena.port, log: arena.log }), log: arena.log, skillTimeoutMs: 8000 })
+  ext = new World({ arena: new ExternalArena({ host: '127.0.0.1', port: arena.port, log: arena.log }), rules: RULES, log: arena.log, skillTimeoutMs: 8000 })
   await ext.ensureBots(SPEC.agents)
 })
 after(async () => {

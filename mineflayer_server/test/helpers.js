@@ -10,7 +10,15 @@ const { encode, decode } = require('@msgpack/msgpack')
 const { startServer, stopServer } = require('../src/server')
 const { connectBot } = require('../src/bots')
 const { World } = require('../src/world')
+const { loadRules } = require('../src/rules')
 const { waitFor } = require('../src/util')
+
+/**
+ * The rule tables the tests run with: $GENCOORD_RULES, else the gencoord_env/data directory of the
+ * checkout these tests live in (an installed sidecar is given its directory by the Python side).
+ */
+const RULES_DIR = process.env.GENCOORD_RULES || path.resolve(__dirname, '..', '..', 'gencoord_env', 'data')
+const RULES = loadRules(RULES_DIR)
 
 const countOf = (bot, name) => bot.inventory.items().filter(i => i.name === name).reduce((n, i) => n + i.count, 0)
 
@@ -18,8 +26,8 @@ const countOf = (bot, name) => bot.inventory.items().filter(i => i.name === name
 async function startArena ({ cookTicks = 2 } = {}) {
   const lines = []
   const log = (scope, message) => { lines.push(`[${scope}] ${message}`); if (process.env.ARENA_LOG) process.stderr.write(`[${scope}] ${message}\n`) }
-  const { serv, port, floorY, api } = await startServer({ cookTicks, log })
-  const world = new World({ serv, api, port, floorY, log, skillTimeoutMs: 8000 })
+  const { serv, port, floorY, api } = await startServer({ cookTicks, rules: RULES, log })
+  const world = new World({ serv, api, port, floorY, rules: RULES, log, skillTimeoutMs: 8000 })
   await world.ensureBots(['agent_a', 'agent_b'])
   const disconnects = []
   for (const bot of world.bots.values()) bot.on('end', reason => disconnects.push(`${bot.username}: ${reason}`))
@@ -39,7 +47,8 @@ async function startArena ({ cookTicks = 2 } = {}) {
 /** Start `src/sidecar.js` and connect a DEALER; `call(op, args)` returns the decoded reply. */
 async function startSidecar (extraArgs = []) {
   const started = Date.now()
-  const child = spawn(process.execPath, [path.join(__dirname, '..', 'src', 'sidecar.js'), '--endpoint', 'tcp://127.0.0.1:0', ...extraArgs], {
+  const argv = [path.join(__dirname, '..', 'src', 'sidecar.js'), '--endpoint', 'tcp://127.0.0.1:0', '--rules', RULES_DIR, ...extraArgs]
+  const child = spawn(process.execPath, argv, {
     stdio: ['ignore', 'pipe', 'pipe']
   })
   const stderr = []
@@ -87,4 +96,4 @@ async function startSidecar (extraArgs = []) {
   }
 }
 
-module.exports = { startArena, startSidecar, countOf, waitFor }
+module.exports = { startArena, startSidecar, countOf, waitFor, RULES, RULES_DIR }

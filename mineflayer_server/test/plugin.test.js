@@ -131,6 +131,24 @@ test('a furnace smelts input with fuel into output that the bot takes', async ()
   assert.deepEqual(arena.api.furnaceCounts(pos).output, {})
 })
 
+test('fuel smelts the items recipes.json says at any cook time, as the Python world settles it', async () => {
+  // oak_planks smelt 1.5 items each: three cobblestone burn two planks (the second's half is lost), one is left
+  await setup({ cobblestone: 3, oak_planks: 3 }, {})
+  const pos = at(-2, 0, -2)
+  await arena.api.setBlock(pos, 'furnace')
+  arena.api.setContainer('furnace', pos, {})
+  arena.api.setCookTicks(2)
+  await waitFor(() => arena.a.blockAt(pos)?.name === 'furnace', 3000, 'furnace visible')
+  const furnace = await arena.a.openFurnace(arena.a.blockAt(pos))
+  await furnace.putFuel(id('oak_planks'), null, 3)
+  await furnace.putInput(id('cobblestone'), null, 3)
+  await waitFor(() => furnace.outputItem()?.count === 3, 5000, 'three stone in the output')
+  await new Promise(resolve => setTimeout(resolve, 200)) // the last plank would be lit within a few ticks if it were needed
+  arena.a.closeWindow(furnace)
+  assert.deepEqual(arena.api.furnaceCounts(pos), { input: {}, fuel: { oak_planks: 1 }, output: { stone: 3 } })
+  assert.deepEqual(arena.api.smeltingTable().smelting, arena.world.rules.recipes.smelting)
+})
+
 test('read-back API reports blocks, inventories and containers from the server', async () => {
   await setup({ stone: 3 }, { dirt: 1 })
   const pos = at(3, 0, 3)

@@ -8,6 +8,7 @@ const { decodeRequest, encodeResult, encodeError, ProtocolError, PROTOCOL_VERSIO
 const { checkEndpoint, parseArgs } = require('../src/cli')
 const { parseSpec } = require('../src/spec')
 const { checkSkillArgs } = require('../src/skills')
+const { RULES } = require('./helpers')
 const registry = require('prismarine-registry')('1.21.4')
 
 const rejects = (fn, type, pattern) => assert.throws(fn, err => err instanceof ProtocolError && err.type === type && pattern.test(err.message))
@@ -42,11 +43,12 @@ test('the sidecar binds loopback tcp or ipc only', () => {
   assert.throws(() => checkEndpoint('tcp://10.0.0.1:5555'), /binds loopback only/)
   assert.throws(() => parseArgs(['--endpoint']), /bad argument/)
   assert.throws(() => parseArgs(['--endpont', 'x']), /bad argument --endpont/)
-  assert.deepEqual(parseArgs(['--endpoint', 'tcp://127.0.0.1:1', '--agents', 'x,y', '--cook-ticks', '3']).agents, ['x', 'y'])
+  assert.deepEqual(parseArgs(['--endpoint', 'tcp://127.0.0.1:1', '--rules', 'r', '--agents', 'x,y', '--cook-ticks', '3']).agents, ['x', 'y'])
+  assert.throws(() => parseArgs(['--endpoint', 'tcp://127.0.0.1:1']), /--rules is required: the directory of skill_ops.json and recipes.json/)
 })
 
 test('external-server and test-op flags', () => {
-  const base = ['--endpoint', 'tcp://127.0.0.1:1']
+  const base = ['--endpoint', 'tcp://127.0.0.1:1', '--rules', 'r']
   const ext = parseArgs([...base, '--server', 'external', '--mc-host', 'mc.example.org', '--mc-port', '25565', '--test-ops'])
   assert.deepEqual([ext.server, ext.mcHost, ext.mcPort, ext.testOps], ['external', 'mc.example.org', 25565, true])
   assert.deepEqual([parseArgs(base).server, parseArgs(base).testOps], ['embedded', false])
@@ -79,12 +81,20 @@ test('reset specs are normalized and checked field by field', () => {
   bad(s => { s.stations.push({ name: 'd', kind: 'furnace', pos: [1, 0, 1] }) }, /share position/)
 })
 
-test('skill args are checked against the op table and minecraft-data', () => {
-  assert.deepEqual(checkSkillArgs(registry, 'craft', { item: 'stick', count: 4, station: '' }), { item: 'stick', count: 4, station: '' })
-  rejects(() => checkSkillArgs(registry, 'fly', {}), 'BadRequest', /unknown skill op "fly"/)
-  rejects(() => checkSkillArgs(registry, 'withdraw', { station: 'c', item: 'diamonds', count: 1 }), 'BadRequest', /unknown item "diamonds"/)
-  rejects(() => checkSkillArgs(registry, 'give', { to: 'b', item: 'stick', count: 0 }), 'BadRequest', /args.count/)
-  rejects(() => checkSkillArgs(registry, 'wait', { ticks: -1 }), 'BadRequest', /args.ticks/)
+test('skill args are checked against the op table (skill_ops.json) and minecraft-data', () => {
+  const check = (op, args) => checkSkillArgs(RULES.ops, registry, op, args)
+  assert.deepEqual(check('craft', { item: 'stick', count: 4, station: '' }), { item: 'stick', count: 4, station: '' })
+  assert.deepEqual(check('wait', { ticks: 0 }), { ticks: 0 })
+  rejects(() => check('fly', {}), 'BadRequest', /unknown skill op "fly"/)
+  rejects(() => check('toString', {}), 'BadRequest', /unknown skill op "toString"/)
+  rejects(() => check('withdraw', { station: 'c', item: 'diamonds', count: 1 }), 'BadRequest', /unknown item "diamonds"/)
+  rejects(() => check('give', { to: 'b', item: 'stick', count: 0 }), 'BadRequest', /args.count must be an integer in \[1, 2304\]/)
+  rejects(() => check('give', { to: 'b', item: 'stick', count: 2305 }), 'BadRequest', /args.count must be an integer in \[1, 2304\]/)
+  rejects(() => check('wait', { ticks: -1 }), 'BadRequest', /args.ticks must be an integer in \[0, 1200\]/)
+  rejects(() => check('wait', { ticks: 1201 }), 'BadRequest', /args.ticks/)
+  rejects(() => check('goto', { station: '' }), 'BadRequest', /args.station must be a non-empty string/)
+  rejects(() => check('goto', { station: 'c', speed: 2 }), 'BadRequest', /goto args has unknown field\(s\) speed; expected station/)
+  rejects(() => check('craft', { item: 'stick', count: 4 }), 'BadRequest', /craft args lack station; expected exactly item, count, station/)
 })
 
 test('drop_bot is refused unless the sidecar was started with --test-ops', async () => {

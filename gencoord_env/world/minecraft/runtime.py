@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from gencoord_env.catalog import DATA_DIR
+
 from .errors import NODE_HINT, SETUP_HINT, RuntimeMissing
 
 MIN_NODE_MAJOR = 22
@@ -36,11 +38,16 @@ STAMP = ".gencoord-setup"
 
 @dataclass(frozen=True)
 class Runtime:
-    """Everything needed to launch the sidecar."""
+    """Everything needed to launch the sidecar.
+
+    ``rules_dir`` holds the rule tables the sidecar shares with the Python worlds (``skill_ops.json``,
+    ``recipes.json``): this package's ``data`` directory, passed to the sidecar as ``--rules``.
+    """
 
     node: Path
     node_version: tuple[int, int, int]
     sidecar_dir: Path
+    rules_dir: Path = DATA_DIR
 
     @property
     def entry(self) -> Path:

@@ -70,12 +70,16 @@ def free_tcp_port(host: str = "127.0.0.1") -> int:
 def sidecar_argv(runtime: Runtime, endpoint: str, options: SidecarOptions, parent_pid: int | None = None) -> list[str]:
     """The command line that starts the sidecar.
 
+    ``--rules`` names the directory of the rule tables the sidecar reads (``runtime.rules_dir``);
     ``--parent-pid`` lets the sidecar exit by itself if this process dies without closing it.
 
-    >>> sidecar_argv(rt, "ipc:///run/gencoord/s.sock", SidecarOptions(agents=("A", "B")), 42)[2:]
-    ['--endpoint', 'ipc:///run/gencoord/s.sock', '--agents', 'A,B', '--parent-pid', '42']
+    >>> argv = sidecar_argv(rt, "ipc:///run/gencoord/s.sock", SidecarOptions(agents=("A", "B")), 42)
+    >>> argv[2:4], argv[6:]
+    (['--endpoint', 'ipc:///run/gencoord/s.sock'], ['--agents', 'A,B', '--parent-pid', '42'])
+    >>> argv[4:6] == ["--rules", str(rt.rules_dir)]
+    True
     """
-    argv = [str(runtime.node), str(runtime.entry), "--endpoint", endpoint]
+    argv = [str(runtime.node), str(runtime.entry), "--endpoint", endpoint, "--rules", str(runtime.rules_dir)]
     if options.agents:
         argv += ["--agents", ",".join(options.agents)]
     if parent_pid is not None:

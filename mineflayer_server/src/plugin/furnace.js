@@ -1,63 +1,97 @@
 'use strict'
-// Furnaces: input, fuel and output slots that smelt on the server tick. Cook time is configurable
-// (`api.setCookTicks`) so episodes need not wait the vanilla 200 ticks per item.
+// Furnaces: input, fuel and output slots that smelt on the server tick, by the smelting and fuel rules of
+// recipes.json (options.recipes, see ../rules.js), the table the Python world smelts by. Cook time is
+// configurable (`api.setCookTicks`) so episodes need not wait the vanilla 200 ticks per item; burn times
+// scale with it, so one fuel item smelts the number of items recipes.json says at every cook time.
 
-const table = require('./smelting.json')
+const { COOK_TICKS } = require('../rules')
 
-function fuelTicks (name) {
-  if (table.fuel[name]) return table.fuel[name]
-  for (const [suffix, ticks] of Object.entries(table.fuel_suffixes)) if (name.endsWith(suffix)) return ticks
-  return 0
+/**
+ * What the furnaces of a plugin started with `recipes` smelt: input item -> output item, and fuel item ->
+ * burn time in vanilla ticks (COOK_TICKS per item smelted).
+ */
+function smeltingTable (recipes) {
+  return { smelting: { ...recipes.smelting }, fuelTicks: { ...recipes.fuelTicks } }
 }
 
 function server (serv, api, options) {
+  const recipes = options.recipes
+  if (!recipes || !recipes.smelting || !recipes.fuelTicks) {
+    throw new Error('the furnace plugin needs options.recipes: the recipes.json table of the rules directory (rules.js)')
+  }
   const registry = serv.registry
   let cookTicks = Math.max(1, options.cookTicks ?? 200)
 
-  api.smeltingResult = name => table.recipes[name] || null
-  api.fuelTicks = fuelTicks
-  api.setCookTicks = ticks => { cookTicks = Math.max(1, ticks) }
+  // Burn time and cooking progress are counted in units of 1/cookTicks vanilla tick: a server tick is
+  // COOK_TICKS units, an item takes COOK_TICKS * cookTicks units and a fuel item burns fuelTicks * cookTicks,
+  // exact integers for every cook time (the fuel values of recipes.json are whole vanilla ticks).
+  const itemUnits = () => COOK_TICKS * cookTicks
+
+  api.smeltingResult = name => (Object.hasOwn(recipes.smelting, name) ? recipes.smelting[name] : null)
+  api.fuelTicks = name => (Object.hasOwn(recipes.fuelTicks, name) ? recipes.fuelTicks[name] : 0)
+  api.smeltingTable = () => smeltingTable(recipes)
+  api.setCookTicks = ticks => {
+    const next = Math.max(1, ticks)
+    for (const store of api.containers()) {
+      if (store.kind !== 'furnace') continue
+      for (const key of ['burnLeft', 'burnTotal', 'progress']) store[key] = Math.round(store[key] * next / cookTicks)
+    }
+    cookTicks = next
+  }
   api.cookTicks = () => cookTicks
 
   api.sendFurnaceProgress = store => {
     for (const viewer of store.viewers) {
       if (!viewer.gcWindow || viewer.gcWindow.store !== store) continue
-      const values = [store.burnLeft, store.burnTotal, store.progress, cookTicks]
+      // the client shows these in server ticks (the protocol's values are 16-bit)
+      const values = [Math.ceil(store.burnLeft / COOK_TICKS), Math.ceil(store.burnTotal / COOK_TICKS), Math.floor(store.progress / COOK_TICKS), cookTicks]
       values.forEach((value, property) => viewer._client.write('craft_progress_bar', { windowId: viewer.gcWindow.id, property, value }))
     }
   }
 
+  /** One server tick: burn and cook COOK_TICKS units, lighting the next fuel item as vanilla does. */
   function tick (store) {
-    const [input, fuel, output] = store.slots
-    const resultName = input && api.smeltingResult(input.name)
-    const resultId = resultName && registry.itemsByName[resultName].id
-    const canSmelt = !!resultId && (!output || (output.type === resultId && output.count < output.stackSize))
+    let budget = COOK_TICKS
     let changed = false
-    if (store.burnLeft <= 0 && canSmelt && fuel && fuelTicks(fuel.name) > 0) {
-      store.burnLeft = store.burnTotal = fuelTicks(fuel.name)
-      fuel.count--
-      store.slots[1] = fuel.count > 0 ? fuel : null
-      api.broadcastSlot(store, 1)
-      changed = true
-    }
-    if (store.burnLeft > 0) {
-      store.burnLeft--
-      changed = true
-      if (canSmelt) {
-        store.progress++
-        if (store.progress >= cookTicks) {
-          store.progress = 0
-          input.count--
-          store.slots[0] = input.count > 0 ? input : null
-          if (output) output.count++
-          else store.slots[2] = new api.Item(resultId, 1)
-          api.broadcastSlot(store, 0)
-          api.broadcastSlot(store, 2)
+    while (budget > 0) {
+      const [input, fuel, output] = store.slots
+      const resultName = input && api.smeltingResult(input.name)
+      const resultId = resultName && registry.itemsByName[resultName].id
+      const canSmelt = !!resultId && (!output || (output.type === resultId && output.count < output.stackSize))
+      if (store.burnLeft <= 0) {
+        const ticks = fuel ? api.fuelTicks(fuel.name) : 0
+        if (!canSmelt || ticks <= 0) {
+          // the fire is out and stays out: an unfinished item loses its progress
+          if (store.progress) { store.progress = 0; changed = true }
+          break
         }
-      } else store.progress = 0
-    } else if (store.progress) {
-      store.progress = 0
+        store.burnLeft = store.burnTotal = ticks * cookTicks
+        fuel.count--
+        store.slots[1] = fuel.count > 0 ? fuel : null
+        api.broadcastSlot(store, 1)
+      }
       changed = true
+      if (!canSmelt) {
+        // burning with nothing to smelt: the fuel burns away
+        const step = Math.min(budget, store.burnLeft)
+        store.burnLeft -= step
+        budget -= step
+        store.progress = 0
+        continue
+      }
+      const step = Math.min(budget, store.burnLeft, itemUnits() - store.progress)
+      store.burnLeft -= step
+      budget -= step
+      store.progress += step
+      if (store.progress >= itemUnits()) {
+        store.progress = 0
+        input.count--
+        store.slots[0] = input.count > 0 ? input : null
+        if (output) output.count++
+        else store.slots[2] = new api.Item(resultId, 1)
+        api.broadcastSlot(store, 0)
+        api.broadcastSlot(store, 2)
+      }
     }
     if (changed && serv.tickCount % 5 === 0) api.sendFurnaceProgress(store)
   }
@@ -67,4 +101,4 @@ function server (serv, api, options) {
   })
 }
 
-module.exports = { server, fuelTicks }
+module.exports = { server, smeltingTable }

@@ -2,7 +2,8 @@
 // The game-logic plugin for flying-squid 1.12.0 on Minecraft 1.21.4. Each module fills one gap
 // of the stock server; together they expose `serv.gencoord`, the API the world and tests use.
 //
-// Options (flying-squid settings.plugins[path]): { cookTicks, pickupDelayMs, throwerDelayMs, log }.
+// Options (flying-squid settings.plugins[path]): { cookTicks, recipes, pickupDelayMs, throwerDelayMs, log },
+// `recipes` being the recipes.json table of the rules directory (rules.js).
 
 const modules = [
   require('./packetFixes'),

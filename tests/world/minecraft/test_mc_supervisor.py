@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from gencoord_env.catalog import DATA_DIR
 from gencoord_env.world.minecraft.client import SidecarClient
 from gencoord_env.world.minecraft.errors import ProtocolMismatch, SidecarDied, SidecarTimeout
 from gencoord_env.world.minecraft.runtime import Runtime
@@ -20,11 +21,12 @@ def _log(sc: Sidecar) -> str:
 
 
 def test_argv_for_embedded_and_external(fake_runtime: Runtime) -> None:
+    rules = ["--rules", str(DATA_DIR)]
     assert sidecar_argv(fake_runtime, "ipc:///x/s.sock", SidecarOptions(agents=("A", "B")), 42)[2:] == [
-        "--endpoint", "ipc:///x/s.sock", "--agents", "A,B", "--parent-pid", "42"]
+        "--endpoint", "ipc:///x/s.sock", *rules, "--agents", "A,B", "--parent-pid", "42"]
     ext = SidecarOptions(server="external", mc_host="10.0.0.2", mc_port=25565)
     assert sidecar_argv(fake_runtime, "tcp://127.0.0.1:9", ext)[2:] == [
-        "--endpoint", "tcp://127.0.0.1:9", "--server", "external", "--mc-host", "10.0.0.2", "--mc-port", "25565"]
+        "--endpoint", "tcp://127.0.0.1:9", *rules, "--server", "external", "--mc-host", "10.0.0.2", "--mc-port", "25565"]
     with pytest.raises(ValueError, match="needs mc_host and mc_port"):
         SidecarOptions(server="external")
 
