@@ -6,14 +6,23 @@
     gencoord replay --show TRACE.jsonl [--episode ID]   print one episode's runtime accounting
     gencoord experiment NAME [--backend sim|minecraft] [--out DIR]
     gencoord train ...                      SFT data, training and closed-loop evaluation
+    gencoord --version
+
+An error the user can act on (the runtime is missing, the sidecar died or timed out, a model does not
+load, an optional dependency is not installed, a name or file is wrong) is printed as one line
+``error: ... <what to do>`` with a non-zero exit code; ``--debug`` anywhere on the command line (or
+``GENCOORD_DEBUG=1``) shows its traceback instead. Anything else is a bug and keeps its traceback.
 """
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import json
+import os
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +32,155 @@ DELEGATED = {
     "experiment": "gencoord_env.experiments.cli:main",
     "train": "gencoord_env.train.cli:main",
 }
+DEBUG_FLAG = "--debug"
+DEBUG_ENV = "GENCOORD_DEBUG"
+#: Import names whose distribution is named otherwise (for finding the extra that installs a module).
+_DISTRIBUTIONS = {"sklearn": "scikit-learn"}
+
+
+# ---- shared argument helpers (the other commands use them too) ------------------------------------
+
+
+def env_choices() -> dict[str, tuple[str, ...]]:
+    """The names the env accepts for each argument, read from the env's own tables."""
+    from gencoord_env.envs.gencoord.gencoord import BACKENDS
+    from gencoord_env.envs.gencoord.routes import ROUTES
+    from gencoord_env.envs.gencoord.surfaces import SURFACES
+    from gencoord_env.tasks.compose import VIEWS
+    from gencoord_env.tasks.pools import POOL_SIZES
+
+    return {"pool": tuple(POOL_SIZES), "route": tuple(ROUTES), "view": tuple(VIEWS), "surface": tuple(SURFACES),
+            "backend": tuple(BACKENDS)}
+
+
+def one_of(what: str, names: Sequence[str]) -> Callable[[str], str]:
+    """An argparse ``type`` that accepts one of ``names`` and suggests the closest for a typo."""
+
+    def check(value: str) -> str:
+        if value in names:
+            return value
+        hint = difflib.get_close_matches(value, names, n=1)
+        raise argparse.ArgumentTypeError(
+            f"unknown {what} {value!r}; expected one of {', '.join(names)}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+        )
+
+    return check
+
+
+def add_env_arguments(parser: argparse.ArgumentParser, defaults: Mapping[str, str | None],
+                      notes: Mapping[str, str] = {}) -> None:
+    """``--NAME`` for each env argument in ``defaults`` (pool, route, view, surface, backend), its help
+    listing every accepted name."""
+    tables = env_choices()
+    for name, default in defaults.items():
+        names = tables[name]
+        shown = f"default: {default}" if default is not None else notes.get(name, "")
+        parser.add_argument(f"--{name}", default=default, type=one_of(name, names), metavar=name.upper(),
+                            help=f"{' | '.join(names)}" + (f" ({shown})" if shown else ""))
+
+
+def policy_help() -> str:
+    """What ``--policy`` accepts: the rule agents' names from the registry, or a learned checkpoint."""
+    from gencoord_env.agents.registry import POLICIES
+
+    return f"a rule agent ({' | '.join(POLICIES)}) or model:PATH, a learned checkpoint (needs the lm extra)"
+
+
+def positive_int(value: str) -> int:
+    """An argparse ``type``: an integer of at least 1 (``--episodes``)."""
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+# ---- errors -----------------------------------------------------------------------------------------
+
+
+def extra_providing(module: str) -> str | None:
+    """The extra of gencoord_env that installs ``module`` (an import name), read from the installed metadata.
+
+    >>> extra_providing("sklearn")   # doctest: +SKIP
+    'experiments'
+    """
+    from importlib import metadata
+
+    try:
+        requirements = metadata.requires("gencoord_env") or []
+    except metadata.PackageNotFoundError:
+        return None
+
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    wanted = norm(_DISTRIBUTIONS.get(module, module))
+    extras = []
+    for req in requirements:
+        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*).*;.*\bextra\s*==\s*['\"]([^'\"]+)['\"]", req)
+        if m and norm(m[1]) == wanted:
+            extras.append(m[2])
+    users = [e for e in extras if e != "test"]  # the test extra repeats others' packages
+    return (users or extras or [None])[0]
+
+
+def describe_error(error: BaseException, command: str = "") -> tuple[str, int] | None:
+    """``(one-line message, exit code)`` for an error the user can act on; None for a bug.
+
+    The typed faults' classes are looked up among the loaded modules: a fault of a module that was never
+    imported cannot have been raised, and the error path imports nothing heavy.
+    """
+    minecraft = sys.modules.get("gencoord_env.world.minecraft.errors")
+    loading = sys.modules.get("gencoord_env.agents.lm.loading")
+    if minecraft is not None and isinstance(error, minecraft.MinecraftBackendError):
+        return _one_line(str(error)), 1
+    if loading is not None and isinstance(error, loading.ModelLoadError):
+        return _one_line(str(error)), 1
+    if isinstance(error, ModuleNotFoundError) and error.name and error.name.split(".")[0] != "gencoord_env":
+        module = error.name.split(".")[0]
+        extra = extra_providing(module)
+        fix = f"pip install 'gencoord_env[{extra}]'" if extra else f"pip install {module}"
+        who = f"'gencoord {command}'" if command else "this command"
+        return f"{who} needs {module}, which is not installed: {fix}", 1
+    if isinstance(error, ImportError) and "pip install" in str(error):
+        return _one_line(str(error)), 1
+    if isinstance(error, (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)):
+        return f"{error.strerror or error}: {error.filename}" if error.filename else _one_line(str(error)), 1
+    if isinstance(error, ValueError):
+        return _one_line(str(error)), 2
+    return None
+
+
+def _one_line(message: str) -> str:
+    """The first line of a fault message; later lines are a log's tail (shown with --debug, and in the log)."""
+    first = message.strip().splitlines()[0] if message.strip() else "(no message)"
+    return re.sub(r";?\s*last lines:\s*$", "", first)
+
+
+def run_reported(entry: Callable[[], int], command: str = "", debug: bool = False) -> int:
+    """Run ``entry``; an error the user can act on becomes one ``error:`` line on stderr and its exit code."""
+    try:
+        return int(entry())
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - sorted into "act on it" and "bug" below
+        described = None if debug else describe_error(e, command)
+        if described is None:
+            raise
+        message, code = described
+        print(f"error: {message}", file=sys.stderr)
+        return code
 
 
 def _setup(args: argparse.Namespace) -> int:
-    from gencoord_env.world.minecraft import RuntimeMissing, setup
+    from gencoord_env.world.minecraft import setup
 
-    try:
-        rt = setup(force=args.force)
-    except RuntimeMissing as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    rt = setup(force=args.force)
     print(f"ready: Node {'.'.join(map(str, rt.node_version))}; sidecar at {rt.entry}")
     return 0
 
@@ -46,9 +194,9 @@ def _rollout(args: argparse.Namespace) -> int:
     from gencoord_env.agents.rollout import run_episode, summarize
     from gencoord_env.agents import make_policy
 
+    policy = _policy(args, make_policy)  # a bad name or checkpoint fails before a sidecar starts
     env = gencoord_env.parallel_env(pool=args.pool, backend=args.backend, route=args.route, view=args.view,
                                     surface=args.surface, seed=args.seed, pool_seed=args.pool_seed)
-    policy = _policy(args, make_policy)
     if args.trace:
         from gencoord_env.wrappers import TraceRecorder
 
@@ -62,7 +210,8 @@ def _rollout(args: argparse.Namespace) -> int:
     results: list[dict[str, Any]] = []
     try:
         with Progress(TextColumn("[bold]rollout"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      TextColumn("{task.fields[rate]}"), console=console, transient=False) as progress:
+                      TextColumn("{task.fields[rate]}"), console=console, transient=True,
+                      disable=not console.is_terminal) as progress:  # a log gets the table, not a bar
             task = progress.add_task("episodes", total=n, rate="")
             for k in sorted(order[:n]):
                 results.append(run_episode(env, policy, index=k))
@@ -96,19 +245,23 @@ def _policy(args: argparse.Namespace, make_policy: Any) -> Any:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="gencoord", description="gencoord_env command line")
+    from gencoord_env import __version__
+
+    ap = argparse.ArgumentParser(
+        prog="gencoord", description="gencoord_env command line",
+        epilog=f"{DEBUG_FLAG} (anywhere on the command line, or {DEBUG_ENV}=1) shows the traceback of an error",
+    )
+    ap.add_argument("--version", action="version", version=f"gencoord_env {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
     s = sub.add_parser("setup", help="install the Minecraft sidecar's Node packages (npm ci with the pinned Node)")
     s.add_argument("--force", action="store_true", help="reinstall even when up to date")
     s.set_defaults(func=_setup)
     r = sub.add_parser("rollout", help="run a policy on a pool and print the results table")
-    r.add_argument("--backend", default="minecraft", choices=["sim", "minecraft"])
-    r.add_argument("--pool", default="heldout")
-    r.add_argument("--policy", default="rule", help="rule, factor, table, requester_local, random, or model:PATH")
-    r.add_argument("--route", default="forward")
-    r.add_argument("--view", default="full")
-    r.add_argument("--surface", default="dsl")
-    r.add_argument("--episodes", type=int, default=None, help="number of episodes (default: the whole pool, both role permutations)")
+    add_env_arguments(r, {"backend": "minecraft", "pool": "heldout"})
+    r.add_argument("--policy", default="rule", help=policy_help() + " (default: rule)")
+    add_env_arguments(r, {"route": "forward", "view": "full", "surface": "dsl"})
+    r.add_argument("--episodes", type=positive_int, default=None,
+                   help="number of episodes (default: the whole pool, both role permutations)")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--pool-seed", type=int, default=0)
     r.add_argument("--trace", default=None, help="write one JSONL trace record per episode here")
@@ -122,20 +275,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    debug = DEBUG_FLAG in argv or os.environ.get(DEBUG_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+    argv = [a for a in argv if a != DEBUG_FLAG]
     if argv and argv[0] in DELEGATED:
         module, func = DELEGATED[argv[0]].split(":")
-        try:
-            entry = getattr(importlib.import_module(module), func)
-        except ModuleNotFoundError as e:
-            print(f"error: 'gencoord {argv[0]}' needs {e.name}, which is not installed", file=sys.stderr)
-            return 2
-        return int(entry(argv[1:]))
+        rest = argv[1:]
+        return run_reported(lambda: getattr(importlib.import_module(module), func)(rest), argv[0], debug)
     args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args))
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    return run_reported(lambda: args.func(args), args.command, debug)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -164,10 +165,11 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
     from gencoord_env.accounting import account, table
+    from gencoord_env.cli import add_env_arguments
 
     ap = argparse.ArgumentParser(prog="gencoord replay", description="re-run recorded episodes and check they match")
     ap.add_argument("trace", help="a JSONL file written by TraceRecorder (gencoord rollout --trace)")
-    ap.add_argument("--backend", default=None, choices=["sim", "minecraft"], help="default: the recorded backend")
+    add_env_arguments(ap, {"backend": None}, notes={"backend": "default: the recorded backend"})
     ap.add_argument("--show", action="store_true",
                     help="print one recorded episode's accounting table instead of re-running (no env is built)")
     ap.add_argument("--episode", default=None, help="with --show: the episode id to show (default: the first record)")
@@ -180,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             record = pick_record(records, args.episode)
         except ReplayError as e:
-            Console(stderr=True).print(f"[red]error[/red] {e}")
+            print(f"error: {e}", file=sys.stderr)
             return 2
         console.print(table(account(record)))
         if args.episode is None and len(records) > 1:

@@ -2,25 +2,28 @@
 one command runs every test of the project."""
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from gencoord_env.world.minecraft.runtime import find_node, find_sidecar_dir, missing_packages
+from gencoord_env.world.minecraft.errors import RuntimeMissing
+from gencoord_env.world.minecraft.runtime import locate
 
 
 def test_node_suite_passes() -> None:
-    sidecar = find_sidecar_dir()
-    missing = missing_packages(sidecar)
-    if missing:
-        pytest.skip(f"run 'gencoord setup' first: {missing}")
-    node, _ = find_node()
+    try:
+        rt = locate()
+    except RuntimeMissing as e:
+        pytest.skip(str(e))
+    sidecar = rt.sidecar_dir
     files = sorted(str(p.relative_to(sidecar)) for p in Path(sidecar, "test").glob("*.test.js"))
     assert files, "no Node test files found"
+    # The packages sit in the per-user cache; NODE_PATH reaches the test files and the sidecars they spawn.
     proc = subprocess.run(
-        [str(node), "--test", "--test-concurrency=1", "--test-force-exit", *files],
-        cwd=sidecar, capture_output=True, text=True, timeout=600,
+        [str(rt.node), "--test", "--test-concurrency=1", "--test-force-exit", *files],
+        cwd=sidecar, capture_output=True, text=True, timeout=600, env={**os.environ, **rt.env()},
     )
     tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
     assert proc.returncode == 0, tail

@@ -1,8 +1,8 @@
-"""``python -m gencoord_env.train data|sft|evaluate ...`` (see ``train.cli``)."""
+"""``python -m gencoord_env.train data|sft|evaluate ...``: the same as ``gencoord train ...``."""
 from __future__ import annotations
 
 import sys
 
-from gencoord_env.train.cli import main
+from gencoord_env.cli import main
 
-sys.exit(main())
+sys.exit(main(["train", *sys.argv[1:]]))

@@ -1,27 +1,32 @@
-"""Command line for the training side: ``data``, ``sft`` and ``evaluate`` (``python -m gencoord_env.train <command>``).
+"""``gencoord train data|sft|evaluate``: SFT data, training and closed-loop evaluation
+(also ``python -m gencoord_env.train <command>``).
 
 Each command is also a function taking ``argv`` (:func:`data_main`, :func:`sft_main`,
-:func:`evaluate_main`) so a top-level CLI can mount them as ``gencoord train ...``.
+:func:`evaluate_main`). ``sft`` and ``evaluate`` need the ``lm`` extra.
 
 Examples::
 
-    python -m gencoord_env.train data --out runs/data
-    python -m gencoord_env.train sft --data runs/data/forward.jsonl --out runs/scratch --scratch qwen3 --lr 1e-3 --epochs 12
-    python -m gencoord_env.train evaluate --model runs/scratch/final --pool heldout --route forward --out runs/heldout.json
+    gencoord train data --out runs/data
+    gencoord train sft --data runs/data/forward.jsonl --out runs/scratch --scratch qwen3 --lr 1e-3 --epochs 12
+    gencoord train evaluate --model runs/scratch/final --pool heldout --route forward --out runs/heldout.json
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from gencoord_env.cli import add_env_arguments, positive_int
+
+PROG = "gencoord train"
 
 
 def data_main(argv: Sequence[str] | None = None) -> int:
     from gencoord_env.train.data import DATASETS, build_all
 
-    p = argparse.ArgumentParser(prog="train data", description="Write the programmatic SFT sets and their manifest.")
+    p = argparse.ArgumentParser(prog=f"{PROG} data", description="Write the programmatic SFT sets and their manifest.")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--sets", nargs="*", choices=sorted(DATASETS), help="sets to build (default: all)")
     p.add_argument("--seed", type=int, default=0, help="pool seed")
@@ -35,7 +40,7 @@ def data_main(argv: Sequence[str] | None = None) -> int:
 def sft_main(argv: Sequence[str] | None = None) -> int:
     from gencoord_env.train.sft import SCRATCH_LR, ScratchConfig, SFTConfig, train
 
-    p = argparse.ArgumentParser(prog="train sft", description="Supervised fine-tuning (target + EOS loss) with provenance.")
+    p = argparse.ArgumentParser(prog=f"{PROG} sft", description="Supervised fine-tuning (target + EOS loss) with provenance.")
     p.add_argument("--data", nargs="+", required=True, help="JSONL files written by `train data`")
     p.add_argument("--out", required=True, help="run directory (final/ and provenance.json)")
     src = p.add_mutually_exclusive_group(required=True)
@@ -71,18 +76,15 @@ def sft_main(argv: Sequence[str] | None = None) -> int:
 
 def evaluate_main(argv: Sequence[str] | None = None) -> int:
     from gencoord_env.agents.lm.generate import GenerationConfig
-    from gencoord_env.agents.lm.policy import load_policy
+    from gencoord_env.agents.lm.policy import POLICY_KINDS, load_policy
     from gencoord_env.train.evaluate import evaluate
 
-    p = argparse.ArgumentParser(prog="train evaluate", description="Closed-loop evaluation of a checkpoint in the env.")
+    p = argparse.ArgumentParser(prog=f"{PROG} evaluate", description="Closed-loop evaluation of a checkpoint in the env.")
     p.add_argument("--model", required=True, help="checkpoint directory or hub id")
-    p.add_argument("--policy", choices=["direct", "factor_code"], default="direct")
-    p.add_argument("--pool", default="heldout")
-    p.add_argument("--route", default="forward")
-    p.add_argument("--view", default="full")
-    p.add_argument("--surface", default="dsl")
-    p.add_argument("--backend", default="sim")
-    p.add_argument("--episodes", type=int)
+    p.add_argument("--policy", choices=list(POLICY_KINDS), default="direct",
+                   help=f"how the model's output becomes an action: {' | '.join(POLICY_KINDS)} (default: direct)")
+    add_env_arguments(p, {"pool": "heldout", "route": "forward", "view": "full", "surface": "dsl", "backend": "sim"})
+    p.add_argument("--episodes", type=positive_int, help="at most this many episodes (default: the whole pool)")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--decode", choices=["auto", "static", "generate"], default="auto", help="generation backend")
     p.add_argument("--device")
@@ -99,12 +101,25 @@ def evaluate_main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-COMMANDS = {"data": data_main, "sft": sft_main, "evaluate": evaluate_main}
+COMMANDS: dict[str, tuple[Callable[[Sequence[str] | None], int], str]] = {
+    "data": (data_main, "write the programmatic SFT sets and their manifest"),
+    "sft": (sft_main, "supervised fine-tuning with provenance (needs the lm extra)"),
+    "evaluate": (evaluate_main, "closed-loop evaluation of a checkpoint in the env (needs the lm extra)"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command list; each command parses its own arguments (``gencoord train COMMAND --help``)."""
+    ap = argparse.ArgumentParser(prog=PROG, description="SFT data, training and closed-loop evaluation",
+                                 epilog=f"see '{PROG} COMMAND --help' for a command's arguments")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (_, summary) in COMMANDS.items():
+        sub.add_parser(name, help=summary, add_help=False).add_argument("rest", nargs=argparse.REMAINDER)
+    return ap
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in COMMANDS:
-        print(f"usage: python -m gencoord_env.train {{{','.join(COMMANDS)}}} ...", file=sys.stderr)
-        return 2
-    return COMMANDS[args[0]](args[1:])
+        build_parser().parse_args(args)  # prints the help, or the usage and what is wrong, and exits
+    return COMMANDS[args[0]][0](args[1:])

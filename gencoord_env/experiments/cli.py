@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gencoord_env.cli import env_choices, one_of, policy_help
 from gencoord_env.experiments.specs import EXPERIMENTS, Condition, Experiment, experiment
 
 
@@ -88,11 +89,12 @@ def run(exp: Experiment, args: argparse.Namespace, out: Path) -> list[dict[str, 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="gencoord experiment", description="reproduce one of the paper's evaluations")
-    ap.add_argument("name", nargs="?", help=f"one of {list(EXPERIMENTS)}, or 'all'")
-    ap.add_argument("--backend", default="sim", choices=["sim", "minecraft"],
-                    help="world backend (default: sim; a whole pool on minecraft takes about an hour per experiment)")
+    ap.add_argument("name", nargs="?", help=f"{' | '.join(EXPERIMENTS)} | all")
+    backends = env_choices()["backend"]
+    ap.add_argument("--backend", default="sim", type=one_of("backend", backends), metavar="BACKEND",
+                    help=f"{' | '.join(backends)} (default: sim; a whole pool on minecraft takes about an hour per experiment)")
     ap.add_argument("--policy", default=None,
-                    help="policy for the learned-model conditions: a rule agent name or model:PATH (default: rule agents)")
+                    help=f"policy for the learned-model conditions: {policy_help()} (default: the rule agents the paper used)")
     ap.add_argument("--out", default=None, help="output folder (default: results/NAME; with 'all': results/)")
     ap.add_argument("--episodes", type=int, default=None,
                     help="at most this many episodes per condition (ceil(N/2) clusters, both roles; default: whole pool)")
@@ -132,4 +134,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from gencoord_env.cli import main as gencoord
+
+    raise SystemExit(gencoord(["experiment", *sys.argv[1:]]))

