@@ -31,7 +31,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from gencoord_env.caches import cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -387,7 +387,7 @@ def load_catalog(path: Path = CATALOG_PATH) -> Catalog:
     return parse_catalog(raw)
 
 
-@lru_cache(maxsize=1)
+@cache(maxsize=1)
 def minecraft_items() -> frozenset[str]:
     """The item names of Minecraft Java 1.21.4 (regenerate with scripts/extract_minecraft_items.js)."""
     try:

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from gencoord_env.catalog import CATALOG
 from gencoord_env.types import Task
 from gencoord_env.tasks.prior import (
     GOAL_CAPABILITY,
@@ -190,8 +191,6 @@ class Episode:
     def location(self, task: Task, actor: str) -> str:
         """The grounding location of a task: the first given of its skill's ``location`` keys in
         ``data/catalog.json`` (``@source_chest``: ``actor``'s own source chest), else ``""``."""
-        from gencoord_env.catalog import CATALOG
-
         spec = CATALOG.skills.get(task.skill)
         for key in spec.location if spec is not None else CATALOG.location:
             value = self.source_chest(actor) if key == "@source_chest" else task.args.get(key)

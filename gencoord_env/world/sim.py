@@ -117,6 +117,7 @@ from typing import Any
 from gencoord_env.catalog import minecraft_items
 from gencoord_env.world.furnace import FurnaceSlots, settle
 from gencoord_env.world.recipes import RecipeBook, load_recipes
+from gencoord_env.caches import Memo
 from gencoord_env.world.types import (
     EXECUTOR_ACTIONS,
     OP_ARGS,
@@ -204,11 +205,10 @@ def _missing(where: str, have: int, item: str, need: int) -> _Result:
 
 
 _Layout = tuple[dict[str, Station], tuple[str, ...], tuple[str, ...], tuple[str, ...]]
-#: Validated layouts by the identity of their ``stations`` tuple: an episode object builds its
-#: WorldSpec once and is reset many times, so identity hits are the common case; validating a layout
-#: costs more than the rest of ``reset``, and comparing layouts by value costs almost as much. Bounded.
-_LAYOUTS: dict[int, tuple[tuple[Station, ...], _Layout]] = {}
-_LAYOUT_CACHE_SIZE = 4096
+#: Validated layouts by their ``stations`` tuple: an episode builds its WorldSpec once and is reset many
+#: times, and validating a layout costs more than the rest of ``reset``. A hit costs one tuple hash
+#: (the dict then finds the same tuple object by identity before comparing values).
+_LAYOUTS = Memo("world.sim.layouts")
 
 
 def _build_layout(stations: tuple[Station, ...]) -> _Layout:
@@ -376,13 +376,10 @@ class SimWorld:
     # ------------------------------------------------------------------ internals
 
     def _load_layout(self, stations: tuple[Station, ...]) -> None:
-        entry = _LAYOUTS.get(id(stations))
-        if entry is None or entry[0] is not stations:
-            entry = (stations, _build_layout(stations))
-            if len(_LAYOUTS) >= _LAYOUT_CACHE_SIZE:
-                _LAYOUTS.clear()
-            _LAYOUTS[id(stations)] = entry  # holding ``stations`` keeps its id from being reused
-        self._stations, self._chest_names, self._furnace_names, self._site_names = entry[1]
+        layout = _LAYOUTS.get(stations)
+        if layout is None:
+            layout = _LAYOUTS.put(stations, _build_layout(stations))
+        self._stations, self._chest_names, self._furnace_names, self._site_names = layout
         self._layout_src = stations
 
     def _execute(self, call: SkillCall) -> _Result:
