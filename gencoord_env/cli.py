@@ -195,7 +195,7 @@ def _rollout(args: argparse.Namespace) -> int:
     from gencoord_env.agents import make_policy
 
     policy = _policy(args, make_policy)  # a bad name or checkpoint fails before a sidecar starts
-    env = gencoord_env.parallel_env(pool=args.pool, backend=args.backend, route=args.route, view=args.view,
+    env = gencoord_env.parallel_env(timings=True, pool=args.pool, backend=args.backend, route=args.route, view=args.view,
                                     surface=args.surface, seed=args.seed, pool_seed=args.pool_seed)
     if args.trace:
         from gencoord_env.wrappers import TraceRecorder

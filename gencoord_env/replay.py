@@ -29,7 +29,7 @@ from gencoord_env.wrappers import apply
 from gencoord_env.wrappers.trace_recorder import RECORD_VERSION, episode_record, jsonable
 
 #: Keys whose values are wall-clock measurements and differ between runs.
-VOLATILE: frozenset[str] = frozenset({"episode_seconds", "time_to_commitment"})
+VOLATILE: frozenset[str] = frozenset({"episode_seconds", "time_to_commitment", "timings"})
 
 
 class ReplayError(ValueError):
@@ -73,7 +73,8 @@ def replay(record: Mapping[str, Any], backend: str | None = None, world: Any = N
     cfg = record["env"]
     env = gencoord_env.parallel_env(
         pool=[episode], backend=backend or cfg["backend"], route=cfg["route"], view=cfg["view"],
-        surface=cfg["surface"], private_fact=cfg["private_fact"], world=world,
+        surface=cfg["surface"], private_fact=cfg["private_fact"], world=world, actions=cfg.get("actions", "text"),
+        reward=cfg.get("reward", "binary"),
     )
     env = apply(env, list(record.get("interventions", [])))
     mismatches: list[str] = []
