@@ -276,7 +276,7 @@ def main() -> None:
                 input_ids=ids, do_sample=False, max_new_tokens=args.output_tokens,
                 min_new_tokens=args.output_tokens, pad_token_id=fast.pad_id,
             )[0, args.input_tokens :].tolist()
-        fast_ids = fast._decode_static(prompt)[0]
+        fast_ids = fast._decode_static(prompt)[0][0]  # (rows, logprobs): the first row
         agree = next((i for i, (a, b) in enumerate(zip(ref_ids, fast_ids)) if a != b), len(ref_ids))
         baseline = {"generate_call_s": times, "identical_prefix_tokens": agree, "compared_tokens": len(ref_ids)}
         if supports_hybrid(model):

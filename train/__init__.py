@@ -1,1 +1,2 @@
-"""Training side: programmatic SFT data (``data``), supervised fine-tuning (``sft``), closed-loop evaluation (``evaluate``)."""
+"""Training side: programmatic SFT data (``data``), supervised fine-tuning (``sft``), GRPO on the env's
+decision points (``decisions``, ``grpo``), closed-loop evaluation (``evaluate``)."""

@@ -1,13 +1,14 @@
-"""``gencoord train data|sft|evaluate``: SFT data, training and closed-loop evaluation
+"""``gencoord train data|sft|grpo|evaluate``: SFT data, training and closed-loop evaluation
 (also ``python -m gencoord_env.train <command>``).
 
-Each command is also a function taking ``argv`` (:func:`data_main`, :func:`sft_main`,
-:func:`evaluate_main`). ``sft`` and ``evaluate`` need the ``lm`` extra.
+Each command is also a function taking ``argv`` (:func:`data_main`, :func:`sft_main`, :func:`grpo_main`,
+:func:`evaluate_main`). ``sft`` and ``evaluate`` need the ``lm`` extra, ``grpo`` the ``lm`` and ``rl`` extras.
 
 Examples::
 
     gencoord train data --out runs/data
     gencoord train sft --data runs/data/forward.jsonl --out runs/scratch --scratch qwen3 --lr 1e-3 --epochs 12
+    gencoord train grpo --model runs/scratch/final --pool train --route forward --out runs/grpo --steps 200
     gencoord train evaluate --model runs/scratch/final --pool heldout --route forward --out runs/heldout.json
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from gencoord_env.cli import add_env_arguments, positive_int
+from gencoord_env.cli import add_env_arguments, env_choices, one_of, positive_int
 
 PROG = "gencoord train"
 
@@ -74,6 +75,56 @@ def sft_main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def grpo_main(argv: Sequence[str] | None = None) -> int:
+    from gencoord_env.agents.registry import POLICIES
+
+    p = argparse.ArgumentParser(prog=f"{PROG} grpo", description="GRPO (TRL) from an SFT checkpoint on a pool's decisions, "
+                                "each completion rewarded by replaying its episode on the sim; writes reward_curve.json, "
+                                "provenance.json, points.jsonl and final/.")
+    p.add_argument("--model", required=True, help="SFT checkpoint directory (or hub id)")
+    p.add_argument("--out", required=True, help="run directory")
+    add_env_arguments(p, {"pool": "train", "route": "forward"})
+    p.add_argument("--stages", nargs="+", metavar="STAGE", help="learn only these decision stages (default: every stage of the route)")
+    p.add_argument("--episodes", type=positive_int, help="the first N episodes of the pool (default: all)")
+    p.add_argument("--partner", default="rule", type=one_of("policy", tuple(POLICIES)), metavar="POLICY",
+                   help=f"rule agent that plays the prefixes and every later decision: {' | '.join(POLICIES)} (default: rule)")
+    p.add_argument("--partial-credit", action="store_true",
+                   help="the env's staged reward: parsed 0.2, contract-valid 0.4, resolved 0.6, handoff verified 0.8, success 1.0")
+    p.add_argument("--steps", type=positive_int, default=50, help="optimizer steps (default: 50)")
+    p.add_argument("--prompts-per-step", type=positive_int, default=4, help="decisions per step (default: 4)")
+    p.add_argument("--num-generations", type=positive_int, default=8, help="completions per decision, one GRPO group (default: 8)")
+    p.add_argument("--max-completion-length", type=positive_int, default=128)
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--lr", type=float, default=1e-6,
+                   help="default 1e-6, TRL's, for pretrained models; a small model trained from scratch needs about 1e-4 to 1e-3")
+    p.add_argument("--beta", type=float, default=0.0, help="KL coefficient (default 0: no reference model)")
+    p.add_argument("--loss-type", default="dapo", help="TRL's GRPO loss (default: dapo)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device")
+    p.add_argument("--eval-pool", type=one_of("pool", env_choices()["pool"]), metavar="POOL",
+                   help="closed-loop greedy success on this pool before and after training")
+    p.add_argument("--eval-episodes", type=positive_int)
+    p.add_argument("--no-save", action="store_true", help="skip writing the checkpoint")
+    a = p.parse_args(argv)
+    from gencoord_env.train.grpo import GRPORunConfig, run
+
+    config = GRPORunConfig(
+        model=a.model, out_dir=a.out, pool=a.pool, route=a.route, stages=tuple(a.stages) if a.stages else None,
+        episodes=a.episodes, partner=a.partner, partial_credit=a.partial_credit, steps=a.steps,
+        prompts_per_step=a.prompts_per_step, num_generations=a.num_generations,
+        max_completion_length=a.max_completion_length, temperature=a.temperature, top_p=a.top_p, lr=a.lr,
+        beta=a.beta, loss_type=a.loss_type, seed=a.seed, device=a.device, eval_pool=a.eval_pool,
+        eval_episodes=a.eval_episodes, save=not a.no_save,
+    )
+    result = run(config)
+    prov = result.provenance
+    print(json.dumps({k: prov[k] for k in ("optimizer_steps", "train_seconds", "reward_first", "reward_final",
+                                           "completions_scored", "eval_before", "eval_after")}
+                     | {"checkpoint": str(result.checkpoint) if result.checkpoint else None}, indent=2))
+    return 0
+
+
 def evaluate_main(argv: Sequence[str] | None = None) -> int:
     from gencoord_env.agents.lm.generate import GenerationConfig
     from gencoord_env.agents.lm.policy import POLICY_KINDS, load_policy
@@ -104,6 +155,7 @@ def evaluate_main(argv: Sequence[str] | None = None) -> int:
 COMMANDS: dict[str, tuple[Callable[[Sequence[str] | None], int], str]] = {
     "data": (data_main, "write the programmatic SFT sets and their manifest"),
     "sft": (sft_main, "supervised fine-tuning with provenance (needs the lm extra)"),
+    "grpo": (grpo_main, "GRPO from an SFT checkpoint, rewarded by env replay (needs the lm and rl extras)"),
     "evaluate": (evaluate_main, "closed-loop evaluation of a checkpoint in the env (needs the lm extra)"),
 }
 

@@ -1,11 +1,23 @@
-"""Greedy, batched text generation for learned policies, with per-call records.
+"""Batched text generation for learned policies (greedy by default, or seeded sampling), with per-call records.
 
 The paper's learned agents decode greedily (deterministic), with a structured cap of 256 new tokens,
 and their cost is reported as calls, input tokens, output tokens and time to commitment. A
 :class:`Generator` turns a batch of local contexts into completions and one
 :class:`GenerationRecord` per prompt carrying those numbers.
 
-Two decoding paths compute the same greedy function:
+Sampling (``do_sample=True``; for reinforcement learning) draws each token from the model's
+distribution with ``temperature`` and nucleus (``top_p``) filtering, by inverse CDF over the nucleus
+sorted by probability, with one uniform number per (row, step) drawn on the CPU from a seeded
+``torch.Generator``. The draw is therefore a pure function of the logits and the seed, whatever the
+device: given the same logits, both decoding paths below draw the same tokens. Records then carry ``completion_ids`` (every sampled
+token, the stopping one included) and ``logprobs``: for each of those tokens ``log_softmax(logits)`` of
+the raw model logits, i.e. at temperature 1, before top-p and before the ``min_new_tokens`` EOS block.
+That is the quantity a policy-gradient loss recomputes with a teacher-forced forward pass of the same
+model (TRL's GRPO divides the logits by its ``temperature`` first: with temperature 1 the two agree).
+Greedy decoding is unchanged by all of this; ``logprobs=True`` adds the same raw log-probabilities to
+greedy records.
+
+Two decoding paths compute the same function:
 
 - ``"static"``: our own loop over a preallocated (static) KV / recurrent-state cache. Prompts are
   left-padded, the whole batch is prefilled in one forward pass, then one token per step is decoded.
@@ -37,7 +49,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import torch
-from transformers import PreTrainedModel, PreTrainedTokenizerBase, StoppingCriteria, StoppingCriteriaList
+from transformers import LogitsProcessor, LogitsProcessorList, PreTrainedModel, PreTrainedTokenizerBase, StoppingCriteria, StoppingCriteriaList
 
 from gencoord_env.agents.lm import kernels
 from gencoord_env.agents.lm.hybrid import HybridState, hybrid_forward, supports_hybrid
@@ -91,6 +103,14 @@ class GenerationConfig:
     recurrent_state: Literal["float32", "model"] = "float32"
     # Static decoders (shape, buffers, graph) kept; each holds a full cache for its batch size.
     max_decoders: int = 4
+    # Sample instead of decoding greedily: softmax(logits / temperature) restricted to the smallest set of
+    # most probable tokens whose mass reaches top_p. ``seed`` seeds the generator's sampling stream.
+    do_sample: bool = False
+    temperature: float = 1.0
+    top_p: float = 1.0
+    seed: int = 0
+    # Per-token raw log-probabilities in the records (see the module docstring); None: on when sampling.
+    logprobs: bool | None = None
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:
@@ -103,6 +123,14 @@ class GenerationConfig:
             raise ValueError(f"recurrent_state must be 'float32' or 'model', got {self.recurrent_state!r}")
         if self.backend not in ("auto", "static", "generate"):
             raise ValueError(f"backend must be 'auto', 'static' or 'generate', got {self.backend!r}")
+        if not self.temperature > 0:
+            raise ValueError(f"temperature must be > 0 (greedy decoding is do_sample=False), got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+
+    @property
+    def wants_logprobs(self) -> bool:
+        return self.do_sample if self.logprobs is None else self.logprobs
 
 
 @dataclass(frozen=True)
@@ -118,6 +146,12 @@ class GenerationRecord:
     stop_reason: StopReason
     batch_size: int
     backend: str
+    # Every generated token of this row including the one that stopped it (EOS or the record end's last
+    # newline): the tokens the model emitted, as a policy-gradient loss scores them.
+    completion_ids: tuple[int, ...] = ()
+    # log p(token | prompt, earlier tokens) of each ``completion_ids`` token under the raw model logits
+    # (log_softmax, temperature 1, no top-p, no EOS block); None unless logprobs were asked for.
+    logprobs: tuple[float, ...] | None = None
 
 
 def kernel_report() -> dict[str, str]:
@@ -173,6 +207,39 @@ def _newline_table(tokenizer: PreTrainedTokenizerBase, vocab_size: int) -> torch
     return table
 
 
+def _sample(logits: torch.Tensor, uniform: torch.Tensor, temperature: torch.Tensor | float, top_p: torch.Tensor | float) -> torch.Tensor:
+    """One token id per row, drawn by inverse CDF with ``uniform`` (one number in [0, 1) per row).
+
+    The distribution is ``softmax(logits / temperature)`` restricted to its top-p nucleus: the most
+    probable tokens, in order, while the mass before each is below ``top_p`` (so the first always
+    stays). Tokens with logit -inf have probability 0 and are never drawn.
+    """
+    probs = torch.softmax(logits / temperature, dim=-1)
+    ordered, order = probs.sort(dim=-1, descending=True, stable=True)
+    kept = torch.where(ordered.cumsum(-1) - ordered < top_p, ordered, torch.zeros_like(ordered))
+    cdf = kept.cumsum(-1)
+    pos = torch.searchsorted(cdf, uniform.view(-1, 1) * cdf[:, -1:], right=True)
+    # Float rounding can put the target at the very top; the kept tokens are a prefix of ``order``.
+    pos = torch.minimum(pos, (kept > 0).sum(-1, keepdim=True) - 1)
+    return order.gather(-1, pos).view(-1)
+
+
+class _InverseCDF(LogitsProcessor):
+    """Makes ``model.generate``'s greedy pick the token :func:`_sample` draws (the ``generate`` path).
+
+    It runs after transformers' own processors (the ``min_new_tokens`` EOS block), as the static loop does.
+    """
+
+    def __init__(self, noise: torch.Tensor, prompt_len: int, temperature: float, top_p: float) -> None:
+        self.noise, self.prompt_len, self.temperature, self.top_p = noise, prompt_len, temperature, top_p
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        step = input_ids.shape[1] - self.prompt_len
+        chosen = _sample(scores.float(), self.noise[:, step].to(scores.device), self.temperature, self.top_p)
+        out = torch.full_like(scores, float("-inf"))
+        return out.scatter_(1, chosen.view(-1, 1), 0.0)
+
+
 class _RecordEnd(StoppingCriteria):
     """Stops rows whose completion holds ``lines`` newlines (for the ``generate`` path)."""
 
@@ -185,13 +252,17 @@ class _RecordEnd(StoppingCriteria):
 
 
 class Generator:
-    """Greedy batched generation with a structured cap and per-call records.
+    """Batched generation (greedy, or seeded sampling) with a structured cap and per-call records.
 
     Example::
 
         gen = Generator(lm.model, lm.tokenizer)
         records = gen.generate(["<local context of env 0>", "<local context of env 1>"])
         records[0].text, records[0].output_tokens, records[0].latency_s
+
+        sampler = Generator(lm.model, lm.tokenizer, GenerationConfig(do_sample=True, temperature=1.0, top_p=0.95, seed=1))
+        group = sampler.generate(["<context>"] * 8)        # eight samples of one context
+        group[0].completion_ids, group[0].logprobs         # raw model log-probabilities per token
     """
 
     def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, config: GenerationConfig | None = None) -> None:
@@ -203,7 +274,10 @@ class Generator:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_ids[0]
         vocab = model.get_output_embeddings().weight.shape[0]
         self._newlines_cpu = _newline_table(tokenizer, vocab)
-        self._decoders: OrderedDict[tuple[int, int], _StaticDecoder] = OrderedDict()
+        self._decoders: OrderedDict[tuple[int, int, bool, bool], _StaticDecoder] = OrderedDict()
+        # The sampling stream: successive calls draw successive noise, so a Generator built with one seed
+        # reproduces its whole sequence of samples; ``seed=`` on a call pins that call alone.
+        self._rng = torch.Generator().manual_seed(self.config.seed)
         self.backend = self._pick_backend()
         self._graphs = self.config.cuda_graphs and self.device.type == "cuda"
 
@@ -217,20 +291,25 @@ class Generator:
             )
         return context
 
-    def generate(self, contexts: Sequence[str]) -> list[GenerationRecord]:
-        """Complete every context in one batched call; records come back in input order."""
+    def generate(self, contexts: Sequence[str], *, seed: int | None = None) -> list[GenerationRecord]:
+        """Complete every context in one batched call; records come back in input order.
+
+        When sampling, ``seed`` makes this call's samples a function of the seed and the prompts alone
+        (row ``i`` uses the ``i``-th row of the seed's noise); without it the call continues the
+        generator's own stream, seeded by ``config.seed``.
+        """
         start = time.perf_counter()
         prompts = [self.tokenizer(self.prompt_text(c), add_special_tokens=False)["input_ids"] for c in contexts]
-        return self._run(prompts, start)
+        return self._run(prompts, start, seed)
 
-    def generate_tokens(self, prompts: Sequence[Sequence[int]]) -> list[GenerationRecord]:
+    def generate_tokens(self, prompts: Sequence[Sequence[int]], *, seed: int | None = None) -> list[GenerationRecord]:
         """As :meth:`generate`, for prompts already tokenized (benchmarks, cached prompts)."""
-        return self._run([list(p) for p in prompts], time.perf_counter())
+        return self._run([list(p) for p in prompts], time.perf_counter(), seed)
 
     def graph_status(self) -> dict[str, str]:
         """For each compiled (batch, cache length) shape: ``"graph"``, ``"eager"`` or why capture failed."""
         status = {}
-        for (batch, length), d in self._decoders.items():
+        for (batch, length, _, _), d in self._decoders.items():
             forward = "hybrid" if d.hybrid else "transformers"
             status[f"{batch}x{length}"] = f"{forward} decode " + ("graph" if d.graph is not None else (d.graph_error or "eager"))
             for width, entry in d.prefills.items():
@@ -246,20 +325,29 @@ class Generator:
         model_type = getattr(self.model.config, "model_type", "")
         return "static" if model_type in {"qwen3", "qwen3_5", "qwen3_5_text", "qwen2", "llama"} else "generate"
 
-    def _run(self, prompts: list[list[int]], start: float) -> list[GenerationRecord]:
+    def _noise(self, rows: int, seed: int | None) -> torch.Tensor | None:
+        """One uniform number per (row, step) for sampling, drawn on the CPU; None when decoding greedily."""
+        if not self.config.do_sample:
+            return None
+        rng = self._rng if seed is None else torch.Generator().manual_seed(seed)
+        return torch.rand((rows, self.config.max_new_tokens), generator=rng, dtype=torch.float32)
+
+    def _run(self, prompts: list[list[int]], start: float, seed: int | None = None) -> list[GenerationRecord]:
         if not prompts:
             return []
         if any(len(p) == 0 for p in prompts):
             raise ValueError("every prompt needs at least one token")
+        noise = self._noise(len(prompts), seed)
         with torch.inference_mode():
             if self.backend == "static":
-                rows = self._decode_static(prompts)
+                rows, logps = self._decode_static(prompts, noise)
             else:
-                rows = self._decode_generate(prompts)
+                rows, logps = self._decode_generate(prompts, noise)
         latency = time.perf_counter() - start
         records = []
-        for prompt, tokens in zip(prompts, rows):
+        for n, (prompt, tokens) in enumerate(zip(prompts, rows)):
             kept, reason = self._cut(tokens)
+            emitted = len(kept) + (reason != "max_new_tokens")
             text = self.tokenizer.decode(kept, skip_special_tokens=True)
             if reason == "record_end":
                 text = "\n".join(text.split("\n")[: self.config.record_lines])
@@ -268,11 +356,13 @@ class Generator:
                     text=text.strip(),
                     tokens=tuple(kept),
                     input_tokens=len(prompt),
-                    output_tokens=len(kept) + (reason != "max_new_tokens"),
+                    output_tokens=emitted,
                     latency_s=latency,
                     stop_reason=reason,
                     batch_size=len(prompts),
                     backend=self.backend,
+                    completion_ids=tuple(tokens[:emitted]),
+                    logprobs=None if logps is None else tuple(logps[n][:emitted]),
                 )
             )
         return records
@@ -298,12 +388,16 @@ class Generator:
             mask[row, width - len(prompt) :] = True
         return ids, mask
 
-    def _decode_generate(self, prompts: list[list[int]]) -> list[list[int]]:
+    def _decode_generate(self, prompts: list[list[int]], noise: torch.Tensor | None = None) -> tuple[list[list[int]], list[list[float]] | None]:
         width = max(len(p) for p in prompts)
         ids, mask = self._left_pad(prompts, width)
         criteria = StoppingCriteriaList()
         if self.config.stop_at_record_end:
             criteria.append(_RecordEnd(self._newlines_cpu, width, self.config.record_lines))
+        processors = LogitsProcessorList()
+        if noise is not None:  # greedy over a one-hot of the token our sampler draws
+            processors.append(_InverseCDF(noise, width, self.config.temperature, self.config.top_p))
+        want_logprobs = self.config.wants_logprobs
         out = self.model.generate(
             input_ids=ids.to(self.device),
             attention_mask=mask.long().to(self.device),
@@ -313,10 +407,18 @@ class Generator:
             eos_token_id=self.eos_ids,
             pad_token_id=self.pad_id,
             stopping_criteria=criteria,
+            logits_processor=processors,
+            **({"output_logits": True, "return_dict_in_generate": True} if want_logprobs else {}),
         )
-        return [row.tolist() for row in out[:, width:].cpu()]
+        sequences = out.sequences if want_logprobs else out
+        new = sequences[:, width:]
+        logps = None
+        if want_logprobs:  # ``out.logits`` are the raw logits of each step, before any processor
+            raw = torch.stack(out.logits, dim=1).float().log_softmax(-1)
+            logps = raw.gather(-1, new.unsqueeze(-1)).squeeze(-1).cpu().tolist()
+        return [row.tolist() for row in new.cpu()], logps
 
-    def _decode_static(self, prompts: list[list[int]]) -> list[list[int]]:
+    def _decode_static(self, prompts: list[list[int]], noise: torch.Tensor | None = None) -> tuple[list[list[int]], list[list[float]] | None]:
         width = max(len(p) for p in prompts)
         if self._graphs:
             width = _round_up(width, _PREFILL_BUCKET)
@@ -324,13 +426,13 @@ class Generator:
         # Fill the bucket with copies of the first prompt; their outputs are dropped.
         padded_prompts = prompts + [prompts[0]] * (batch - len(prompts))
         cache_len = _round_up(width + self.config.max_new_tokens, 256)
-        decoder = self._decoder(batch, cache_len)
+        decoder = self._decoder(batch, cache_len, noise is not None, self.config.wants_logprobs)
         ids, mask = self._left_pad(padded_prompts, width)
-        out = decoder.run(ids, mask, self.config)
-        return [row.tolist() for row in out[: len(prompts)]]
+        out, logps = decoder.run(ids, mask, self.config, noise)
+        return [row.tolist() for row in out[: len(prompts)]], None if logps is None else logps[: len(prompts)].tolist()
 
-    def _decoder(self, batch: int, cache_len: int) -> _StaticDecoder:
-        key = (batch, cache_len)
+    def _decoder(self, batch: int, cache_len: int, sample: bool = False, logprobs: bool = False) -> _StaticDecoder:
+        key = (batch, cache_len, sample, logprobs)
         if key in self._decoders:
             self._decoders.move_to_end(key)
             return self._decoders[key]
@@ -350,6 +452,8 @@ class Generator:
             compile_prefill=self.config.compile_prefill if self.config.compile_prefill is not None else compile_step,
             hybrid=hybrid,
             state_dtype=torch.float32 if self.config.recurrent_state == "float32" else self.model.dtype,
+            sample=sample,
+            logprobs=logprobs,
         )
         self._decoders[key] = decoder
         return decoder
@@ -400,8 +504,13 @@ class _StaticDecoder:
         compile_prefill: bool = False,
         hybrid: bool = False,
         state_dtype: torch.dtype = torch.float32,
+        sample: bool = False,
+        logprobs: bool = False,
     ) -> None:
         self.model = model
+        # Python-level switches: each (sample, logprobs) pair is its own decoder and captured graph, so
+        # the greedy step stays exactly the code it always was.
+        self.sample, self.logprobs = sample, logprobs
         self.batch, self.cache_len = batch, cache_len
         device = next(model.parameters()).device
         self.device = device
@@ -431,6 +540,11 @@ class _StaticDecoder:
             self.newlines = torch.zeros(batch, dtype=torch.int32, device=device)
             self.finished = torch.zeros(batch, dtype=torch.bool, device=device)
             self.out = torch.full((batch, cache_len), pad_id, dtype=torch.long, device=device)
+            # Sampling inputs (filled by ``run``) and the raw log-probability of each emitted token.
+            self.noise = torch.zeros(batch, cache_len, dtype=torch.float32, device=device)
+            self.temperature = torch.ones((), dtype=torch.float32, device=device)
+            self.top_p = torch.ones((), dtype=torch.float32, device=device)
+            self.out_logp = torch.zeros(batch, cache_len, dtype=torch.float32, device=device)
             self.is_eos = torch.zeros(vocab, dtype=torch.bool, device=device)
             self.is_eos[torch.tensor([i for i in eos_ids if i < vocab], dtype=torch.long)] = True
             self.newline_table = newline_table.to(device)
@@ -466,13 +580,19 @@ class _StaticDecoder:
         return out.logits[:, -1, :]
 
     def _choose(self, logits: torch.Tensor) -> torch.Tensor:
-        """Greedy pick with EOS held back before ``min_new`` tokens; finished rows emit padding."""
+        """Greedy pick (or a sampled one) with EOS held back before ``min_new`` tokens; finished rows emit padding."""
         logits = logits.float()
+        raw = logits.log_softmax(dim=-1) if self.logprobs else None
         block = self.is_eos & (self.produced < self.min_new)
         logits = logits.masked_fill(block, float("-inf"))
-        chosen = logits.argmax(dim=-1)
+        if self.sample:
+            chosen = _sample(logits, self.noise.index_select(1, self.produced), self.temperature, self.top_p)
+        else:
+            chosen = logits.argmax(dim=-1)
         chosen = torch.where(self.finished, torch.full_like(chosen, self.pad_id), chosen)
         self.out.index_copy_(1, self.produced, chosen.view(-1, 1))
+        if raw is not None:
+            self.out_logp.index_copy_(1, self.produced, raw.gather(-1, chosen.view(-1, 1)))
         self.newlines.add_(self.newline_table[chosen])
         done = self.is_eos[chosen] & (self.produced >= self.min_new)
         # The record-end rule is data (zero lines disables it), so one captured graph serves both settings.
@@ -578,12 +698,22 @@ class _StaticDecoder:
         self.graph = graph
 
     @torch.inference_mode()
-    def run(self, ids: torch.Tensor, mask: torch.Tensor, config: GenerationConfig) -> torch.Tensor:
-        """Greedy-decode a left-padded batch; returns (batch, produced) token ids on the CPU."""
+    def run(self, ids: torch.Tensor, mask: torch.Tensor, config: GenerationConfig,
+            noise: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Decode a left-padded batch; returns (batch, produced) token ids on the CPU, and their raw
+        log-probabilities when this decoder records them. ``noise`` (rows x max_new_tokens uniforms) drives
+        sampling; rows past it (bucket padding) sample with zeros."""
         width = ids.shape[1]
         budget = min(config.max_new_tokens, self.cache_len - width)
         self.min_new.fill_(config.min_new_tokens)
         self.record_lines.fill_(config.record_lines if config.stop_at_record_end else 0)
+        if self.sample:
+            if noise is None:
+                raise ValueError("this decoder samples: pass noise")
+            self.noise.zero_()
+            self.noise[: noise.shape[0], : noise.shape[1]].copy_(noise[:, : self.cache_len])
+            self.temperature.fill_(config.temperature)
+            self.top_p.fill_(config.top_p)
         self._prefill(ids.to(self.device), mask.to(self.device))
         produced = 1
         while produced < budget:
@@ -594,7 +724,7 @@ class _StaticDecoder:
             else:
                 self._decode()
             produced += 1
-        return self.out[:, :produced].cpu()
+        return self.out[:, :produced].cpu(), (self.out_logp[:, :produced].cpu() if self.logprobs else None)
 
 
 def _first_line(exc: BaseException) -> str:

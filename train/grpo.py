@@ -1,0 +1,328 @@
+"""GRPO on the env's decisions with TRL: a prompt dataset of decision points and an env-replay reward.
+
+:func:`prompt_dataset` turns :class:`~gencoord_env.train.decisions.DecisionPoint` values into the
+``datasets.Dataset`` that ``trl.GRPOTrainer`` samples prompts from: the ``prompt`` column is the decision's
+observation through the tokenizer's chat template (:func:`gencoord_env.agents.lm.policy.prompt_text`,
+exactly what SFT and the learned policies feed the model), and ``decision_id`` names the point.
+:class:`EnvReward` is the reward function TRL calls with ``prompts``, ``completions`` and the dataset's
+other columns: it maps each completion back to its decision point through ``decision_id`` and scores it
+with :meth:`gencoord_env.train.decisions.Replay.score_point` (the episode replayed on the sim, the
+completion as the decider's action, the partner policy for every later decision). Identical
+completions of one decision within a batch are scored once (the sim is deterministic). Every call is
+kept, per decision point (a GRPO group), for the reward curve.
+
+:func:`run` is ``gencoord train grpo``: from an SFT checkpoint, GRPO on a pool's decisions, writing
+``reward_curve.json`` (per optimizer step: reward mean and standard deviation, per-group reward variance,
+outcome counts, loss), ``provenance.json`` and the final checkpoint. Needs the ``lm`` and ``rl`` extras.
+
+Example::
+
+    points = decision_points("train", "forward")
+    replay = Replay("train", "forward", partial_credit=True)
+    trainer = GRPOTrainer(model=lm.model, processing_class=lm.tokenizer, args=GRPOConfig(...),
+                          train_dataset=prompt_dataset(points, lm.tokenizer),
+                          reward_funcs=EnvReward(points, replay))
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import platform
+import statistics
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gencoord_env.agents.base import Policy
+from gencoord_env.agents.lm.policy import prompt_text
+from gencoord_env.train.decisions import DecisionPoint, Replay, decision_points, write_points
+
+__all__ = ["EnvReward", "GRPOResult", "GRPORunConfig", "group_stats", "prompt_dataset", "run"]
+
+
+def prompt_dataset(points: Sequence[DecisionPoint], tokenizer: Any):  # type: ignore[no-untyped-def]
+    """A ``datasets.Dataset`` with ``prompt`` (chat-templated observation), ``decision_id``, ``index``, ``stage``, ``agent``."""
+    from datasets import Dataset
+
+    ids = [p.id for p in points]
+    if len(set(ids)) != len(ids):
+        raise ValueError("decision point ids repeat; build the points of one pool and route with decision_points")
+    return Dataset.from_list([
+        {"prompt": prompt_text(tokenizer, p.prompt), "decision_id": p.id, "index": p.index, "stage": p.stage, "agent": p.agent}
+        for p in points
+    ])
+
+
+def _completion_text(completion: Any) -> str:
+    """TRL passes plain strings for text prompts and message lists for conversational ones."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list) and completion and isinstance(completion[-1], dict):
+        return str(completion[-1].get("content", ""))
+    raise TypeError(f"expected a completion string or a list of chat messages, got {type(completion).__name__}")
+
+
+class EnvReward:
+    """TRL reward function: ``reward(prompts, completions, decision_id, **kwargs) -> list[float]``.
+
+    ``history`` holds one entry per call: the trainer's step, the rewards in order, and per decision point
+    (GRPO group) the rewards of its completions; ``outcomes`` counts the episodes' outcome codes.
+    """
+
+    __name__ = "env_reward"  # TRL logs rewards under the function's name
+
+    def __init__(self, points: Iterable[DecisionPoint], replay: Replay, partner: Policy | str | None = None) -> None:
+        self.points = {p.id: p for p in points}
+        self.replay = replay
+        self.partner = partner
+        self.history: list[dict[str, Any]] = []
+        self.scored = 0
+        self.seconds = 0.0
+
+    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], decision_id: Sequence[str] | None = None,
+                 trainer_state: Any = None, log_metric: Any = None, **_: Any) -> list[float]:
+        if decision_id is None:
+            raise ValueError("the dataset has no 'decision_id' column: build it with prompt_dataset(points, tokenizer) "
+                             "and keep remove_unused_columns=False in GRPOConfig")
+        if len(decision_id) != len(completions):
+            raise ValueError(f"got {len(completions)} completions but {len(decision_id)} decision ids")
+        start = time.perf_counter()
+        done: dict[tuple[str, str], tuple[float, str]] = {}
+        rewards: list[float] = []
+        outcomes: Counter[str] = Counter()
+        groups: dict[str, list[float]] = defaultdict(list)
+        for did, completion in zip(decision_id, completions):
+            point = self.points.get(did)
+            if point is None:
+                raise KeyError(f"decision id {did!r} is not among this reward's {len(self.points)} decision points")
+            text = _completion_text(completion).strip()  # the action the env receives
+            key = (did, text)
+            if key not in done:
+                played = self.replay.play(point.index, point.prefix, text, self.partner, expect_prompt=point.prompt)
+                done[key] = (played.reward, str(played.outcome))
+                self.scored += 1
+            reward, outcome = done[key]
+            rewards.append(reward)
+            outcomes[outcome] += 1
+            groups[did].append(reward)
+        self.seconds += time.perf_counter() - start
+        step = int(getattr(trainer_state, "global_step", len(self.history)))
+        self.history.append({"step": step, "rewards": rewards, "groups": dict(groups), "outcomes": dict(outcomes)})
+        if log_metric is not None:
+            for code, n in outcomes.items():
+                log_metric(f"outcome/{code}", n / len(rewards))
+        return rewards
+
+
+def group_stats(entry: dict[str, Any]) -> dict[str, Any]:
+    """Mean, population variance and per-group variance of one :class:`EnvReward` call."""
+    rewards = entry["rewards"]
+    variances = [statistics.pvariance(g) for g in entry["groups"].values()]
+    return {
+        "reward_mean": statistics.fmean(rewards),
+        "reward_var": statistics.pvariance(rewards),
+        "groups": len(variances),
+        "group_var_mean": statistics.fmean(variances),
+        "group_var_max": max(variances),
+        "groups_with_variance": sum(v > 0 for v in variances),
+        "outcomes": dict(sorted(entry["outcomes"].items())),
+    }
+
+
+# --------------------------------------------------------------------------- the `gencoord train grpo` run
+
+
+@dataclass(frozen=True)
+class GRPORunConfig:
+    model: str  # an SFT checkpoint directory (or hub id)
+    out_dir: str
+    pool: str = "train"
+    route: str = "forward"
+    stages: tuple[str, ...] | None = None  # None: every decision of the route
+    episodes: int | None = None  # the first N episodes of the pool (None: all)
+    partner: str = "rule"  # plays the prefixes and every decision after the learner's
+    partial_credit: bool = False
+    steps: int = 50
+    prompts_per_step: int = 4
+    num_generations: int = 8
+    max_completion_length: int = 128
+    temperature: float = 1.0
+    top_p: float = 1.0
+    lr: float = 1e-6
+    lr_scheduler: str = "constant"
+    beta: float = 0.0
+    loss_type: str = "dapo"
+    seed: int = 0
+    device: str | None = None
+    eval_pool: str | None = None  # closed-loop greedy success before and after, on this pool
+    eval_episodes: int | None = None
+    save: bool = True
+
+    def __post_init__(self) -> None:
+        if self.num_generations < 2:
+            raise ValueError(f"num_generations must be >= 2 (GRPO compares completions within a group), got {self.num_generations}")
+        if self.prompts_per_step < 1 or self.steps < 1:
+            raise ValueError(f"prompts_per_step and steps must be >= 1, got {self.prompts_per_step} and {self.steps}")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        for key in ("out_dir", "device", "save"):
+            d.pop(key)
+        return d
+
+
+@dataclass(frozen=True)
+class GRPOResult:
+    checkpoint: Path | None
+    provenance: dict[str, Any]
+    curve: list[dict[str, Any]] = field(repr=False)
+
+
+def _success_rate(model: Any, tokenizer: Any, pool: str, route: str, episodes: int | None) -> dict[str, Any]:
+    from gencoord_env.agents.lm.policy import make_policy
+    from gencoord_env.envs.gencoord.gencoord import parallel_env
+    from gencoord_env.train.evaluate import run_lockstep
+
+    was_training = model.training
+    policy = make_policy(model, tokenizer, "direct")
+    size = len(parallel_env(pool=pool, route=route, backend="sim").episodes)
+    total = size if episodes is None else min(episodes, size)
+    envs = [parallel_env(pool=pool, route=route, backend="sim") for _ in range(min(64, total))]
+    try:
+        results = run_lockstep(envs, policy, range(total))
+    finally:
+        for env in envs:
+            env.close()
+    model.train(was_training)
+    outcomes = Counter(str(r["outcome"]) for r in results)
+    return {"pool": pool, "route": route, "episodes": total, "success_rate": outcomes.get("SUCCESS", 0) / max(1, total),
+            "outcomes": dict(sorted(outcomes.items()))}
+
+
+def _libraries() -> dict[str, str]:
+    import datasets
+    import torch
+    import transformers
+    import trl
+
+    out = {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
+           "trl": trl.__version__, "datasets": datasets.__version__}
+    out["device_name"] = torch.cuda.get_device_name() if torch.cuda.is_available() else (platform.processor() or platform.machine())
+    return out
+
+
+def _curve(reward: EnvReward, log_history: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per optimizer step: our reward statistics (by the step they trained) joined with TRL's log."""
+    logs = {int(h["step"]): h for h in log_history if "loss" in h and "step" in h}
+    rows = []
+    for entry in reward.history:
+        step = entry["step"] + 1  # rewards generated at global_step s train optimizer step s + 1
+        row = {"step": step, **group_stats(entry)}
+        log = logs.get(step, {})
+        for ours, theirs in (("loss", "loss"), ("trl_reward", "reward"), ("trl_reward_std", "reward_std"),
+                             ("frac_reward_zero_std", "frac_reward_zero_std"),
+                             ("completion_mean_length", "completions/mean_length"), ("grad_norm", "grad_norm")):
+            if theirs in log:
+                row[ours] = log[theirs]
+        rows.append(row)
+    return rows
+
+
+def run(config: GRPORunConfig) -> GRPOResult:
+    """GRPO from ``config.model`` on the decisions of ``config.pool`` / ``config.route``; see the module docstring."""
+    import torch
+    from trl import GRPOConfig, GRPOTrainer
+
+    from gencoord_env.agents.lm.loading import load_model
+    from gencoord_env.train.data import file_sha256
+    from gencoord_env.train.sft import tree_sha256
+
+    out = Path(config.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    # float32 weights; bf16 only as autocast on GPUs that support it (pure bf16 AdamW updates are lossy).
+    lm = load_model(config.model, device=config.device, dtype=torch.float32)
+    model, tokenizer = lm.model, lm.tokenizer
+    tokenizer.padding_side = "left"
+    source = Path(config.model)
+    base: dict[str, Any] = {"source": config.model}
+    if source.is_dir():
+        base["tree_sha256"] = tree_sha256(source)[0]
+
+    points = decision_points(config.pool, config.route, config.partner, stages=config.stages, episodes=config.episodes)
+    if not points:
+        raise ValueError(f"no decision points in {config.pool!r}/{config.route!r} for stages {config.stages}")
+    write_points(points, out / "points.jsonl")
+    replay = Replay(config.pool, config.route, partial_credit=config.partial_credit, partner=config.partner)
+    reward = EnvReward(points, replay)
+    dataset = prompt_dataset(points, tokenizer)
+
+    before = _success_rate(model, tokenizer, config.eval_pool, config.route, config.eval_episodes) if config.eval_pool else None
+    cuda = lm.device.type == "cuda"
+    args = GRPOConfig(
+        output_dir=str(out / "trainer"),
+        max_steps=config.steps,
+        per_device_train_batch_size=config.prompts_per_step * config.num_generations,
+        gradient_accumulation_steps=1,
+        num_generations=config.num_generations,
+        max_completion_length=config.max_completion_length,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        learning_rate=config.lr,
+        lr_scheduler_type=config.lr_scheduler,
+        warmup_steps=0,
+        beta=config.beta,
+        loss_type=config.loss_type,
+        seed=config.seed,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        bf16=cuda and torch.cuda.is_bf16_supported(),
+        use_cpu=not cuda,
+        activation_checkpointing=False,
+        disable_dropout=True,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
+    trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=dataset, processing_class=tokenizer)
+    start = time.perf_counter()
+    trainer.train()
+    seconds = time.perf_counter() - start
+    curve = _curve(reward, trainer.state.log_history)
+    after = _success_rate(model, tokenizer, config.eval_pool, config.route, config.eval_episodes) if config.eval_pool else None
+
+    (out / "reward_curve.json").write_text(json.dumps(curve, indent=2) + "\n", encoding="utf-8")
+    provenance: dict[str, Any] = {
+        "kind": "grpo",
+        "config": config.to_dict(),
+        "base_model": {**base, "model_type": model.config.model_type, "parameters": sum(p.numel() for p in model.parameters())},
+        "data": {"pool": config.pool, "route": config.route, "decision_points": len(points),
+                 "stages": dict(sorted(Counter(p.stage for p in points).items())),
+                 "file": "points.jsonl", "sha256": file_sha256(out / "points.jsonl")},
+        "libraries": _libraries(),
+        "precision": "bfloat16 autocast, float32 weights" if args.bf16 else "float32",
+        "optimizer_steps": trainer.state.global_step,
+        "train_seconds": seconds,
+        "completions_scored": reward.scored,
+        "scoring_seconds": reward.seconds,
+        "reward_first": curve[0]["reward_mean"] if curve else None,
+        "reward_final": curve[-1]["reward_mean"] if curve else None,
+        "reward_curve": "reward_curve.json",
+        "eval_before": before,
+        "eval_after": after,
+    }
+    checkpoint = None
+    if config.save:
+        checkpoint = out / "final"
+        trainer.save_model(str(checkpoint))
+        tokenizer.save_pretrained(checkpoint)
+        digest, files = tree_sha256(checkpoint)
+        provenance["checkpoint"] = {"dir": "final", "tree_sha256": digest, "files": files}
+    replay.close()
+    (out / "provenance.json").write_text(json.dumps(provenance, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    if not all(math.isfinite(r["loss"]) for r in curve if "loss" in r):
+        raise FloatingPointError(f"GRPO loss became non-finite; see {out / 'reward_curve.json'}")
+    return GRPOResult(checkpoint, provenance, curve)
