@@ -4,7 +4,7 @@
 const { DEFAULT_MAX_BYTES } = require('./protocol')
 
 const USAGE = 'usage: node src/sidecar.js --endpoint tcp://127.0.0.1:<port>|ipc://<path> --rules DIR [--agents a,b] ' +
-  '[--server embedded|external] [--mc-host 127.0.0.1] [--mc-port 0] ' +
+  '[--server embedded|external] [--mc-host 127.0.0.1] [--mc-port 0] [--arenas 1] [--max-arenas 16] [--arena-x0 0] ' +
   '[--cook-ticks 200] [--max-bytes 1048576] [--skill-timeout-ms 20000] [--parent-pid PID] [--test-ops]'
 
 const DEFAULTS = Object.freeze({
@@ -14,6 +14,9 @@ const DEFAULTS = Object.freeze({
   server: 'embedded',
   'mc-host': '127.0.0.1',
   'mc-port': '0',
+  arenas: '1',
+  'max-arenas': '16',
+  'arena-x0': '0',
   'cook-ticks': '200',
   'max-bytes': String(DEFAULT_MAX_BYTES),
   'skill-timeout-ms': '20000',
@@ -40,6 +43,12 @@ function parseArgs (argv) {
     if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer\n${USAGE}`)
     return n
   }
+  const arenas = int('arenas')
+  const maxArenas = int('max-arenas')
+  if (maxArenas < 1 || maxArenas > 64) throw new Error(`--max-arenas must be 1-64, got ${maxArenas}\n${USAGE}`)
+  if (arenas > maxArenas) throw new Error(`--arenas ${arenas} exceeds --max-arenas ${maxArenas}\n${USAGE}`)
+  const arenaX0 = Number(opts['arena-x0'])
+  if (!Number.isInteger(arenaX0) || Math.abs(arenaX0) > 1000000) throw new Error(`--arena-x0 must be an integer block x, got ${opts['arena-x0']}\n${USAGE}`)
   if (!['embedded', 'external'].includes(opts.server)) throw new Error(`--server must be embedded or external, got ${opts.server}\n${USAGE}`)
   const mcPort = int('mc-port')
   if (opts.server === 'external' && (mcPort === 0 || mcPort > 65535)) {
@@ -56,6 +65,9 @@ function parseArgs (argv) {
     server: opts.server,
     mcHost: opts['mc-host'],
     mcPort,
+    arenas,
+    maxArenas,
+    arenaX0,
     cookTicks: int('cook-ticks'),
     maxBytes: int('max-bytes'),
     skillTimeoutMs: int('skill-timeout-ms'),

@@ -1,8 +1,13 @@
 'use strict'
 // The sidecar's request ops: op name -> handler(args) -> result. Only these ops exist; there is no
 // way to send a free-text command or code.
+//
+// Every op that touches a world names its arena (`args.arena`, opened with `open_arena`). An error
+// inside one arena that is not a refusal of the request (a bot disconnected, the reset could not be
+// arranged, the truth could not be read) is an `ArenaFault` reply naming that arena; the arena is
+// rebuilt at its next reset and the other arenas never notice.
 
-const { PROTOCOL_VERSION, badRequest } = require('./protocol')
+const { PROTOCOL_VERSION, ProtocolError, badRequest, isMap } = require('./protocol')
 const { check } = require('./validate')
 const { MINECRAFT_VERSION } = require('./server')
 const { version: SIDECAR_VERSION } = require('../package.json')
@@ -13,30 +18,88 @@ function noArgs (op, args) {
 }
 
 /**
- * Build the dispatch table over a started World. `onShutdown` runs after the shutdown reply is sent.
+ * Build the dispatch table over an ArenaPool. `onShutdown` runs after the shutdown reply is sent.
  * `testOps` enables ops that exist only so tests can inject faults (`drop_bot`); otherwise they are refused.
  */
-function createOps (world, onShutdown, { testOps = false } = {}) {
+function createOps (pool, onShutdown, { testOps = false } = {}) {
+  /** Run `fn(entry)` on the arena `args` names; errors other than refusals become ArenaFault. */
+  async function onArena (op, args, fields, fn) {
+    check.keys(args, ['arena', ...fields], `${op} args`)
+    const entry = pool.get(args.arena)
+    try {
+      return await fn(entry)
+    } catch (err) {
+      if (err instanceof ProtocolError) throw err
+      entry.broken = err.message
+      throw new ProtocolError('ArenaFault', `arena ${entry.name}: ${err.message}; this episode is lost: the next reset rebuilds the arena`)
+    }
+  }
+
+  /** An arena that lost its episode serves nothing of it until a reset rebuilds it. */
+  function intact (entry) {
+    if (entry.broken !== null) throw new Error(`it lost this episode earlier (${entry.broken})`)
+  }
+
   return {
     hello (args) {
       noArgs('hello', args)
-      return { protocol: PROTOCOL_VERSION, minecraft: MINECRAFT_VERSION, sidecar: SIDECAR_VERSION, agents: world.agents() }
+      return {
+        protocol: PROTOCOL_VERSION,
+        minecraft: MINECRAFT_VERSION,
+        sidecar: SIDECAR_VERSION,
+        arenas: pool.list(),
+        max_arenas: pool.maxArenas
+      }
     },
     ping (args) { noArgs('ping', args); return 'pong' },
-    reset (args) { return world.reset(args) },
-    async execute (args) {
-      const call = world.checkCall(args)
-      return { events: await world.execute(call) }
+    /** Hold an arena (`arena`: a name, else the first free or a new one); connects `agents`' bots if given. */
+    async open_arena (args) {
+      check.keys(args, ['arena', 'agents'], 'open_arena args')
+      const agents = args.agents === undefined ? [] : args.agents
+      if (!Array.isArray(agents) || !agents.every(a => typeof a === 'string' && /^[A-Za-z0-9_]{1,16}$/.test(a))) {
+        throw badRequest('open_arena args.agents must be a list of agent names (1-16 of A-Z a-z 0-9 _)')
+      }
+      let entry
+      try {
+        entry = await pool.open({ name: args.arena ?? null, agents })
+      } catch (err) {
+        if (err instanceof ProtocolError) throw err
+        throw new ProtocolError('ArenaFault', `open_arena: ${err.message}`)
+      }
+      const w = entry.world
+      return { arena: entry.name, origin: [w.origin.x, 0, w.origin.z], agents: w.agents() }
     },
-    observe (args) { noArgs('observe', args); return world.observe() },
-    barrier (args) { noArgs('barrier', args); return world.barrier() },
+    close_arena (args) {
+      check.keys(args, ['arena'], 'close_arena args')
+      return pool.close(args.arena)
+    },
+    reset (args) {
+      return onArena('reset', args, ['spec', 'rebuild'], async entry => {
+        if (!isMap(args.spec)) throw badRequest('reset args.spec must be the episode spec (a map)')
+        const rebuild = args.rebuild === true || entry.broken !== null
+        if (rebuild) entry.world.log('world', `rebuilding${entry.broken ? ` after: ${entry.broken}` : ' on request'}`)
+        const result = await entry.world.reset(args.spec, { rebuild })
+        entry.broken = null
+        return { ...result, rebuilt: rebuild }
+      })
+    },
+    execute (args) {
+      return onArena('execute', args, ['call'], async entry => {
+        const call = entry.world.checkCall(args.call)
+        intact(entry)
+        return { events: await entry.world.execute(call) }
+      })
+    },
+    observe (args) { return onArena('observe', args, [], entry => { intact(entry); return entry.world.observe() }) },
+    barrier (args) { return onArena('barrier', args, [], entry => { intact(entry); return entry.world.barrier() }) },
     shutdown (args) { noArgs('shutdown', args); setImmediate(onShutdown); return true },
     /** Test-only fault: cut one bot's connection; `{dropped}` is false when it was already gone. */
     async drop_bot (args) {
       if (!testOps) throw badRequest('drop_bot is a test-only op; start the sidecar with --test-ops to allow it')
-      check.keys(args, ['agent'], 'drop_bot args')
+      check.keys(args, ['arena', 'agent'], 'drop_bot args')
+      const entry = pool.get(args.arena)
       const agent = check.string(args.agent, 'args.agent')
-      return { dropped: await world.dropBot(agent) }
+      return { dropped: await entry.world.dropBot(agent) }
     }
   }
 }

@@ -6,9 +6,14 @@
 
 const { encode, decode } = require('@msgpack/msgpack')
 
-const PROTOCOL_VERSION = 1
+const PROTOCOL_VERSION = 2
 const DEFAULT_MAX_BYTES = 1024 * 1024
-const ERROR_TYPES = Object.freeze(['BadRequest', 'TooLarge', 'VersionMismatch', 'SkillFailed', 'Internal'])
+/**
+ * `ArenaFault`: the arena named in the request lost its episode (a bot disconnected, the reset or the
+ * read-back failed); the next reset of that arena rebuilds it. `ArenaBusy`: the arena asked for is held
+ * by another client, or no more arenas may be opened.
+ */
+const ERROR_TYPES = Object.freeze(['BadRequest', 'TooLarge', 'VersionMismatch', 'SkillFailed', 'ArenaFault', 'ArenaBusy', 'Internal'])
 
 /** A request the sidecar refuses; `type` is one of ERROR_TYPES and travels to the client. */
 class ProtocolError extends Error {

@@ -8,6 +8,11 @@ const { Vec3 } = require('vec3')
 
 const MINECRAFT_VERSION = '1.21.4'
 const PLUGIN_PATH = path.resolve(__dirname, 'plugin', 'index.js')
+/**
+ * Where players join, relative to (0, floor, 0): outside every arena (arenas keep |z| < 32, see arenaPool.js),
+ * so a bot joining or rejoining never stands in an episode, picks up its items or blocks its bots.
+ */
+const LOBBY = Object.freeze([0.5, 0, -64.5])
 
 /** Highest y at (0, 0) that holds a block, plus one: the first air layer, i.e. the arena floor. */
 async function findFloorY (world) {
@@ -23,13 +28,13 @@ async function findFloorY (world) {
  * `port` 0 picks a free port. `rules` are the rule tables (rules.js `loadRules`): the furnaces smelt by
  * `rules.recipes`. `log(scope, message)` receives every world edit.
  */
-async function startServer ({ port = 0, cookTicks = 200, rules, log, pickupDelayMs, throwerDelayMs } = {}) {
+async function startServer ({ port = 0, cookTicks = 200, rules, log, pickupDelayMs, throwerDelayMs, maxPlayers = 8 } = {}) {
   if (!rules || !rules.recipes) throw new Error('startServer needs the rule tables: pass rules = loadRules(dir) (src/rules.js)')
   const serv = squid.createMCServer({
     motd: 'gencoord',
     port,
     host: '127.0.0.1',
-    'max-players': 8,
+    'max-players': maxPlayers,
     'online-mode': false,
     logging: false, // true would also write a log file
     noConsoleOutput: true, // stdout is reserved for the READY line
@@ -51,7 +56,7 @@ async function startServer ({ port = 0, cookTicks = 200, rules, log, pickupDelay
   await serv.waitForReady(15000)
   const floorY = await findFloorY(serv.overworld)
   // Vanilla-like random spawn points would make positions differ between runs; reset teleports anyway.
-  serv.getSpawnPoint = async () => new Vec3(0.5, floorY, 0.5)
+  serv.getSpawnPoint = async () => new Vec3(LOBBY[0], floorY + LOBBY[1], LOBBY[2])
   return { serv, port: serv.listeningPort, floorY, api: serv.gencoord }
 }
 
@@ -63,4 +68,4 @@ async function stopServer (serv) {
   try { serv._server.close() } catch (err) { /* already closed */ }
 }
 
-module.exports = { startServer, stopServer, MINECRAFT_VERSION }
+module.exports = { startServer, stopServer, MINECRAFT_VERSION, LOBBY }

@@ -4,8 +4,11 @@
 // or ipc, print `READY <json>` on stdout, then answer requests until `shutdown`.
 //
 //   node src/sidecar.js --endpoint tcp://127.0.0.1:5555 --rules DIR [--agents agent_a,agent_b] [--server embedded|external]
-//                       [--mc-host H] [--mc-port 0] [--cook-ticks 200] [--max-bytes 1048576]
-//                       [--skill-timeout-ms 20000] [--parent-pid PID] [--test-ops]
+//                       [--mc-host H] [--mc-port 0] [--arenas 1] [--max-arenas 16] [--arena-x0 0]
+//                       [--cook-ticks 200] [--max-bytes 1048576] [--skill-timeout-ms 20000] [--parent-pid PID] [--test-ops]
+//
+// The server holds `--arenas` arenas from the start (each with the `--agents` bots connected), and up to
+// `--max-arenas` once clients open more (arenaPool.js).
 
 // stdout belongs to the READY line alone: flying-squid's console prompt and any library chatter go to stderr.
 const writeStdout = process.stdout.write.bind(process.stdout)
@@ -14,7 +17,7 @@ process.stdout.write = (chunk, encoding, cb) => process.stderr.write(chunk, enco
 const zmq = require('zeromq')
 const { createLogger } = require('./log')
 const { startServer, stopServer, MINECRAFT_VERSION } = require('./server')
-const { World } = require('./world')
+const { ArenaPool } = require('./arenaPool')
 const { EmbeddedArena } = require('./arenas/embedded')
 const { ExternalArena } = require('./arenas/external')
 const { createOps, SIDECAR_VERSION } = require('./ops')
@@ -30,18 +33,23 @@ async function main () {
   const rules = loadRules(opts.rulesDir)
   log('sidecar', `rule tables from ${rules.dir}`)
   let serv = null
-  let arena
+  let makeArena
+  let server
   if (opts.server === 'external') {
-    arena = new ExternalArena({ host: opts.mcHost, port: opts.mcPort, log })
+    makeArena = () => new ExternalArena({ host: opts.mcHost, port: opts.mcPort, log })
+    server = { host: opts.mcHost, port: opts.mcPort, floorY: null }
     log('sidecar', `external Minecraft server at ${opts.mcHost}:${opts.mcPort}; the bots must be operators there`)
   } else {
-    const embedded = await startServer({ port: opts.mcPort, cookTicks: opts.cookTicks, rules, log })
+    const embedded = await startServer({ port: opts.mcPort, cookTicks: opts.cookTicks, rules, log, maxPlayers: 4 * opts.maxArenas + 8 })
     serv = embedded.serv
-    arena = new EmbeddedArena(embedded)
-    log('sidecar', `flying-squid ${MINECRAFT_VERSION} on 127.0.0.1:${arena.port}, floor y=${arena.floorY}`)
+    makeArena = () => new EmbeddedArena(embedded)
+    server = { host: '127.0.0.1', port: embedded.port, floorY: embedded.floorY }
+    log('sidecar', `flying-squid ${MINECRAFT_VERSION} on 127.0.0.1:${embedded.port}, floor y=${embedded.floorY}`)
   }
-  const world = new World({ arena, rules, log, skillTimeoutMs: opts.skillTimeoutMs })
-  await world.ensureBots(opts.agents)
+  const pool = new ArenaPool({ makeArena, rules, log, skillTimeoutMs: opts.skillTimeoutMs, maxArenas: opts.maxArenas, x0: opts.arenaX0 })
+  const first = Array.from({ length: opts.arenas }, () => pool.create(null))
+  await Promise.all(first.map(entry => entry.world.ensureBots(opts.agents)))
+  if (server.floorY === null && first.length) server.floorY = first[0].world.floorY
 
   const sock = new zmq.Router()
   await sock.bind(opts.endpoint)
@@ -54,12 +62,12 @@ async function main () {
     stopping = true
     log('sidecar', 'shutting down')
     await sendQueue.run(() => {})
-    await world.close()
+    await pool.closeAll()
     if (serv) await Promise.race([stopServer(serv), new Promise(resolve => setTimeout(resolve, 1000))])
     sock.close()
     process.exit(code)
   }
-  const ops = createOps(world, () => shutdown(0), { testOps: opts.testOps })
+  const ops = createOps(pool, () => shutdown(0), { testOps: opts.testOps })
   process.on('SIGTERM', () => shutdown(0))
   process.on('SIGINT', () => shutdown(0))
   if (opts.parentPid) {
@@ -88,11 +96,12 @@ async function main () {
     protocol: PROTOCOL_VERSION,
     minecraft: MINECRAFT_VERSION,
     sidecar: SIDECAR_VERSION,
-    agents: world.agents(),
+    arenas: pool.list().map(a => a.name),
+    agents: opts.agents,
     server: opts.server,
-    mc_host: arena.host,
-    mc_port: arena.port,
-    floor_y: arena.floorY,
+    mc_host: server.host,
+    mc_port: server.port,
+    floor_y: server.floorY,
     pid: process.pid,
     startup_ms: Date.now() - started
   }) + '\n')

@@ -1,9 +1,13 @@
 'use strict'
-// The arena's episode logic, the same for every server: one bot per agent, the episode's layout,
+// One arena's episode logic, the same for every server: one bot per agent, the episode's layout,
 // reset, skill execution (serialized per bot, concurrent across bots), the ordering barrier and
 // ground-truth observation. What depends on the server (how the world is edited at reset and where
 // ground truth comes from) is the arena's job: `arenas/embedded.js` (our flying-squid with its plugin)
 // or `arenas/external.js` (any Minecraft 1.21.4 server, through operator commands and the bots' views).
+//
+// A server may hold several arenas (arenaPool.js): each World owns a region of the world around its
+// `origin` and names its bots `<arena>_<agent>`, while every request and reply speaks of the agents by
+// their own names. Positions in specs and replies are relative to the arena's origin and floor.
 
 const { Vec3 } = require('vec3')
 const { connectBot, isDisconnected } = require('./bots')
@@ -12,8 +16,29 @@ const { SKILLS, SkillFailure, checkSkillArgs, checkSkillTable, countOf } = requi
 const { meterOf, noActions } = require('./actions')
 const { badRequest, isMap } = require('./protocol')
 const { check } = require('./validate')
-const { SerialQueue, waitFor, TimeoutError } = require('./util')
+const { SerialQueue, waitFor, withTimeout, TimeoutError } = require('./util')
 const { EmbeddedArena, BLOCK_STATIONS } = require('./arenas/embedded')
+
+/**
+ * How far (in blocks, along x and z) a spec may place anything from the arena's origin. Arenas lie
+ * ARENA_SPACING (arenaPool.js) apart, so at least 16 blocks separate two arenas' contents: further than
+ * any toss carries, any bot reaches or any pickup takes.
+ */
+const ARENA_REACH = 24
+/** The region an arena clears at a rebuild: its reach plus the margin where tossed items may land. */
+const ARENA_HALF_WIDTH = 32
+
+/**
+ * The arena cannot go on with this episode (a bot's connection dropped, the reset could not be
+ * arranged, ground truth could not be read): the sidecar replies `ArenaFault` and the arena is rebuilt
+ * at its next reset. Other arenas are not affected.
+ */
+class ArenaFault extends Error {
+  constructor (message) {
+    super(message)
+    this.name = 'ArenaFault'
+  }
+}
 
 class World {
   /**
@@ -22,18 +47,33 @@ class World {
    *   may be passed instead and the arena is built from them
    * @param o.rules the rule tables (rules.js `loadRules`): calls are checked against `rules.ops`
    * @param o.log logger, o.skillTimeoutMs budget per skill step (walking, waiting for a handoff)
+   * @param o.name the arena's name (bots join as `<name>_<agent>`); null: bots join under the agents' names
+   * @param o.origin block x and z of the arena's (0, 0) (default 0, 0)
    */
-  constructor ({ arena, serv, api, port, floorY, rules, log, skillTimeoutMs = 20000 }) {
+  constructor ({ arena, serv, api, port, floorY, rules, log, skillTimeoutMs = 20000, name = null, origin = [0, 0] }) {
     if (!rules || !rules.ops || !rules.recipes) throw new Error('World needs the rule tables: pass rules = loadRules(dir) (src/rules.js)')
     checkSkillTable(rules.ops)
     this.arena = arena || new EmbeddedArena({ serv, api, port, floorY })
-    Object.assign(this, { rules, log, skillTimeoutMs })
+    this.name = name
+    this.origin = { x: origin[0], z: origin[1] }
+    this.log = name ? (scope, message) => log(scope, `${name}: ${message}`) : log
+    Object.assign(this, { rules, skillTimeoutMs })
+    this.arena.bind(this)
     this.registry = this.arena.registry
-    this.bots = new Map()
+    this.bots = new Map() // agent name -> bot (whose username is `username(agent)`)
     this.queues = new Map()
     this.layout = null // {stations: Map name -> {name, kind, pos: Vec3, cells: [Vec3]}}
     this.failedGives = [] // gives that failed this episode, each claimed by at most one await_handoff
     this.tosses = [] // tosses whose items are not all received yet: {from, to, item, left, before}, oldest first
+    this.epoch = 0 // counts resets: a skill left over from an earlier episode must not touch this one's notes
+  }
+
+  /** The Minecraft username of an agent's bot. */
+  username (agent) { return this.name ? `${this.name}_${agent}` : agent }
+
+  /** True for absolute positions inside this arena's region (what a rebuild clears). */
+  inRegion (pos) {
+    return Math.abs(pos.x - this.origin.x) < ARENA_HALF_WIDTH && Math.abs(pos.z - this.origin.z) < ARENA_HALF_WIDTH
   }
 
   get floorY () { return this.arena.floorY }
@@ -54,9 +94,9 @@ class World {
     await Promise.all(missing.map(async name => {
       const old = this.bots.get(name)
       if (old) { this.log('world', `rejoining ${name} (its connection dropped)`); old.end() }
-      const bot = await connectBot(name, this.arena.port, this.log, { host: this.arena.host })
+      const bot = await connectBot(this.username(name), this.arena.port, this.log, { host: this.arena.host })
       this.bots.set(name, bot)
-      await this.arena.attach(bot)
+      await this.arena.attach(bot, name)
       if (!this.queues.has(name)) this.queues.set(name, new SerialQueue())
     }))
     return missing
@@ -86,8 +126,8 @@ class World {
 
   // ---------- coordinates ----------
 
-  absolute ([x, y, z]) { return new Vec3(x, y + this.floorY, z) }
-  relative (v) { return [v.x, v.y - this.floorY, v.z] }
+  absolute ([x, y, z]) { return new Vec3(x + this.origin.x, y + this.floorY, z + this.origin.z) }
+  relative (v) { return [v.x - this.origin.x, v.y - this.floorY, v.z - this.origin.z] }
   station (name) { return (this.layout && this.layout.stations.get(name)) || null }
   stations () { return this.layout ? [...this.layout.stations.values()] : [] }
   cookTicks () { return this.arena.cookTicks() }
@@ -144,10 +184,17 @@ class World {
 
   // ---------- reset ----------
 
-  async reset (rawSpec) {
+  /**
+   * Arrange the arena for one episode. `rebuild`: first quit every bot of this arena (skills still
+   * running on them end at once) and let them join afresh, as after an ArenaFault.
+   */
+  async reset (rawSpec, { rebuild = false } = {}) {
     const spec = parseSpec(this.registry, rawSpec)
+    this.checkFits(spec)
+    if (rebuild) await this.dropAll()
     return this.exclusive(async () => {
       const start = Date.now()
+      this.epoch++
       const rejoined = await this.ensureBots(spec.agents)
       for (const bot of this.bots.values()) {
         bot.pathfinder.setGoal(null)
@@ -165,6 +212,38 @@ class World {
       await this.settle(spec, stations)
       return { ms: Date.now() - start, rejoined }
     })
+  }
+
+  /** BadRequest unless the spec's bot names are valid usernames and its layout fits inside the arena. */
+  checkFits (spec) {
+    for (const agent of spec.agents) {
+      const username = this.username(agent)
+      if (username.length > 16) {
+        throw badRequest(`agent ${JSON.stringify(agent)} in arena ${this.name} makes the username ${JSON.stringify(username)}, over Minecraft's 16 characters; use shorter agent or arena names`)
+      }
+    }
+    const places = [
+      ...spec.stations.flatMap(s => [[s.name, s.pos], ...s.cells.map(c => [s.name, c])]),
+      ...spec.agents.map(a => [a, spec.positions[a]])
+    ]
+    for (const [what, [x, , z]] of places) {
+      if (Math.abs(x) > ARENA_REACH || Math.abs(z) > ARENA_REACH) {
+        throw badRequest(`${what} at x=${x}, z=${z} lies outside the arena: keep |x| and |z| at most ${ARENA_REACH}`)
+      }
+    }
+  }
+
+  /** Quit every bot of this arena (a rebuild); queued skills end as their bots are gone. */
+  async dropAll () {
+    const bots = [...this.bots.entries()]
+    for (const [name, bot] of bots) {
+      this.log('world', `rebuilding: ${name} leaves`)
+      try { bot.quit() } catch (err) { /* gone already */ }
+    }
+    await Promise.all(bots.map(([name, bot]) => waitFor(() => bot.gcEnded, 5000, `${name} to leave`).catch(() => {})))
+    // skills of the dropped bots end within a skill timeout at the latest; the rebuild waits no longer
+    await withTimeout(Promise.all([...this.queues.values()].map(q => q.tail)), this.skillTimeoutMs + 5000, 'skills of the dropped bots')
+      .catch(() => { for (const name of this.queues.keys()) this.queues.set(name, new SerialQueue()) })
   }
 
   /** Wait until every bot's own view agrees with the reset: position, inventory, station blocks. */
@@ -205,6 +284,8 @@ class World {
     const { id, actor, op, args } = call
     return this.queues.get(actor).run(async () => {
       const bot = this.bots.get(actor)
+      if (isDisconnected(bot)) throw new ArenaFault(`${actor}'s bot is disconnected`)
+      const epoch = this.epoch
       const event = { call_id: id, actor, op, ok: true, kind: 'skill', reason: '', data: {}, actions: noActions() }
       const meter = meterOf(bot)
       const ctx = {
@@ -213,16 +294,27 @@ class World {
       }
       const counted = meter.snapshot()
       const started = Date.now()
+      let onEnd = null
+      const ended = new Promise((resolve, reject) => {
+        onEnd = () => reject(new ArenaFault(`${actor}'s bot disconnected during ${op}`))
+        bot.once('end', onEnd)
+      })
+      ended.catch(() => {})
       try {
-        if (isDisconnected(bot)) throw new SkillFailure(`${actor} is disconnected; reset rejoins it`)
-        event.data = await SKILLS[op].run(ctx, args)
+        event.data = await Promise.race([SKILLS[op].run(ctx, args), ended])
       } catch (err) {
+        if (err instanceof ArenaFault || isDisconnected(bot)) {
+          this.log('skill', `${actor} ${op}: ${err.message}`)
+          throw err instanceof ArenaFault ? err : new ArenaFault(`${actor}'s bot disconnected during ${op}: ${err.message}`)
+        }
         if (!(err instanceof SkillFailure) && !(err instanceof TimeoutError)) this.log('skill', `${actor} ${op} raised: ${err.stack}`)
         bot.pathfinder?.setGoal(null)
         if (bot.currentWindow) bot.closeWindow(bot.currentWindow)
         Object.assign(event, { ok: false, reason: err.message, data: {} })
         // The peer's await_handoff learns of this at once instead of waiting out its timeout.
-        if (op === 'give') this.failedGives.push({ from: actor, to: args.to, item: args.item, count: args.count, call_id: id, reason: err.message })
+        if (op === 'give' && epoch === this.epoch) this.failedGives.push({ from: actor, to: args.to, item: args.item, count: args.count, call_id: id, reason: err.message })
+      } finally {
+        bot.removeListener('end', onEnd)
       }
       event.data = { ...event.data, ms: Date.now() - started }
       event.actions = meter.since(counted)
@@ -266,4 +358,4 @@ class World {
   }
 }
 
-module.exports = { World, BLOCK_STATIONS }
+module.exports = { World, ArenaFault, BLOCK_STATIONS, ARENA_REACH, ARENA_HALF_WIDTH }

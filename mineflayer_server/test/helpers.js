@@ -79,7 +79,7 @@ async function startSidecar (extraArgs = []) {
     sending = sending.then(() => sock.send(bytes))
     sendQueue.push(sending)
   })
-  const call = (op, args = {}, v = 1) => {
+  const call = (op, args = {}, v = 2) => {
     const id = ++nextId
     return sendRaw(encode({ v, id, op, args }), id)
   }

@@ -14,24 +14,24 @@ const registry = require('prismarine-registry')('1.21.4')
 const rejects = (fn, type, pattern) => assert.throws(fn, err => err instanceof ProtocolError && err.type === type && pattern.test(err.message))
 
 test('a well-formed request decodes to id, op, args', () => {
-  assert.deepEqual(decodeRequest(encode({ v: 1, id: 7, op: 'ping', args: {} })), { id: 7, op: 'ping', args: {} })
-  assert.deepEqual(decodeRequest(encode({ v: 1, id: 8, op: 'ping' })).args, {})
+  assert.deepEqual(decodeRequest(encode({ v: 2, id: 7, op: 'ping', args: {} })), { id: 7, op: 'ping', args: {} })
+  assert.deepEqual(decodeRequest(encode({ v: 2, id: 8, op: 'ping' })).args, {})
 })
 
 test('malformed requests are BadRequest, wrong versions VersionMismatch, big ones TooLarge', () => {
   rejects(() => decodeRequest(Buffer.from([0xc1])), 'BadRequest', /not valid msgpack/)
   rejects(() => decodeRequest(encode([1, 2])), 'BadRequest', /must be a msgpack map/)
-  rejects(() => decodeRequest(encode({ v: 1, id: 'x', op: 'ping' })), 'BadRequest', /"id" must be an integer/)
-  rejects(() => decodeRequest(encode({ v: 1, id: 1, op: '' })), 'BadRequest', /"op"/)
-  rejects(() => decodeRequest(encode({ v: 1, id: 1, op: 'ping', args: [1] })), 'BadRequest', /"args" must be a map/)
-  rejects(() => decodeRequest(encode({ v: 2, id: 1, op: 'ping' })), 'VersionMismatch', /v=2 .* v=1/)
+  rejects(() => decodeRequest(encode({ v: 2, id: 'x', op: 'ping' })), 'BadRequest', /"id" must be an integer/)
+  rejects(() => decodeRequest(encode({ v: 2, id: 1, op: '' })), 'BadRequest', /"op"/)
+  rejects(() => decodeRequest(encode({ v: 2, id: 1, op: 'ping', args: [1] })), 'BadRequest', /"args" must be a map/)
+  rejects(() => decodeRequest(encode({ v: 1, id: 1, op: 'ping' })), 'VersionMismatch', /v=1 .* v=2/)
   rejects(() => decodeRequest(Buffer.alloc(2048), 1024), 'TooLarge', /2048 bytes exceeds the 1024-byte cap/)
   try { decodeRequest(encode({ v: 9, id: 5, op: 'ping' })) } catch (err) { assert.equal(err.id, 5) }
 })
 
 test('replies carry v, id and either result or a typed error', () => {
   assert.deepEqual(decode(encodeResult(3, 'pong')), { v: PROTOCOL_VERSION, id: 3, ok: true, result: 'pong' })
-  assert.deepEqual(decode(encodeError(4, 'Internal', 'boom')), { v: 1, id: 4, ok: false, error: { type: 'Internal', message: 'boom' } })
+  assert.deepEqual(decode(encodeError(4, 'Internal', 'boom')), { v: 2, id: 4, ok: false, error: { type: 'Internal', message: 'boom' } })
   assert.throws(() => new ProtocolError('Nope', 'x'), /unknown protocol error type/)
 })
 
@@ -101,10 +101,20 @@ test('drop_bot is refused unless the sidecar was started with --test-ops', async
   const { createOps } = require('../src/ops')
   const dropped = []
   const world = { dropBot: async name => { dropped.push(name); return true } }
-  await assert.rejects(createOps(world, () => {}).drop_bot({ agent: 'agent_b' }),
+  const pool = { get: name => ({ name, world }) }
+  await assert.rejects(createOps(pool, () => {}).drop_bot({ arena: 'a0', agent: 'agent_b' }),
     err => err instanceof ProtocolError && err.type === 'BadRequest' && /test-only op; start the sidecar with --test-ops/.test(err.message))
   assert.deepEqual(dropped, [])
-  assert.deepEqual(await createOps(world, () => {}, { testOps: true }).drop_bot({ agent: 'agent_b' }), { dropped: true })
+  assert.deepEqual(await createOps(pool, () => {}, { testOps: true }).drop_bot({ arena: 'a0', agent: 'agent_b' }), { dropped: true })
   assert.deepEqual(dropped, ['agent_b'])
-  await assert.rejects(createOps(world, () => {}, { testOps: true }).drop_bot({ agent: 'agent_b', now: 1 }), /unknown field\(s\) now/)
+  await assert.rejects(createOps(pool, () => {}, { testOps: true }).drop_bot({ arena: 'a0', agent: 'agent_b', now: 1 }), /unknown field\(s\) now/)
+})
+
+test('arena flags', () => {
+  const base = ['--endpoint', 'tcp://127.0.0.1:1', '--rules', 'r']
+  const opts = parseArgs([...base, '--arenas', '4', '--max-arenas', '8', '--arena-x0', '-1024'])
+  assert.deepEqual([opts.arenas, opts.maxArenas, opts.arenaX0], [4, 8, -1024])
+  assert.deepEqual([parseArgs(base).arenas, parseArgs(base).maxArenas, parseArgs(base).arenaX0], [1, 16, 0])
+  assert.throws(() => parseArgs([...base, '--arenas', '9', '--max-arenas', '8']), /--arenas 9 exceeds --max-arenas 8/)
+  assert.throws(() => parseArgs([...base, '--max-arenas', '0']), /--max-arenas must be 1-64/)
 })

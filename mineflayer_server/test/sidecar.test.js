@@ -23,9 +23,14 @@ const SPEC = {
   cook_ticks: 2
 }
 
+// the arena every test here uses: the first of the sidecar's --arenas (sidecar-arenas.test.js runs several)
+const A = 'a0'
+/** Args of an arena op: reset takes {arena, spec}; observe, barrier and drop_bot {arena, ...}. */
+const onArena = (op, args = {}) => (op === 'reset' ? { arena: A, spec: args } : (['observe', 'barrier', 'drop_bot'].includes(op) ? { arena: A, ...args } : args))
+
 let callCounter = 0
 async function execute (actor, op, args) {
-  const reply = await sc.call('execute', { id: `c${++callCounter}`, actor, op, args })
+  const reply = await sc.call('execute', { arena: A, call: { id: `c${++callCounter}`, actor, op, args } })
   assert.equal(reply.ok, true, JSON.stringify(reply.error))
   return reply.result.events
 }
@@ -35,7 +40,7 @@ async function ok (actor, op, args) {
   return events
 }
 const result = async (op, args) => {
-  const reply = await sc.call(op, args)
+  const reply = await sc.call(op, onArena(op, args))
   assert.equal(reply.ok, true, JSON.stringify(reply.error))
   return reply.result
 }
@@ -43,12 +48,20 @@ const result = async (op, args) => {
 before(async () => { sc = await startSidecar(['--cook-ticks', '2', '--skill-timeout-ms', '4000', '--test-ops']) })
 after(async () => { await sc.close() })
 
-test('READY names the endpoint and hello reports protocol, versions and agents', async () => {
+test('READY names the endpoint and hello reports protocol, versions and arenas', async () => {
   assert.match(sc.ready.endpoint, /^tcp:\/\/127\.0\.0\.1:\d+$/)
-  assert.equal(sc.ready.protocol, 1)
+  assert.equal(sc.ready.protocol, 2)
+  assert.deepEqual(sc.ready.arenas, [A])
   assert.deepEqual(sc.ready.agents, ['agent_a', 'agent_b'])
   const hello = await result('hello')
-  assert.deepEqual(hello, { protocol: 1, minecraft: '1.21.4', sidecar: require('../package.json').version, agents: ['agent_a', 'agent_b'] })
+  assert.deepEqual(hello, {
+    protocol: 2,
+    minecraft: '1.21.4',
+    sidecar: require('../package.json').version,
+    arenas: [{ name: A, slot: 0, origin: [0, 0, 0], held: false, agents: ['agent_a', 'agent_b'] }],
+    max_arenas: 16
+  })
+  assert.deepEqual(await result('open_arena', {}), { arena: A, origin: [0, 0, 0], agents: ['agent_a', 'agent_b'] })
   assert.equal(await result('ping'), 'pong')
   process.stderr.write(`sidecar startup ${sc.startupMs} ms (READY startup_ms ${sc.ready.startup_ms})\n`)
 })
@@ -59,20 +72,28 @@ test('protocol errors are typed: unknown op, bad version, oversized, bad args', 
   assert.equal(unknown.error.type, 'BadRequest')
   assert.match(unknown.error.message, /unknown op "teleport"/)
 
-  const version = await sc.call('ping', {}, 2)
+  const version = await sc.call('ping', {}, 1)
   assert.deepEqual([version.ok, version.error.type], [false, 'VersionMismatch'])
 
   const id = sc.nextId()
-  const big = await sc.sendRaw(encode({ v: 1, id, op: 'ping', args: { pad: 'x'.repeat(1024 * 1024 + 10) } }), null)
+  const big = await sc.sendRaw(encode({ v: 2, id, op: 'ping', args: { pad: 'x'.repeat(1024 * 1024 + 10) } }), null)
   assert.deepEqual([big.ok, big.error.type, big.id], [false, 'TooLarge', null])
 
-  const badItem = await sc.call('execute', { id: 'x', actor: 'agent_a', op: 'craft', args: { item: 'oak_plank', count: 1, station: '' } })
+  const badItem = await sc.call('execute', { arena: A, call: { id: 'x', actor: 'agent_a', op: 'craft', args: { item: 'oak_plank', count: 1, station: '' } } })
   assert.equal(badItem.error.type, 'BadRequest')
   assert.match(badItem.error.message, /unknown item "oak_plank".*did you mean "oak_planks"/)
-  const badActor = await sc.call('execute', { id: 'x', actor: 'agent_z', op: 'wait', args: { ticks: 1 } })
+  const badActor = await sc.call('execute', { arena: A, call: { id: 'x', actor: 'agent_z', op: 'wait', args: { ticks: 1 } } })
   assert.match(badActor.error.message, /agent_z.*not an agent/)
-  const badSpec = await sc.call('reset', { ...SPEC, inventories: { agent_a: { unobtainium: 1 } } })
+  const badSpec = await sc.call('reset', { arena: A, spec: { ...SPEC, inventories: { agent_a: { unobtainium: 1 } } } })
   assert.equal(badSpec.error.type, 'BadRequest')
+  const noArena = await sc.call('observe', {})
+  assert.deepEqual([noArena.error.type, /args\.arena must name an arena/.test(noArena.error.message)], ['BadRequest', true])
+  const unknownArena = await sc.call('observe', { arena: 'zz' })
+  assert.match(unknownArena.error.message, /no arena named "zz"; open it with open_arena \(arenas: a0\)/)
+  const outside = await sc.call('reset', { arena: A, spec: { ...SPEC, positions: { agent_a: [30, 0, 0], agent_b: [3, 0, 0] } } })
+  assert.match(outside.error.message, /agent_a at x=30, z=0 lies outside the arena/)
+  const flat = await sc.call('reset', { arena: A, ...SPEC })
+  assert.match(flat.error.message, /reset args has unknown field\(s\) agents/)
   assert.equal(await result('ping'), 'pong', 'the sidecar keeps serving after refusals')
 })
 
@@ -192,22 +213,26 @@ test('a failed give ends the peer\'s await_handoff at once, naming the give', as
   assert.match(second.reason, /timed out after 4000 ms/)
 })
 
-test('drop_bot (a test op) cuts one bot; its skills fail as values until reset rejoins it', async () => {
+test('drop_bot (a test op) cuts one bot; its next skill is an ArenaFault and the next reset rebuilds the arena', async () => {
   await result('reset', SPEC)
   assert.deepEqual(await result('drop_bot', { agent: 'agent_b' }), { dropped: true })
-  const [event] = await execute('agent_b', 'wait', { ticks: 1 })
-  assert.equal(event.ok, false)
-  assert.match(event.reason, /agent_b is disconnected; reset rejoins it/)
-  const bad = await sc.call('drop_bot', { agent: 'agent_z' })
+  const fault = await sc.call('execute', { arena: A, call: { id: 'd1', actor: 'agent_b', op: 'wait', args: { ticks: 1 } } })
+  assert.deepEqual([fault.ok, fault.error.type], [false, 'ArenaFault'])
+  assert.match(fault.error.message, /arena a0: agent_b's bot is disconnected; this episode is lost: the next reset rebuilds the arena/)
+  const lost = await sc.call('observe', { arena: A })
+  assert.equal(lost.error.type, 'ArenaFault', 'a faulted arena serves nothing of the lost episode')
+  const bad = await sc.call('drop_bot', { arena: A, agent: 'agent_z' })
   assert.deepEqual([bad.ok, bad.error.type], [false, 'BadRequest'])
   const back = await result('reset', SPEC)
-  assert.deepEqual(back.rejoined, ['agent_b'])
+  assert.deepEqual([back.rebuilt, [...back.rejoined].sort()], [true, ['agent_a', 'agent_b']])
   assert.deepEqual((await result('observe')).inventories, SPEC.inventories)
+  const again = await result('reset', SPEC)
+  assert.deepEqual([again.rebuilt, again.rejoined], [false, []])
 })
 
 test('a bot that dropped is rejoined at the next reset', async () => {
   const hello = await result('hello')
-  assert.deepEqual(hello.agents, ['agent_a', 'agent_b'])
+  assert.deepEqual(hello.arenas[0].agents, ['agent_a', 'agent_b'])
   // a reset for other agent names replaces the bots; the next reset with the originals rejoins them
   const other = await result('reset', { ...SPEC, agents: ['agent_a', 'agent_c'], positions: { agent_a: [0, 0, 0], agent_c: [3, 0, 0] }, inventories: {} })
   assert.deepEqual(other.rejoined, ['agent_c'])

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from .backend import MinecraftWorld
 from .errors import (
+    ArenaBusy,
+    ArenaFault,
     MinecraftBackendError,
     ProtocolMismatch,
     RuntimeMissing,
@@ -15,10 +17,14 @@ from .errors import (
     SidecarError,
     SidecarTimeout,
 )
+from .pool import SidecarPool
 from .runtime import locate, setup
 
 __all__ = [
+    "ArenaBusy",
+    "ArenaFault",
     "MinecraftWorld",
+    "SidecarPool",
     "MinecraftBackendError",
     "ProtocolMismatch",
     "RuntimeMissing",

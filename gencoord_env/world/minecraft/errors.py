@@ -39,6 +39,18 @@ class ServerUnreachable(MinecraftBackendError):
     """The Minecraft server the bots should join cannot be reached."""
 
 
+class ArenaFault(MinecraftBackendError):
+    """One arena of the sidecar lost its episode (a bot disconnected, its reset or read-back failed).
+
+    The sidecar and its other arenas go on; the next ``reset()`` of this world rebuilds the arena (its bots
+    rejoin, its region is cleared).
+    """
+
+
+class ArenaBusy(MinecraftBackendError):
+    """The arena asked for is held by another env, or the sidecar holds as many arenas as it may."""
+
+
 class SidecarError(MinecraftBackendError):
     """The sidecar reported an internal error while handling a valid request."""
 

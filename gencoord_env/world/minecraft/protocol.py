@@ -2,9 +2,13 @@
 
 Every message is one msgpack map (see ``docs/architecture.md``, "Sidecar protocol")::
 
-    request  {v: 1, id: <int>, op: <str>, args: <map>}
-    reply    {v: 1, id: <int>, ok: true,  result: <any>}
-           | {v: 1, id: <int>, ok: false, error: {type: <str>, message: <str>}}
+    request  {v: 2, id: <int>, op: <str>, args: <map>}
+    reply    {v: 2, id: <int>, ok: true,  result: <any>}
+           | {v: 2, id: <int>, ok: false, error: {type: <str>, message: <str>}}
+
+A sidecar serves several arenas (disjoint regions of one world, each with its own bots): a client holds
+one with ``open_arena`` and names it in every op that touches a world (``reset``, ``execute``,
+``observe``, ``barrier``, ``drop_bot``).
 
 Encoding turns frozen world values into maps; decoding checks shape and version and turns maps back
 into frozen values, raising ProtocolMismatch on anything else so a malformed reply never leaks inward.
@@ -20,15 +24,19 @@ import msgpack
 from ..types import EXECUTOR_ACTIONS, GroundTruth, SkillCall, WorldEvent, WorldSpec
 from .errors import ProtocolMismatch
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 MINECRAFT_VERSION = "1.21.4"
 MAX_MESSAGE_BYTES = 1 << 20  # the sidecar refuses larger messages (TooLarge); refuse them here first
-OPS: frozenset[str] = frozenset({"hello", "ping", "reset", "execute", "observe", "barrier", "shutdown", "drop_bot"})
+OPS: frozenset[str] = frozenset({"hello", "ping", "open_arena", "close_arena", "reset", "execute", "observe",
+                                 "barrier", "shutdown", "drop_bot"})
 #: Ops a sidecar serves only when started with ``--test-ops`` (fault injection for tests); refused otherwise.
 TEST_OPS: frozenset[str] = frozenset({"drop_bot"})
 #: Ops that may be resent after a timeout: repeating them cannot change the world twice.
 IDEMPOTENT_OPS: frozenset[str] = frozenset({"hello", "ping", "observe", "barrier"})
-ERROR_TYPES: frozenset[str] = frozenset({"BadRequest", "TooLarge", "VersionMismatch", "SkillFailed", "Internal"})
+#: ``ArenaFault``: the named arena lost its episode (rebuilt at its next reset); ``ArenaBusy``: the arena
+#: is held by another client, or no more may be opened.
+ERROR_TYPES: frozenset[str] = frozenset({"BadRequest", "TooLarge", "VersionMismatch", "SkillFailed", "ArenaFault",
+                                         "ArenaBusy", "Internal"})
 
 _MISMATCH_HINT = (
     "the Python package and mineflayer_server/ come from different versions; "
@@ -136,8 +144,26 @@ def spec_to_map(spec: WorldSpec) -> dict[str, Any]:
 
 
 def call_to_map(call: SkillCall) -> dict[str, Any]:
-    """The ``execute`` args for a SkillCall (``after`` is the Python scheduler's business, not sent)."""
+    """The map of a SkillCall (``after`` is the Python scheduler's business, not sent)."""
     return {"id": call.id, "actor": call.actor, "op": call.op, "args": dict(call.args)}
+
+
+def reset_args(arena: str, spec: WorldSpec, rebuild: bool = False) -> dict[str, Any]:
+    """The ``reset`` args: the arena, its episode spec, and whether to rebuild it first."""
+    return {"arena": arena, "spec": spec_to_map(spec), "rebuild": bool(rebuild)}
+
+
+def execute_args(arena: str, call: SkillCall) -> dict[str, Any]:
+    """The ``execute`` args: the arena and one skill call."""
+    return {"arena": arena, "call": call_to_map(call)}
+
+
+def arena_from_map(result: Any) -> str:
+    """The arena name of an ``open_arena`` result ``{arena, origin, agents}``."""
+    name = _map(result, "open_arena result").get("arena")
+    if not isinstance(name, str) or not name:
+        raise ProtocolMismatch(f"open_arena returned no arena name: {result!r:.200}; {_MISMATCH_HINT}")
+    return name
 
 
 def _counts_out(counts: Mapping[str, int]) -> dict[str, int]:

@@ -47,13 +47,18 @@ class SidecarOptions:
     """How to launch the sidecar.
 
     ``server="embedded"`` runs flying-squid inside the sidecar; ``"external"`` connects the bots to
-    ``mc_host:mc_port`` (a running Minecraft 1.21.4 server in offline mode).
+    ``mc_host:mc_port`` (a running Minecraft 1.21.4 server in offline mode). ``arenas`` arenas exist from
+    the start, each with the ``agents``' bots connected; clients may open up to ``max_arenas``, arena k at
+    block x = ``arena_x0`` + 64 k.
     """
 
     server: str = "embedded"
-    agents: tuple[str, ...] = ()  # bot usernames to connect at start (reset connects any others)
+    agents: tuple[str, ...] = ()  # agents whose bots each arena connects at start (reset connects any others)
     mc_host: str = ""
     mc_port: int = 0
+    arenas: int = 1
+    max_arenas: int = 16
+    arena_x0: int = 0
     transport: str = "ipc" if os.name == "posix" else "tcp"
     ready_timeout_s: float = 90.0
     kill_after_s: float = 5.0
@@ -69,6 +74,8 @@ class SidecarOptions:
             raise ValueError("server='external' needs mc_host and mc_port")
         if self.transport not in ("ipc", "tcp"):
             raise ValueError(f"transport must be 'ipc' or 'tcp', got {self.transport!r}")
+        if not 1 <= self.max_arenas <= 64 or not 0 <= self.arenas <= self.max_arenas:
+            raise ValueError(f"need 0 <= arenas <= max_arenas <= 64, got arenas={self.arenas}, max_arenas={self.max_arenas}")
 
 
 def free_tcp_port(host: str = "127.0.0.1") -> int:
@@ -97,6 +104,12 @@ def sidecar_argv(runtime: Runtime, endpoint: str, options: SidecarOptions, paren
         argv += ["--parent-pid", str(parent_pid)]
     if options.server == "external":
         argv += ["--server", "external", "--mc-host", options.mc_host, "--mc-port", str(options.mc_port)]
+    defaults = SidecarOptions()
+    for flag, value, default in (("--arenas", options.arenas, defaults.arenas),
+                                 ("--max-arenas", options.max_arenas, defaults.max_arenas),
+                                 ("--arena-x0", options.arena_x0, defaults.arena_x0)):
+        if value != default:
+            argv += [flag, str(value)]
     return argv + list(options.extra_args)
 
 

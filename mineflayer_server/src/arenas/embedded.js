@@ -1,6 +1,8 @@
 'use strict'
 // The embedded arena: flying-squid runs in this process with our game-logic plugin, so resets are
-// direct server-side edits (each logged) and ground truth is read from the server's own state.
+// direct server-side edits (each logged) and ground truth is read from the server's own state. One
+// instance serves one arena (one World): its edits, pickups and furnaces are those inside the arena's
+// region or of its own bots, so several arenas share one server without touching each other.
 
 const { withTimeout } = require('../util')
 
@@ -13,22 +15,33 @@ class EmbeddedArena {
     this.registry = serv.registry
     this.consumed = new Map() // handoff ledger entries already claimed by an await_handoff
     this.syncCounter = 0
+    this.world = null
+    this.furnaceCookTicks = null // this arena's cook time, set at each reset
   }
+
+  /** The World this arena serves (its bots' usernames, its region). */
+  bind (world) { this.world = world }
 
   /** Called once per connected bot; the embedded arena needs nothing from it. */
   attach () {}
 
-  player (name) {
-    const p = this.api.playerByName(name)
-    if (!p) throw new Error(`${name} is not connected to the server; reset to rejoin it`)
+  player (agent) {
+    const p = this.api.playerByName(this.world.username(agent))
+    if (!p) throw new Error(`${agent} is not connected to the server; reset to rejoin it`)
     return p
+  }
+
+  /** True for ledger entries between two bots of this arena. */
+  ownPickup (p) {
+    const mine = new Set(this.world.agents().map(a => this.world.username(a)))
+    return mine.has(p.from) || mine.has(p.to)
   }
 
   count (agent, item) { return this.inventory(agent)[item] || 0 }
   /** The agent's items as the server holds them: `{item: n}`. */
   inventory (agent) { return this.api.inventoryCounts(this.player(agent)) }
   blockNames (positions) { return this.api.blockNames(positions) }
-  cookTicks () { return this.api.cookTicks() }
+  cookTicks () { return this.furnaceCookTicks ?? this.api.cookTicks() }
 
   /** The giver's side of a handoff: the server's pickup ledger already has the evidence. */
   recordToss () {}
@@ -36,7 +49,8 @@ class EmbeddedArena {
   /** Claim `count` items handed from `from` to `to` (ledger of server-side pickups); true once claimed. */
   takeHandoff (from, to, item, count) {
     const key = `${from}>${to}>${item}`
-    const received = this.api.pickups().filter(p => p.from === from && p.to === to && p.item === item).reduce((n, p) => n + p.count, 0)
+    const [giver, taker] = [this.world.username(from), this.world.username(to)]
+    const received = this.api.pickups().filter(p => p.from === giver && p.to === taker && p.item === item).reduce((n, p) => n + p.count, 0)
     const used = this.consumed.get(key) || 0
     if (received - used < count) return false
     this.consumed.set(key, used + count)
@@ -59,23 +73,28 @@ class EmbeddedArena {
   /** Server-side edits for one episode: blocks, container contents, inventories, positions. */
   async arrange (world, spec, stations) {
     const api = this.api
-    api.clearDrops()
-    api.clearPickups()
+    const inRegion = pos => world.inRegion(pos)
+    api.clearDrops(inRegion)
+    api.clearPickups(p => this.ownPickup(p))
     this.consumed.clear()
 
-    // Blocks: remove whatever anyone placed that is not a station of this episode, then place stations.
+    // Blocks: remove whatever anyone placed in this arena that is not a station of this episode, then
+    // place stations.
     const wanted = new Map()
     for (const s of stations.values()) if (BLOCK_STATIONS.has(s.kind)) wanted.set(`${s.pos}`, s)
     const siteCells = [...stations.values()].filter(s => s.kind === 'site').flatMap(s => s.cells)
-    const toClear = [...api.touchedPositions(), ...siteCells].filter(p => !wanted.has(`${p}`))
+    const toClear = [...api.touchedPositions().filter(inRegion), ...siteCells].filter(p => !wanted.has(`${p}`))
     const clearNames = await api.blockNames(toClear)
     for (let i = 0; i < toClear.length; i++) if (clearNames[i] !== 'air') await api.setBlock(toClear[i], 'air')
+    this.furnaceCookTicks = Math.max(1, spec.cookTicks || 1)
     for (const s of wanted.values()) {
       if (await api.blockName(s.pos) !== s.kind) await api.setBlock(s.pos, s.kind)
       if (s.kind === 'chest') api.setContainer('chest', s.pos, spec.containers[s.name] || {})
-      if (s.kind === 'furnace') api.setContainer('furnace', s.pos, {})
+      if (s.kind === 'furnace') {
+        api.setContainer('furnace', s.pos, {})
+        api.setCookTicks(this.furnaceCookTicks, [api.findContainer(s.pos)])
+      }
     }
-    api.setCookTicks(spec.cookTicks || 1)
 
     for (const agent of spec.agents) {
       const player = this.player(agent)

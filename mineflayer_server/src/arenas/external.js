@@ -13,11 +13,14 @@
 //   earlier clicks are applied and that every update the server sent before it has arrived.
 // - a handoff's evidence is the receiver's own pickups (`collect` packets naming it as the collector)
 //   matched against the giver's tosses, instead of the embedded server's pickup ledger.
+// One instance serves one arena: its commands name its own bots and only touch its own region (the
+// item /kill is limited to the arena's volume), so several arenas share one external server.
 
 const { Vec3 } = require('vec3')
 const { goals } = require('mineflayer-pathfinder')
 const { MINECRAFT_VERSION } = require('../server')
 const { BLOCK_STATIONS } = require('./embedded')
+const { ARENA_HALF_WIDTH } = require('../world')
 const { withTimeout, waitFor } = require('../util')
 
 const VANILLA_COOK_TICKS = 200
@@ -45,7 +48,8 @@ class ExternalArena {
     Object.assign(this, { host, port, log })
     this.registry = require('prismarine-registry')(MINECRAFT_VERSION)
     this.floorY = null
-    this.bots = new Map() // username -> bot, as attached
+    this.world = null
+    this.bots = new Map() // agent name -> bot, as attached
     this.tosses = [] // {from, to, item, count} recorded by the giver after its toss
     this.collects = [] // {to, item, count} from collect packets naming a bot as the collector
     this.consumed = new Map()
@@ -53,9 +57,12 @@ class ExternalArena {
     this.warnedCookTicks = false
   }
 
-  /** Track a (re)connected bot; the first one finds the arena floor. */
-  async attach (bot) {
-    this.bots.set(bot.username, bot)
+  /** The World this arena serves (its bots' usernames, its region). */
+  bind (world) { this.world = world }
+
+  /** Track a (re)connected bot of agent `agent`; the first one finds the arena floor. */
+  async attach (bot, agent) {
+    this.bots.set(agent, bot)
     bot._client.on('collect', packet => {
       if (!bot.entity || packet.collectorEntityId !== bot.entity.id) return
       const entity = bot.entities[packet.collectedEntityId]
@@ -63,21 +70,25 @@ class ExternalArena {
       try { name = entity && entity.getDroppedItem() ? entity.getDroppedItem().name : null } catch (err) { name = null }
       const from = name ? 'metadata' : 'last toss'
       // Without item metadata the pickup is attributed to the last toss aimed at this bot.
-      if (!name) name = [...this.tosses].reverse().find(t => t.to === bot.username)?.item ?? null
-      this.collects.push({ to: bot.username, item: name, count: packet.pickupItemCount || 1, from })
+      if (!name) name = [...this.tosses].reverse().find(t => t.to === agent)?.item ?? null
+      this.collects.push({ to: agent, item: name, count: packet.pickupItemCount || 1, from })
     })
     if (this.floorY === null) this.floorY = await this.findFloor(bot)
   }
 
-  /** First air layer above the ground at column (0, 0), as the bot sees it. */
+  /**
+   * First air layer above the ground under the bot where it joined, as it sees it. A flat world has the
+   * same floor everywhere, so every arena of the server shares it.
+   */
   async findFloor (bot) {
+    const { x, z } = bot.entity.position.floored()
     const top = Math.floor(bot.entity.position.y) + 8
-    await waitFor(() => bot.blockAt(new Vec3(0, top, 0)), 10000, 'the chunk at (0, 0) to load')
+    await waitFor(() => bot.blockAt(new Vec3(x, top, z)), 10000, `the chunk at (${x}, ${z}) to load`)
     for (let y = top; y > -64; y--) {
-      const block = bot.blockAt(new Vec3(0, y, 0))
+      const block = bot.blockAt(new Vec3(x, y, z))
       if (block && !['air', 'void_air', 'cave_air'].includes(block.name)) return y + 1
     }
-    throw new Error('the external server\'s world has no ground at (0, 0); use a flat world')
+    throw new Error(`the external server's world has no ground at (${x}, ${z}); use a flat world`)
   }
 
   connected () { return [...this.bots.values()].find(b => !b.gcEnded && b.entity) || null }
@@ -139,7 +150,10 @@ class ExternalArena {
       this.warnedCookTicks = true
       this.log('world', `cook_ticks ${spec.cookTicks} ignored: an external server smelts in ${VANILLA_COOK_TICKS} ticks per item`)
     }
-    this.command(director, '/kill @e[type=minecraft:item]')
+    // only this arena's items: other arenas of the server may have items in flight
+    const { x: ox, z: oz } = world.origin
+    const h = ARENA_HALF_WIDTH
+    this.command(director, `/kill @e[type=minecraft:item,x=${ox - h},y=-64,z=${oz - h},dx=${2 * h - 1},dy=384,dz=${2 * h - 1}]`)
 
     // Blocks: stations of the last layout and all site cells become air, then this layout's stations are
     // placed. Chests and furnaces are always replaced, which empties them.
@@ -149,6 +163,13 @@ class ExternalArena {
     for (const s of [...(previous ? previous.stations.values() : []), ...stations.values()]) {
       if (s.kind === 'site') cells.push(...s.cells)
       else if (BLOCK_STATIONS.has(s.kind)) cells.push(s.pos)
+    }
+    // the director edits what it sees: bring it into the arena first (bots join wherever the server spawns them)
+    const start = world.absolute(spec.positions[spec.agents[0]])
+    if (director.entity.position.distanceTo(start.offset(0.5, 0, 0.5)) > 16) {
+      this.command(director, `/tp ${director.username} ${start.x + 0.5} ${start.y} ${start.z + 0.5}`)
+      await this.barrierFor(director)
+      await waitFor(() => cells.every(p => director.blockAt(p)), 5000, `${director.username}'s view of the arena`)
     }
     const cleared = new Set()
     const setBlock = (p, name) => this.command(director, `/setblock ${p.x} ${p.y} ${p.z} minecraft:${name}`)
@@ -177,9 +198,10 @@ class ExternalArena {
     for (const agent of spec.agents) {
       const bot = world.bot(agent)
       const at = world.absolute(spec.positions[agent])
-      this.command(bot, `/clear ${agent}`)
-      for (const [item, n] of Object.entries(spec.inventories[agent])) this.command(bot, `/give ${agent} minecraft:${item} ${n}`)
-      this.command(bot, `/tp ${agent} ${at.x + 0.5} ${at.y} ${at.z + 0.5}`)
+      const name = bot.username
+      this.command(bot, `/clear ${name}`)
+      for (const [item, n] of Object.entries(spec.inventories[agent])) this.command(bot, `/give ${name} minecraft:${item} ${n}`)
+      this.command(bot, `/tp ${name} ${at.x + 0.5} ${at.y} ${at.z + 0.5}`)
     }
     await Promise.all(bots.map(b => this.barrierFor(b)))
   }

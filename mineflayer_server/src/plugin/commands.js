@@ -4,6 +4,10 @@
 
 const { UserError } = require('flying-squid')
 
+const NUM = '(-?\\d+(?:\\.\\d+)?)'
+/** `@e[type=minecraft:item,x=..,y=..,z=..,dx=..,dy=..,dz=..]`, the form an external-arena reset sends. */
+const ITEMS_IN_VOLUME = new RegExp(`^@e\\[type=(?:minecraft:)?item,x=${NUM},y=${NUM},z=${NUM},dx=${NUM},dy=${NUM},dz=${NUM}\\]$`)
+
 function server (serv, api) {
   serv.once('asap', () => {
     const give = serv.commands.uniqueHash.give
@@ -49,6 +53,15 @@ function server (serv, api) {
     kill.params.action = (sel, ctx) => {
       if (/^@e\[type=(minecraft:)?item\]$/.test(sel)) {
         api.log('edit', `kill dropped items: ${api.clearDrops()}`)
+        return
+      }
+      // vanilla's volume selector: items whose position lies in [x, x + dx] x [y, y + dy] x [z, z + dz]
+      const box = ITEMS_IN_VOLUME.exec(sel)
+      if (box) {
+        const [x, y, z, dx, dy, dz] = box.slice(1).map(Number)
+        const within = (v, lo, d) => v >= Math.min(lo, lo + d) && v <= Math.max(lo, lo + d) + 1
+        const n = api.clearDrops(p => within(p.x, x, dx) && within(p.y, y, dy) && within(p.z, z, dz))
+        api.log('edit', `kill dropped items in ${x} ${y} ${z} +${dx} ${dy} ${dz}: ${n}`)
         return
       }
       return action(sel, ctx)

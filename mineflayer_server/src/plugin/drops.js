@@ -33,13 +33,18 @@ function server (serv, api, options) {
 
   /** Pickups of items thrown by one player and collected by another: `{from, to, item, count, at}`. */
   api.pickups = () => ledger
-  api.clearPickups = () => { ledger.length = 0 }
+  /** Forget the pickups that `which(entry)` selects (default: all), e.g. those of one arena's players. */
+  api.clearPickups = (which = null) => {
+    const keep = which ? ledger.filter(p => !which(p)) : []
+    ledger.length = 0
+    ledger.push(...keep)
+  }
 
-  /** Remove every dropped item entity (reset). Returns how many were removed. */
-  api.clearDrops = () => {
+  /** Remove the dropped item entities at positions `where(pos)` selects (default: all). Returns how many. */
+  api.clearDrops = (where = null) => {
     let n = 0
     for (const entity of Object.values(serv.entities)) {
-      if (entity.gcItem) { entity.gcItem = null; entity.destroy(); n++ }
+      if (entity.gcItem && (!where || where(entity.position))) { entity.gcItem = null; entity.destroy(); n++ }
     }
     return n
   }

@@ -6,10 +6,13 @@ copy this file to that name and use the Python interpreter as "node"). It does n
 so tests can see which calls overlapped. Behaviour switches come from ``FAKE_SIDECAR`` (comma list):
 
 - ``exit_early``: exit with code 2 before READY; ``no_ready``: never print READY
-- ``protocol2``: ``hello`` claims protocol 2
+- ``old_protocol``: ``hello`` claims protocol 1
 - ``drop_pings=N``: leave the first N pings unanswered
-Special calls: ``wait`` with ticks 999 kills the process (exit 7); ticks 998 never replies;
-any call whose args name item ``missing_item`` fails as a skill.
+Arenas: ``open_arena`` holds the named arena, else the first free one (``a0``, ``a1``, ...; ``--arenas``
+exist from the start); a held one is ``ArenaBusy``. Each arena keeps its own spec; ``reset`` reports
+``rebuilt`` when asked to rebuild or after an arena fault.
+Special calls: ``wait`` with ticks 999 kills the process (exit 7); ticks 998 never replies; ticks 997
+is an ``ArenaFault`` of its arena; any call whose args name item ``missing_item`` fails as a skill.
 """
 from __future__ import annotations
 
@@ -40,16 +43,17 @@ def main() -> None:
     agents = argv[argv.index("--agents") + 1].split(",") if "--agents" in argv else ["agent_a", "agent_b"]
     if "no_ready" in flags:
         time.sleep(3600)
-    print("READY " + json.dumps({"endpoint": endpoint, "protocol": 1}), flush=True)
+    first = int(argv[argv.index("--arenas") + 1]) if "--arenas" in argv else 1
+    arenas: dict[str, dict[str, Any]] = {f"a{k}": {"held": False, "spec": {}, "broken": False} for k in range(first)}
+    print("READY " + json.dumps({"endpoint": endpoint, "protocol": 2, "arenas": list(arenas)}), flush=True)
     drop_pings = int(flags.get("drop_pings", 0))
     busy: set[str] = set()
-    spec: dict = {}
     due: list[tuple[float, int, bytes, bytes, str]] = []
     seq = 0
     counts: dict[str, int] = {}
 
     def reply(rid: int, result: object = None, error: tuple[str, str] | None = None) -> bytes:
-        msg: dict[str, Any] = {"v": 1, "id": rid, "ok": error is None}
+        msg: dict[str, Any] = {"v": 2, "id": rid, "ok": error is None}
         if error:
             msg["error"] = {"type": error[0], "message": error[1]}
         else:
@@ -63,20 +67,44 @@ def main() -> None:
             msg = msgpack.unpackb(payload)
             op, rid, args = msg["op"], msg["id"], msg.get("args", {})
             counts[op] = counts.get(op, 0) + 1
-            print(f"recv {op} #{counts[op]} id={rid}", file=log, flush=True)
-            if op == "hello":
-                out = reply(rid, {"protocol": 2 if "protocol2" in flags else 1, "minecraft": "1.21.4",
-                                  "sidecar": "fake", "agents": agents})
+            shown = f" arena={args.get('arena')} rebuild={bool(args.get('rebuild'))}" if op == "reset" else ""
+            print(f"recv {op} #{counts[op]} id={rid}{shown}", file=log, flush=True)
+            arena = arenas.get(args.get("arena", "")) if isinstance(args, dict) else None
+            if op in ("reset", "execute", "observe", "barrier", "close_arena") and arena is None:
+                out = reply(rid, error=("BadRequest", f"no arena named {args.get('arena')!r}"))
+            elif op == "hello":
+                out = reply(rid, {"protocol": 1 if "old_protocol" in flags else 2, "minecraft": "1.21.4",
+                                  "sidecar": "fake", "arenas": [{"name": n, "held": a["held"], "agents": agents}
+                                                                for n, a in arenas.items()]})
             elif op == "ping":
                 if counts[op] <= drop_pings:
                     continue
                 out = reply(rid, "pong")
+            elif op == "open_arena":
+                name = args.get("arena") or next((n for n, a in arenas.items() if not a["held"]), f"a{len(arenas)}")
+                entry = arenas.setdefault(name, {"held": False, "spec": {}, "broken": False})
+                if entry["held"]:
+                    out = reply(rid, error=("ArenaBusy", f"arena {name} is held by another client"))
+                else:
+                    entry["held"] = True
+                    out = reply(rid, {"arena": name, "origin": [64 * list(arenas).index(name), 0, 0], "agents": agents})
+            elif op == "close_arena":
+                arena["held"] = False
+                out = reply(rid, True)
             elif op == "reset":
-                spec = args
-                out = reply(rid, {"ms": 1})
+                rebuilt = bool(args.get("rebuild")) or arena["broken"]
+                if rebuilt:  # as the real rebuild does: the arena's unfinished calls end, their bots are fresh
+                    mine = f"{args['arena']}/"
+                    busy -= {k for k in busy if k.startswith(mine)}
+                    due = [d for d in due if not d[4].startswith(mine)]
+                    heapq.heapify(due)
+                arena.update(spec=args["spec"], broken=False)
+                out = reply(rid, {"ms": 1, "rejoined": [], "rebuilt": rebuilt})
             elif op == "execute":
-                actor, call_op, cargs = args["actor"], args["op"], args["args"]
-                if actor in busy:
+                call = args["call"]
+                actor, call_op, cargs = call["actor"], call["op"], call["args"]
+                key = f"{args['arena']}/{actor}"
+                if key in busy:
                     out = reply(rid, error=("BadRequest", f"{actor} already runs a call"))
                 else:
                     ticks = int(cargs.get("ticks", 0)) if call_op == "wait" else 0
@@ -85,14 +113,20 @@ def main() -> None:
                         os._exit(7)
                     if ticks == 998:
                         continue
-                    busy.add(actor)
+                    if ticks == 997:
+                        arena["broken"] = True
+                        sock.send_multipart([ident, reply(rid, error=("ArenaFault", f"arena {args['arena']}: "
+                                                                      f"{actor}'s bot is disconnected"))])
+                        continue
+                    busy.add(key)
                     ok = cargs.get("item") != "missing_item"
                     seq += 1
                     heapq.heappush(due, (time.monotonic() + ticks * 0.005, seq, ident, msgpack.packb(
-                        {"rid": rid, "call_id": args["id"], "actor": actor, "op": call_op, "ok": ok,
-                         "start": time.monotonic()}), actor))
+                        {"rid": rid, "call_id": call["id"], "actor": actor, "op": call_op, "ok": ok,
+                         "start": time.monotonic()}), key))
                     continue
             elif op == "observe":
+                spec = arena["spec"]
                 out = reply(rid, {"inventories": spec.get("inventories", {}), "containers": spec.get("containers", {}),
                                   "sites": {"site": [[1, 0, 2, "oak_planks"], [0, 0, 0, "oak_planks"]]},
                                   "furnaces": {}})

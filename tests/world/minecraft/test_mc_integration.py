@@ -10,7 +10,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from gencoord_env.world.minecraft import MinecraftWorld, ProtocolMismatch, RuntimeMissing, SidecarDied, locate
+from gencoord_env.world.minecraft import (
+    ArenaFault,
+    MinecraftWorld,
+    ProtocolMismatch,
+    RuntimeMissing,
+    SidecarDied,
+    locate,
+)
 from gencoord_env.world.types import SkillCall, Station, WorldSpec
 
 try:
@@ -109,20 +116,21 @@ def test_drop_bot_is_refused_without_test_ops(world: MinecraftWorld) -> None:
     world.reset(SPEC)
     assert world.sidecar is not None and world.sidecar.client is not None
     with pytest.raises(ProtocolMismatch, match="drop_bot is a test-only op; start the sidecar with --test-ops"):
-        world.sidecar.client.call("drop_bot", {"agent": "agent_b"})
+        world.sidecar.client.call("drop_bot", {"arena": world.arena, "agent": "agent_b"})
     assert all(e.ok for e in world.run([SkillCall("b1", "agent_b", "wait", {"ticks": 1})]))
 
 
-def test_disconnected_bot_is_rejoined_at_reset() -> None:
+def test_disconnected_bot_is_an_arena_fault_and_the_arena_is_rebuilt_at_reset() -> None:
     with MinecraftWorld(sidecar_args=("--test-ops",)) as w:
         w.reset(SPEC)
-        assert w.rejoined == ()
+        assert w.rejoined == () and not w.rebuilt
         assert w.sidecar is not None and w.sidecar.client is not None
-        assert w.sidecar.client.call("drop_bot", {"agent": "agent_b"}) == {"dropped": True}
-        [event] = w.run([SkillCall("b1", "agent_b", "wait", {"ticks": 1})])
-        assert not event.ok and "agent_b is disconnected; reset rejoins it" in event.reason
+        assert w.sidecar.client.call("drop_bot", {"arena": w.arena, "agent": "agent_b"}) == {"dropped": True}
+        with pytest.raises(ArenaFault, match="agent_b's bot is disconnected; this episode is lost: the next reset rebuilds"):
+            w.run([SkillCall("b1", "agent_b", "wait", {"ticks": 1})])
         w.reset(SPEC)
-        assert w.rejoined == ("agent_b",) and w.restarts == 0  # the same sidecar, one bot reconnected
+        # the same sidecar; the arena's bots rejoined
+        assert w.rebuilt and sorted(w.rejoined) == ["agent_a", "agent_b"] and w.restarts == 0
         assert all(e.ok for e in w.run(CALLS))
         truth = w.observe()
         assert truth.inventories == {"agent_a": {}, "agent_b": {"crafting_table": 1}}

@@ -8,6 +8,7 @@ import pytest
 from gencoord_env.world.minecraft.errors import ProtocolMismatch
 from gencoord_env.world.minecraft.protocol import (
     MAX_MESSAGE_BYTES,
+    arena_from_map,
     check_hello,
     call_to_map,
     decode_reply,
@@ -15,7 +16,9 @@ from gencoord_env.world.minecraft.protocol import (
     encode_reply,
     encode_request,
     events_from_result,
+    execute_args,
     ground_truth_from_map,
+    reset_args,
     spec_to_map,
 )
 from gencoord_env.world.types import GroundTruth, SkillCall, Station, WorldEvent, WorldSpec
@@ -35,7 +38,7 @@ SPEC = WorldSpec(
 
 def test_request_envelope_round_trip() -> None:
     msg = decode_request(encode_request(5, "execute", {"id": "c1"}))
-    assert msg == {"v": 1, "id": 5, "op": "execute", "args": {"id": "c1"}}
+    assert msg == {"v": 2, "id": 5, "op": "execute", "args": {"id": "c1"}}
 
 
 def test_unknown_op_is_refused_before_sending() -> None:
@@ -60,9 +63,9 @@ def test_reply_ok_and_error_decode() -> None:
     [
         (b"\xc1\xc1", "not msgpack"),
         (msgpack.packb([1, 2]), "must be a map"),
-        (msgpack.packb({"v": 2, "id": 1, "ok": True}), "protocol v=2"),
-        (msgpack.packb({"v": 1, "id": "1", "ok": True}), "lacks an int 'id'"),
-        (msgpack.packb({"v": 1, "id": 1, "ok": False, "error": "boom"}), "lacks error.type"),
+        (msgpack.packb({"v": 1, "id": 1, "ok": True}), "protocol v=1"),
+        (msgpack.packb({"v": 2, "id": "1", "ok": True}), "lacks an int 'id'"),
+        (msgpack.packb({"v": 2, "id": 1, "ok": False, "error": "boom"}), "lacks error.type"),
     ],
 )
 def test_malformed_replies_raise_protocol_mismatch(payload: bytes, match: str) -> None:
@@ -71,10 +74,10 @@ def test_malformed_replies_raise_protocol_mismatch(payload: bytes, match: str) -
 
 
 def test_hello_version_checks() -> None:
-    good = {"protocol": 1, "minecraft": "1.21.4", "sidecar": "0.1.0", "agents": ["A", "B"]}
+    good = {"protocol": 2, "minecraft": "1.21.4", "sidecar": "0.1.0", "arenas": []}
     assert check_hello(good) is good
-    with pytest.raises(ProtocolMismatch, match="speaks protocol 2"):
-        check_hello({**good, "protocol": 2})
+    with pytest.raises(ProtocolMismatch, match="speaks protocol 1"):
+        check_hello({**good, "protocol": 1})
     with pytest.raises(ProtocolMismatch, match="serves Minecraft '1.20.1'"):
         check_hello({**good, "minecraft": "1.20.1"})
 
@@ -92,6 +95,16 @@ def test_call_to_map_leaves_scheduling_out() -> None:
     call = SkillCall("c2", "B", "deposit", {"station": "chest1", "item": "stick", "count": 2}, after=("c1",))
     assert call_to_map(call) == {"id": "c2", "actor": "B", "op": "deposit",
                                  "args": {"station": "chest1", "item": "stick", "count": 2}}
+
+
+def test_arena_ops_name_their_arena() -> None:
+    call = SkillCall("c1", "A", "wait", {"ticks": 1})
+    assert execute_args("a3", call) == {"arena": "a3", "call": call_to_map(call)}
+    assert reset_args("a3", SPEC) == {"arena": "a3", "spec": spec_to_map(SPEC), "rebuild": False}
+    assert reset_args("a3", SPEC, rebuild=True)["rebuild"] is True
+    assert arena_from_map({"arena": "a1", "origin": [64, 0, 0], "agents": []}) == "a1"
+    with pytest.raises(ProtocolMismatch, match="open_arena returned no arena name"):
+        arena_from_map({"origin": [0, 0, 0]})
 
 
 def test_events_decode() -> None:

@@ -40,7 +40,7 @@ def test_start_handshake_ping_and_close(fake_runtime: Runtime, transport: str) -
     sc = Sidecar.start(fake_runtime, SidecarOptions(transport=transport, agents=("A", "B")))
     try:
         assert sc.endpoint.startswith(f"{transport}://") and not sc.endpoint.endswith(":0")
-        assert sc.hello["agents"] == ["A", "B"]
+        assert [a["name"] for a in sc.hello["arenas"]] == ["a0"] and sc.hello["arenas"][0]["agents"] == ["A", "B"]
         assert sc.ready_info["endpoint"] == sc.endpoint
         assert sc.client is not None and sc.client.call("ping") == "pong"
     finally:
@@ -74,8 +74,8 @@ def test_no_ready_times_out_and_kills(fake_runtime: Runtime) -> None:
 
 
 def test_protocol_mismatch_at_hello(fake_runtime: Runtime) -> None:
-    with pytest.raises(ProtocolMismatch, match="speaks protocol 2"):
-        Sidecar.start(fake_runtime, SidecarOptions(env={"FAKE_SIDECAR": "protocol2"}))
+    with pytest.raises(ProtocolMismatch, match="speaks protocol 1"):
+        Sidecar.start(fake_runtime, SidecarOptions(env={"FAKE_SIDECAR": "old_protocol"}))
 
 
 def test_lazy_pirate_resends_idempotent_op(fake_runtime: Runtime) -> None:
@@ -101,7 +101,7 @@ def test_execute_is_never_resent(fake_runtime: Runtime) -> None:
     sc = Sidecar.start(fake_runtime, SidecarOptions(timeouts={"execute": 0.3}))
     try:
         with pytest.raises(SidecarTimeout, match="did not answer execute"):
-            sc.client.call("execute", {"id": "c1", "actor": "A", "op": "wait", "args": {"ticks": 998}})  # type: ignore[union-attr]
+            sc.client.call("execute", {"arena": "a0", "call": {"id": "c1", "actor": "A", "op": "wait", "args": {"ticks": 998}}})  # type: ignore[union-attr]
         assert sc.client.call("ping") == "pong"  # type: ignore[union-attr]
         assert _log(sc, "recv execute").count("recv execute") == 1
     finally:

@@ -1,0 +1,267 @@
+"""``SidecarPool``: one sidecar whose arenas several ``MinecraftWorld`` instances share.
+
+A sidecar's Minecraft server holds several arenas, disjoint regions of one world, each with its own
+stations, sites and bots (``<arena>_<agent>`` in the game; ``agent_a``/``agent_b`` everywhere else). Each
+world holds one arena: it resets, executes and reads ground truth there only, so K worlds run K episodes
+at once on one server.
+
+- In one process: ``pool = SidecarPool(arenas=4)``, then ``pool.world()`` per env (each world gets its
+  own socket, so each may run in its own thread).
+- In other processes: ``MinecraftWorld(endpoint=pool.endpoint)`` (a tcp or ipc endpoint of a sidecar this
+  process started) opens an arena of that sidecar.
+
+Faults stay local. An ``ArenaFault`` ends one world's episode and the sidecar rebuilds that arena at the
+world's next reset. A dead or hung sidecar is restarted once for all its worlds, by whichever world
+notices first; each world opens a fresh arena at its next reset (``generation`` tells them apart).
+
+    >>> with SidecarPool(arenas=2) as pool:
+    ...     a, b = pool.world(), pool.world()
+    ...     a.reset(spec_a); b.reset(spec_b)      # two episodes, one server
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .client import SidecarClient
+from .errors import SidecarDied, SidecarTimeout
+from .protocol import check_hello
+from .runtime import Runtime, locate
+from .supervisor import Sidecar, SidecarOptions, free_tcp_port
+from .vanilla import VanillaServer, require_reachable
+
+if TYPE_CHECKING:
+    from .backend import MinecraftWorld
+
+SERVERS = ("embedded", "external", "vanilla")
+#: Agents whose bots a sidecar connects at start in each of its first arenas.
+DEFAULT_AGENTS = ("agent_a", "agent_b")
+
+
+class SidecarPool:
+    """One sidecar (started here, or attached by ``endpoint``) and the arenas its worlds hold.
+
+    ``arenas``: arenas made (and their bots connected) when the sidecar starts, so the first resets are
+    fast; worlds may open more, up to ``max_arenas``. The server options are those of ``MinecraftWorld``.
+    """
+
+    def __init__(
+        self,
+        arenas: int = 1,
+        *,
+        server: str = "embedded",
+        host: str | None = None,
+        port: int | None = None,
+        jar: str | os.PathLike[str] | None = None,
+        accept_eula: bool = False,
+        operators: Sequence[str] = (),
+        endpoint: str | None = None,
+        max_arenas: int = 16,
+        arena_x0: int = 0,
+        agents: Sequence[str] = DEFAULT_AGENTS,
+        log_dir: str | os.PathLike[str] | None = None,
+        transport: str | None = None,
+        timeouts: Mapping[str, float] | None = None,
+        ready_timeout_s: float = 90.0,
+        runtime: Runtime | None = None,
+        sidecar_args: Sequence[str] = (),
+    ) -> None:
+        if server not in SERVERS:
+            raise ValueError(f"server must be one of {SERVERS}, got {server!r}")
+        if endpoint is not None:
+            if not endpoint.startswith(("tcp://127.0.0.1:", "tcp://localhost:", "ipc://")):
+                raise ValueError(f"endpoint must be tcp://127.0.0.1:<port> or ipc://<path> of a running sidecar, got {endpoint!r}")
+            if server != "embedded" or host or port or jar:
+                raise ValueError("endpoint attaches to a running sidecar: its server options were given where it was started")
+        if server == "external" and (not host or not port):
+            raise ValueError("server='external' needs host=... and port=... of a Minecraft 1.21.4 server in offline mode")
+        if server == "vanilla":
+            if jar is None:
+                raise ValueError("server='vanilla' needs jar=PATH to the official Minecraft 1.21.4 server.jar")
+            if not accept_eula:
+                raise ValueError(
+                    "server='vanilla' runs Mojang's Minecraft server, whose EULA you must accept yourself: "
+                    "read https://aka.ms/MinecraftEULA and pass accept_eula=True"
+                )
+        if server == "embedded" and (host or port or jar):
+            raise ValueError("host, port and jar apply to server='external' or 'vanilla', not 'embedded'")
+        if not 1 <= max_arenas <= 64 or not 0 <= arenas <= max_arenas:
+            raise ValueError(f"need 0 <= arenas <= max_arenas <= 64, got arenas={arenas}, max_arenas={max_arenas}")
+        self.server = server
+        self.host = host or "127.0.0.1"
+        self.port = port
+        self.jar = jar
+        self.accept_eula = accept_eula
+        self.operators = tuple(operators)
+        self.arenas = arenas
+        self.max_arenas = max_arenas
+        self.arena_x0 = arena_x0
+        self.agents = tuple(agents)
+        self.log_dir = Path(log_dir) if log_dir else None
+        self.transport = transport
+        self.timeouts = dict(timeouts or {})
+        self.ready_timeout_s = ready_timeout_s
+        self.sidecar_args = tuple(sidecar_args)
+        self._endpoint = endpoint
+        # an attached pool runs nothing here; a started one fails now, with the fixing command, not at a reset
+        self.runtime = None if endpoint is not None else (runtime or locate())
+        self._sidecar: Sidecar | None = None
+        self._vanilla: VanillaServer | None = None
+        self._attached: SidecarClient | None = None
+        self._lock = threading.RLock()
+        #: Counts sidecar (re)starts; a world whose arena belongs to an older generation opens a new one.
+        self.generation = 0
+        self.restarts = 0
+
+    # ---- the sidecar ------------------------------------------------------------------------------
+
+    @property
+    def attached(self) -> bool:
+        """True when this pool uses a sidecar started elsewhere (``endpoint=``)."""
+        return self._endpoint is not None and self.runtime is None
+
+    @property
+    def sidecar(self) -> Sidecar | None:
+        """The sidecar this pool started (its ``process``, ``log_path``, ``ready_info``), None if attached or not yet started."""
+        return self._sidecar
+
+    @property
+    def endpoint(self) -> str:
+        """Where the sidecar listens (starts it if need be); other processes attach with ``MinecraftWorld(endpoint=...)``."""
+        self.start()
+        assert self._endpoint is not None
+        return self._endpoint
+
+    @property
+    def log_path(self) -> Path | None:
+        return self._sidecar.log_path if self._sidecar else None
+
+    def start(self) -> int:
+        """Start the sidecar unless it runs (or check an attached one answers); returns the generation."""
+        with self._lock:
+            if self.attached:
+                if self._attached is None:
+                    assert self._endpoint is not None
+                    self._attached = SidecarClient(self._endpoint, timeouts=self.timeouts)
+                    try:
+                        check_hello(self._attached.call("hello"))
+                    except SidecarTimeout:
+                        self._attached.close()
+                        self._attached = None
+                        raise SidecarTimeout(f"no sidecar answers at {self._endpoint}: start it first "
+                                             f"(SidecarPool(...).endpoint in the process that owns it)") from None
+                    self.generation += 1
+                return self.generation
+            if self._sidecar is not None and self._sidecar.alive:
+                return self.generation
+            if self._sidecar is not None:
+                self._sidecar.kill()
+                self._sidecar = None
+                self.restarts += 1
+            if self.server == "vanilla":
+                self._start_vanilla()
+            if self.server != "embedded":
+                require_reachable(self.host, int(self.port or 0))
+            self._sidecar = Sidecar.start(self.runtime, self._options())  # type: ignore[arg-type]
+            self._endpoint = self._sidecar.endpoint
+            self.generation += 1
+            return self.generation
+
+    def recover(self, generation: int) -> int:
+        """After a world saw the sidecar die or hang: restart it unless it answers a ping (or another world
+        already restarted it). Returns the generation to use."""
+        with self._lock:
+            if generation != self.generation:
+                return self.generation
+            if self.attached:
+                assert self._attached is not None
+                try:
+                    self._attached.call("ping")
+                except SidecarTimeout:
+                    raise SidecarDied(f"the sidecar at {self._endpoint} does not answer; it was started by another "
+                                      "process: restart it there") from None
+                return self.generation
+            sidecar = self._sidecar
+            if sidecar is not None and sidecar.alive and sidecar.client is not None:
+                try:
+                    sidecar.client.call("ping", timeout=5.0)
+                    return self.generation
+                except Exception:  # noqa: BLE001 - any failure to answer means: replace it
+                    pass
+            if sidecar is not None:
+                sidecar.kill()
+                self._sidecar = None
+                self.restarts += 1
+            return self.start()
+
+    def client(self) -> SidecarClient:
+        """A new client (its own socket) of the running sidecar, for one world."""
+        with self._lock:
+            self.start()
+            sidecar = self._sidecar
+            assert self._endpoint is not None
+            if sidecar is None:
+                return SidecarClient(self._endpoint, timeouts=self.timeouts)
+            return SidecarClient(sidecar.endpoint, exit_code=sidecar.exit_code, describe_log=sidecar.describe_log,
+                                 timeouts=sidecar.options.timeouts)
+
+    def hello(self) -> dict[str, Any]:
+        """The sidecar's ``hello``: versions and its arenas (``{name, slot, origin, held, agents}`` each)."""
+        with self._lock:
+            self.start()
+            owner = self._attached if self.attached else (self._sidecar.client if self._sidecar else None)
+            assert owner is not None
+            return check_hello(owner.call("hello"))
+
+    def world(self, **kw: Any) -> MinecraftWorld:
+        """A MinecraftWorld that holds an arena of this pool's sidecar (opened at its first reset)."""
+        from .backend import MinecraftWorld
+
+        return MinecraftWorld(pool=self, **kw)
+
+    def _options(self) -> SidecarOptions:
+        kw: dict[str, Any] = {"agents": self.agents, "arenas": self.arenas, "max_arenas": self.max_arenas,
+                              "arena_x0": self.arena_x0}
+        if self.transport:
+            kw["transport"] = self.transport
+        if self.server != "embedded":
+            kw.update(server="external", mc_host=self.host, mc_port=int(self.port or 0))
+        return SidecarOptions(log_dir=self.log_dir, timeouts=self.timeouts, ready_timeout_s=self.ready_timeout_s,
+                              extra_args=self.sidecar_args, **kw)
+
+    def _start_vanilla(self) -> None:
+        if self._vanilla is not None and self._vanilla.alive:
+            return
+        if self._vanilla is not None:
+            self._vanilla.close()
+        workdir = (self.log_dir or Path(tempfile.mkdtemp(prefix="gencoord-vanilla-"))) / "vanilla-server"
+        self.port = self.port or free_tcp_port()
+        assert self.jar is not None
+        # the bots join as <arena>_<agent>: every arena's bots must be operators
+        names = self.operators or tuple(f"a{k}_{a}" for k in range(self.max_arenas) for a in self.agents)
+        self._vanilla = VanillaServer(self.jar, accept_eula=self.accept_eula, workdir=workdir, port=self.port,
+                                      operators=names)
+
+    def close(self) -> None:
+        """Stop the sidecar (and a vanilla server) this pool started; an attached one is left running. A
+        later ``start()`` (e.g. a world's next reset) starts a fresh one."""
+        with self._lock:
+            if self._sidecar is not None:
+                self._sidecar.close()
+                self._sidecar = None
+            if self._attached is not None:
+                self._attached.close()
+                self._attached = None
+            if self._vanilla is not None:
+                self._vanilla.close()
+                self._vanilla = None
+
+    def __enter__(self) -> SidecarPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,111 @@
+'use strict'
+// The arenas of one sidecar: disjoint regions of one Minecraft world, each a World with its own bots
+// (`<arena>_<agent>`), layout, skill queues, handoff ledger and ground truth. Arena k lies at
+// x = x0 + k * ARENA_SPACING; a World keeps everything it places within ARENA_REACH of its origin, so
+// no item, block or bot of one arena comes near another.
+//
+// A client opens an arena (`open_arena`) before using it and closes it when done; an open arena is
+// held by its client and refused to others. An arena whose episode failed (ArenaFault) is rebuilt at its
+// next reset: its bots rejoin and its region is cleared, while the other arenas go on.
+
+const { World } = require('./world')
+const { ProtocolError, badRequest } = require('./protocol')
+
+/** Blocks between the origins of neighbouring arenas (along x). */
+const ARENA_SPACING = 64
+/** Arena names: short, so that `<arena>_<agent>` stays a valid 16-character username. */
+const ARENA_NAME = /^[a-z][a-z0-9]{0,5}$/
+
+class ArenaPool {
+  /**
+   * @param o.makeArena () -> a fresh EmbeddedArena or ExternalArena (the server access of one arena)
+   * @param o.rules, o.log, o.skillTimeoutMs as for World
+   * @param o.maxArenas how many arenas may exist at once
+   * @param o.x0 block x of arena 0's origin
+   */
+  constructor ({ makeArena, rules, log, skillTimeoutMs, maxArenas = 16, x0 = 0 }) {
+    Object.assign(this, { makeArena, rules, log, skillTimeoutMs, maxArenas, x0 })
+    this.entries = new Map() // name -> {name, slot, world, held, broken}
+  }
+
+  /** Every arena, in slot order: `{name, slot, origin, held, agents}`. */
+  list () {
+    return [...this.entries.values()].sort((a, b) => a.slot - b.slot).map(e => ({
+      name: e.name, slot: e.slot, origin: [e.world.origin.x, 0, e.world.origin.z], held: e.held, agents: e.world.agents()
+    }))
+  }
+
+  /** The arena named `name`, or BadRequest naming the open ones. */
+  get (name) {
+    if (typeof name !== 'string' || !name) throw badRequest(`args.arena must name an arena; open one with open_arena (arenas: ${this.names()})`)
+    const entry = this.entries.get(name)
+    if (!entry) throw badRequest(`no arena named ${JSON.stringify(name)}; open it with open_arena (arenas: ${this.names()})`)
+    return entry
+  }
+
+  names () { return [...this.entries.keys()].join(', ') || 'none' }
+
+  /**
+   * Hold an arena: `name` if given (created when new; ArenaBusy when another client holds it), else the
+   * first free existing arena or a new one. Connects `agents`' bots if given. Resolves to the entry.
+   */
+  async open ({ name = null, agents = [] } = {}) {
+    let entry = null
+    if (name !== null) {
+      if (typeof name !== 'string' || !ARENA_NAME.test(name)) {
+        throw badRequest(`arena name ${JSON.stringify(name)} must be 1-6 of a-z 0-9, starting with a letter`)
+      }
+      entry = this.entries.get(name) || null
+      if (entry && entry.held) {
+        throw new ProtocolError('ArenaBusy', `arena ${name} is held by another client; open another arena (open_arena without a name) or close ${name} first`)
+      }
+    } else {
+      entry = [...this.entries.values()].sort((a, b) => a.slot - b.slot).find(e => !e.held) || null
+    }
+    if (!entry) entry = this.create(name)
+    entry.held = true
+    try {
+      if (agents.length) await entry.world.ensureBots(agents)
+    } catch (err) {
+      entry.held = false
+      entry.broken = err.message
+      throw err
+    }
+    return entry
+  }
+
+  /** A new arena at the lowest free slot; its name defaults to `a<slot>`. */
+  create (name) {
+    if (this.entries.size >= this.maxArenas) {
+      throw new ProtocolError('ArenaBusy', `all ${this.maxArenas} arenas are held; close one, or start the sidecar with a larger --max-arenas`)
+    }
+    const used = new Set([...this.entries.values()].map(e => e.slot))
+    let slot = 0
+    while (used.has(slot)) slot++
+    if (name === null) {
+      name = `a${slot}`
+      for (let k = 0; this.entries.has(name); k++) name = `a${slot}x${k}`
+    }
+    const world = new World({
+      arena: this.makeArena(), rules: this.rules, log: this.log, skillTimeoutMs: this.skillTimeoutMs,
+      name, origin: [this.x0 + slot * ARENA_SPACING, 0]
+    })
+    const entry = { name, slot, world, held: false, broken: null }
+    this.entries.set(name, entry)
+    this.log('arenas', `arena ${name} at x=${world.origin.x}`)
+    return entry
+  }
+
+  /** Let go of an arena; its bots stay connected for whoever opens it next. */
+  close (name) {
+    const entry = this.get(name)
+    entry.held = false
+    return true
+  }
+
+  async closeAll () {
+    await Promise.all([...this.entries.values()].map(e => e.world.close()))
+  }
+}
+
+module.exports = { ArenaPool, ARENA_SPACING, ARENA_NAME }
