@@ -16,6 +16,7 @@ episodes = 2 x clusters = 4 x pairs. For one seed the pools are pairwise disjoin
 | ``horizon`` | 80 | 40 | 10 pairs per held-out template (one per family, never in train) |
 | ``goal_capability`` | 40 | 20 | 2 goals x 10 world variants, each under both workcell modes |
 | ``visibility`` | 96 | 48 | 16 pairs per motif: familiar post-handoff craft, smelt input-then-fuel, smelt fuel-then-input |
+| ``procedural`` | endless | endless | one generated template per pair, never a held-out structure or a crossproduct combination: ``gencoord_env.tasks.procedural.procedural_episodes(seed)``, a lazy sequence of episodes (not drawn by ``pool``) |
 
 Inside a pool the public instances cycle through the template's quantities, so every pool covers them
 evenly; the order of the two clusters of a pair is opaque (it follows the clusters' ids, which do not
