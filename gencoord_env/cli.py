@@ -2,6 +2,7 @@
 
     gencoord setup                          install the Minecraft sidecar's Node packages
     gencoord rollout --backend minecraft --pool heldout --policy rule --episodes 16 --seed 0
+    gencoord rollout ... --arenas 4 [--workers 2 [--ray-address HOST:6379]]   the same results, K at a time
     gencoord replay TRACE.jsonl             re-run recorded episodes and check they match
     gencoord replay --show TRACE.jsonl [--episode ID]   print one episode's runtime accounting
     gencoord experiment NAME [--backend sim|minecraft] [--out DIR]
@@ -84,6 +85,24 @@ def policy_help() -> str:
     from gencoord_env.agents.registry import POLICIES
 
     return f"a rule agent ({' | '.join(POLICIES)}) or model:PATH, a learned checkpoint (needs the lm extra)"
+
+
+def add_scale_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--arenas``, ``--workers`` and ``--ray-address``: how many episodes run at once, and where."""
+    parser.add_argument("--arenas", type=positive_int, default=1, metavar="K",
+                        help="play K episodes at once, each in its own arena of one Minecraft server (or its own "
+                             "sim world); results equal the serial run's (default: 1)")
+    parser.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                        help="spread the episodes over N Ray workers, each with its own sidecar and --arenas "
+                             "arenas (needs the ray extra)")
+    parser.add_argument("--ray-address", default=None, metavar="ADDR",
+                        help="a running Ray cluster (HOST:6379) for --workers; default: a local one for this run")
+
+
+def check_scale_arguments(args: argparse.Namespace) -> None:
+    """``--ray-address`` without ``--workers`` is a mistake, not a default."""
+    if args.ray_address and not args.workers:
+        raise ValueError("--ray-address names the cluster that --workers run on; add --workers N")
 
 
 def positive_int(value: str) -> int:
@@ -194,9 +213,12 @@ def _rollout(args: argparse.Namespace) -> int:
     from gencoord_env.agents.rollout import run_episode, summarize
     from gencoord_env.agents import make_policy
 
+    check_scale_arguments(args)
+
     policy = _policy(args, make_policy)  # a bad name or checkpoint fails before a sidecar starts
-    env = gencoord_env.parallel_env(timings=True, pool=args.pool, backend=args.backend, route=args.route, view=args.view,
-                                    surface=args.surface, seed=args.seed, pool_seed=args.pool_seed)
+    env_kwargs = dict(timings=True, pool=args.pool, backend=args.backend, route=args.route, view=args.view,
+                      surface=args.surface, seed=args.seed, pool_seed=args.pool_seed)
+    env = gencoord_env.parallel_env(**env_kwargs)
     if args.trace:
         from gencoord_env.wrappers import TraceRecorder
 
@@ -208,19 +230,28 @@ def _rollout(args: argparse.Namespace) -> int:
     n = len(order) if args.episodes is None else min(args.episodes, len(order))
     console = Console(stderr=True)
     results: list[dict[str, Any]] = []
+    retries: list[Any] = []
+    at_once = args.arenas > 1 or bool(args.workers)
     try:
         with Progress(TextColumn("[bold]rollout"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TextColumn("{task.fields[rate]}"), console=console, transient=True,
                       disable=not console.is_terminal) as progress:  # a log gets the table, not a bar
             task = progress.add_task("episodes", total=n, rate="")
-            for k in sorted(order[:n]):
-                results.append(run_episode(env, policy, index=k))
-                ok = sum(str(r["outcome"]) == "SUCCESS" for r in results)
-                progress.update(task, advance=1, rate=f"success {ok}/{len(results)}")
+            if at_once:
+                results, retries = _rollout_at_once(args, env_kwargs, sorted(order[:n]), progress, task)
+            else:
+                for k in sorted(order[:n]):
+                    results.append(run_episode(env, policy, index=k))
+                    ok = sum(str(r["outcome"]) == "SUCCESS" for r in results)
+                    progress.update(task, advance=1, rate=f"success {ok}/{len(results)}")
     finally:
         env.close()
+    for retry in retries:
+        print(f"warning: {retry.describe()}", file=sys.stderr)
     summary = {"pool": args.pool, "backend": args.backend, "route": args.route, "view": args.view,
                "policy": args.policy, "seed": args.seed, **summarize(results)}
+    if at_once:
+        summary.update(arenas=args.arenas, workers=args.workers, retries=[vars(r) for r in retries])
     table = Table(title=f"gencoord rollout: {args.policy} on {args.pool} ({args.backend}, {args.route}, {args.view})")
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -234,6 +265,38 @@ def _rollout(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return 0
+
+
+def _rollout_at_once(args: argparse.Namespace, env_kwargs: dict[str, Any], indices: list[int], progress: Any,
+                     task: Any) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Play ``indices`` on ``--arenas`` arenas (of each of ``--workers`` Ray workers); the final infos in
+    the order of ``indices``, and the retries. Trace records are appended in that order too."""
+    import threading
+    from functools import partial
+
+    from gencoord_env.arenas import ArenaRunner, RolloutSpec, play_rollout, rollout_slot
+
+    spec = RolloutSpec(env=env_kwargs, policy=args.policy, trace=bool(args.trace))
+    done: list[bool] = []
+    lock = threading.Lock()
+
+    def tick(k: int, result: dict[str, Any]) -> None:
+        with lock:
+            done.append(str(result["info"]["outcome"]) == "SUCCESS")
+            progress.update(task, advance=1, rate=f"success {sum(done)}/{len(done)}")
+
+    if args.workers:
+        from gencoord_env.distributed import RayRunner
+
+        runner: Any = RayRunner(args.workers, args.backend, arenas=args.arenas, address=args.ray_address)
+    else:
+        runner = ArenaRunner(args.backend, args.arenas)
+    with runner:
+        played = runner.run(indices, partial(rollout_slot, spec), play_rollout, on_result=tick)
+    if args.trace:
+        with open(args.trace, "a", encoding="utf-8") as f:
+            f.writelines(r["trace"] for r in played.results)
+    return [r["info"] for r in played.results], list(played.retries)
 
 
 def _policy(args: argparse.Namespace, make_policy: Any) -> Any:
@@ -266,6 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--pool-seed", type=int, default=0)
     r.add_argument("--trace", default=None, help="write one JSONL trace record per episode here")
     r.add_argument("--json", default=None, help="write the summary JSON here")
+    add_scale_arguments(r)
     r.set_defaults(func=_rollout)
     for name in DELEGATED:
         d = sub.add_parser(name, add_help=False, help=f"see 'gencoord {name} --help'")

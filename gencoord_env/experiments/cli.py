@@ -4,12 +4,15 @@
     gencoord experiment request --backend minecraft --episodes 8 --out results/request-mc
     gencoord experiment composition --policy model:checkpoints/direct
     gencoord experiment all --out results            # every experiment, one folder each
+    gencoord experiment request --backend minecraft --arenas 4 [--workers 2]   # the same rows, K at a time
     gencoord experiment --list
 
 ``--policy`` replaces the policy of the conditions the paper ran with its learned model (see
 ``gencoord_env.experiments.specs``): a rule agent name (``gencoord_env.agents.POLICIES``) or ``model:PATH``
 (a checkpoint loaded with ``gencoord_env.agents.lm.policy.load_policy``). ``--episodes N`` caps every condition at
-``ceil(N / 2)`` clusters, both role permutations, picked deterministically.
+``ceil(N / 2)`` clusters, both role permutations, picked deterministically. ``--arenas K`` plays K
+episodes at once (K arenas of one Minecraft server, or K sim worlds) and ``--workers N`` spreads them over
+N Ray workers (each with its own sidecar and K arenas); the rows are those of the serial run.
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gencoord_env.cli import env_choices, one_of, policy_help
+from gencoord_env.cli import add_scale_arguments, check_scale_arguments, env_choices, one_of, policy_help
 from gencoord_env.experiments.specs import EXPERIMENTS, Condition, Experiment, experiment
 
 
@@ -45,8 +48,38 @@ def policy_factory(policy: str | None) -> tuple[Any, Any]:
     return make, chosen
 
 
-def run(exp: Experiment, args: argparse.Namespace, out: Path) -> list[dict[str, Any]]:
-    """Run ``exp``, print its table, write its artifacts into ``out``; returns the records."""
+def _locked(fn: Any) -> Any:
+    """``fn`` made safe to call from several threads (episodes that finish at once on arenas)."""
+    import threading
+
+    lock = threading.Lock()
+
+    def call(*a: Any) -> Any:
+        with lock:
+            return fn(*a)
+
+    return call
+
+
+def make_runner(args: argparse.Namespace) -> Any:
+    """An ArenaRunner (``--arenas``) or RayRunner (``--workers``) for the run, or None for the serial run."""
+    check_scale_arguments(args)
+    if args.workers:
+        from gencoord_env.distributed import RayRunner
+
+        return RayRunner(args.workers, args.backend, arenas=args.arenas, address=args.ray_address)
+    if args.arenas > 1:
+        from gencoord_env.arenas import ArenaRunner
+
+        return ArenaRunner(args.backend, args.arenas)
+    return None
+
+
+def run(exp: Experiment, args: argparse.Namespace, out: Path, runner: Any = None) -> list[dict[str, Any]]:
+    """Run ``exp``, print its table, write its artifacts into ``out``; returns the records.
+
+    ``runner``: an ArenaRunner or RayRunner (see ``make_runner``) to play several episodes at once.
+    """
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -69,8 +102,11 @@ def run(exp: Experiment, args: argparse.Namespace, out: Path) -> list[dict[str, 
                 tasks[c.name] = progress.add_task(f"{exp.name}: {c.name}", total=total)
             progress.update(tasks[c.name], completed=done)
 
+        retries: list[Any] = []
         rows = run_experiment(exp, make, backend=args.backend, episodes=args.episodes, policy=args.policy,
-                              pool_seed=args.pool_seed, progress=tick)
+                              pool_seed=args.pool_seed, progress=_locked(tick), runner=runner, retries=retries)
+    for retry in retries:
+        err.print(f"warning: {retry.describe()}")
     names = {c.name: chosen(c) for c in conditions_to_run(exp, args.policy)}
     records = analyze(exp, rows, names)
     for r in records:
@@ -99,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--episodes", type=int, default=None,
                     help="at most this many episodes per condition (ceil(N/2) clusters, both roles; default: whole pool)")
     ap.add_argument("--pool-seed", type=int, default=0)
+    add_scale_arguments(ap)
     ap.add_argument("--quiet", action="store_true", help="no progress bars")
     ap.add_argument("--list", action="store_true", help="list the experiments and their conditions")
     return ap
@@ -120,13 +157,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: --episodes must be at least 1, got {args.episodes}", file=sys.stderr)
         return 2
     try:
-        if args.name == "all":
-            root = Path(args.out or "results")
-            for exp in EXPERIMENTS.values():
-                run(exp, args, root / exp.name)
-        else:
-            exp = experiment(args.name)
-            run(exp, args, Path(args.out or Path("results") / exp.name))
+        exps = list(EXPERIMENTS.values()) if args.name == "all" else [experiment(args.name)]
+        runner = make_runner(args)
+        try:
+            for exp in exps:
+                if args.name == "all":
+                    out = Path(args.out or "results") / exp.name
+                else:
+                    out = Path(args.out or Path("results") / exp.name)
+                run(exp, args, out, runner)
+        finally:
+            if runner is not None:
+                runner.close()
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

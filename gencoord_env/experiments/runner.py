@@ -115,27 +115,68 @@ def make_env(condition: Condition, backend: str, world: World | None, pool_seed:
 def run_condition(condition: Condition, policy: Any, backend: str = "sim", world: World | None = None,
                   episodes: int | None = None, pool_seed: int = 0, progress: Progress | None = None) -> list[EpisodeRow]:
     """Play the condition's selected episodes with ``policy`` and return one row per episode."""
-    from gencoord_env.agents.rollout import run_episode
-
     env = make_env(condition, backend, world, pool_seed)
-    base = env.unwrapped
     order = episode_indices(condition, episodes, pool_seed)
     rows: list[EpisodeRow] = []
     for n, k in enumerate(order):
-        before = int(getattr(policy, "model_calls", 0))
-        calls_before = len(getattr(policy, "records", ()))
-        info = run_episode(env, policy, index=k)
-        ep: Episode = base.episodes[k]
-        model_calls = int(getattr(policy, "model_calls", 0)) - before
-        metrics = {**info["metrics"], **(info.get("timings") or {}), **model_metrics(policy, calls_before, model_calls)}
-        rows.append(EpisodeRow(
-            condition=condition.name, episode_id=str(info["episode_id"]), cluster=ep.cluster.id, perm=ep.perm,
-            family=ep.template.family, motif=ep.template.motif, outcome=str(info["outcome"]),
-            metrics=metrics, model_calls=model_calls,
-        ))
+        rows.append(play_row(condition, env, policy, k))
         if progress is not None:
             progress(condition, n + 1, len(order))
     return rows
+
+
+def play_row(condition: Condition, env: Any, policy: Any, k: int) -> EpisodeRow:
+    """Play episode ``k`` of the condition's env with ``policy``: its row."""
+    from gencoord_env.agents.rollout import run_episode
+
+    before = int(getattr(policy, "model_calls", 0))
+    calls_before = len(getattr(policy, "records", ()))
+    info = run_episode(env, policy, index=k)
+    ep: Episode = env.unwrapped.episodes[k]
+    model_calls = int(getattr(policy, "model_calls", 0)) - before
+    metrics = {**info["metrics"], **(info.get("timings") or {}), **model_metrics(policy, calls_before, model_calls)}
+    return EpisodeRow(
+        condition=condition.name, episode_id=str(info["episode_id"]), cluster=ep.cluster.id, perm=ep.perm,
+        family=ep.template.family, motif=ep.template.motif, outcome=str(info["outcome"]),
+        metrics=metrics, model_calls=model_calls,
+    )
+
+
+def condition_slot(condition: Condition, backend: str, pool_seed: int, make_policy: PolicyFactory,
+                   world: World | None) -> Any:
+    """The condition's env on ``world`` and its policy: one slot of an ``ArenaRunner`` (or a Ray worker's)."""
+    from gencoord_env.arenas import Slot, slot_policy
+
+    return Slot(make_env(condition, backend, world, pool_seed), slot_policy(make_policy(condition)))
+
+
+def _play_slot(condition: Condition, slot: Any, k: int) -> EpisodeRow:
+    return play_row(condition, slot.env, slot.policy, k)
+
+
+def run_condition_at_once(condition: Condition, make_policy: PolicyFactory, runner: Any, backend: str = "sim",
+                          episodes: int | None = None, pool_seed: int = 0, progress: Progress | None = None,
+                          retries: list[Any] | None = None) -> list[EpisodeRow]:
+    """``run_condition`` on an ``ArenaRunner`` or ``RayRunner``: several episodes at once, rows in the same
+    order as the serial run's. Retried episodes are added to ``retries``."""
+    import threading
+    from functools import partial
+
+    order = episode_indices(condition, episodes, pool_seed)
+    done = [0]
+    lock = threading.Lock()
+
+    def tick(k: int, row: EpisodeRow) -> None:
+        with lock:
+            done[0] += 1
+            if progress is not None:
+                progress(condition, done[0], len(order))
+
+    played = runner.run(order, partial(condition_slot, condition, backend, pool_seed, make_policy),
+                        partial(_play_slot, condition), key=condition.name, on_result=tick)
+    if retries is not None:
+        retries.extend(played.retries)
+    return list(played.results)
 
 
 def model_metrics(policy: Any, calls_before: int, model_calls: int) -> dict[str, int]:
@@ -158,13 +199,19 @@ def conditions_to_run(experiment: Experiment, policy: str | None) -> list[Condit
 
 def run_experiment(experiment: Experiment, make_policy: PolicyFactory, backend: str = "sim",
                    episodes: int | None = None, policy: str | None = None, pool_seed: int = 0,
-                   world: World | None = None, progress: Progress | None = None) -> dict[str, list[EpisodeRow]]:
+                   world: World | None = None, progress: Progress | None = None, runner: Any = None,
+                   retries: list[Any] | None = None) -> dict[str, list[EpisodeRow]]:
     """Run every condition on one shared world; returns the rows per condition name, in spec order.
 
     ``world``: a world to use (and leave open); by default one is made for ``backend`` and closed here.
+    ``runner``: an ``ArenaRunner`` or ``RayRunner`` (left open) to play several episodes at once instead;
+    the rows are the same. Its retried episodes are added to ``retries``.
     """
     from gencoord_env.envs.gencoord.gencoord import make_world
 
+    if runner is not None:
+        return {c.name: run_condition_at_once(c, make_policy, runner, backend, episodes, pool_seed, progress, retries)
+                for c in conditions_to_run(experiment, policy)}
     own = world is None
     shared = make_world(backend) if world is None else world
     try:
@@ -175,5 +222,5 @@ def run_experiment(experiment: Experiment, make_policy: PolicyFactory, backend: 
             shared.close()
 
 
-__all__ = ["EpisodeRow", "conditions_to_run", "episode_indices", "make_env", "model_metrics", "pool_indices",
-           "run_condition", "run_experiment", "select_clusters"]
+__all__ = ["EpisodeRow", "condition_slot", "conditions_to_run", "episode_indices", "make_env", "model_metrics",
+           "play_row", "pool_indices", "run_condition", "run_condition_at_once", "run_experiment", "select_clusters"]
