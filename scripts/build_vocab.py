@@ -41,10 +41,26 @@ def observed_words() -> set[str]:
     return words
 
 
+def procedural_words(pairs: int = 3000, seed: int = 0) -> set[str]:
+    """Words of generated tasks (their template ids, binding ids, node ids and order texts), by playing
+    the first ``pairs`` matched pairs of the procedural pool with the rule agents."""
+    words: set[str] = set()
+    env = gencoord_env.parallel_env(pool="procedural", pool_seed=seed, backend="sim")
+    policy = make_policy("rule")
+    for k in range(4 * pairs):
+        obs, infos = env.reset(options={"index": k})
+        while env.agents:
+            turn = next(a for a, i in infos.items() if i["deciding"])
+            for text in obs.values():
+                words.update(WORD_RE.findall(text))
+            obs, _, _, _, infos = env.step({turn: policy.act(obs[turn], infos[turn])})
+    return words
+
+
 def main() -> None:
     items = json.loads(resources.files("gencoord_env.data").joinpath("minecraft_items.json").read_text())
     names = items["items"] if isinstance(items, dict) else items
-    words = observed_words() | set(names) | {w for s in CATALOG.skills for w in WORD_RE.findall(s)}
+    words = observed_words() | procedural_words() | set(names) | {w for s in CATALOG.skills for w in WORD_RE.findall(s)}
     vocab = list(SPECIALS) + sorted(words - set(SPECIALS))
     out = Path("gencoord_env/data/vocab.json")
     about = "Word vocabulary of the token observations (gencoord_env.tokens); built by scripts/build_vocab.py."

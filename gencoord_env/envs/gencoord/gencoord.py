@@ -23,7 +23,9 @@ pool_seed=0, private_fact="id", actions="text", observations="text", tokenizer=N
 reward="binary", infos="full", timings=False, world=None, stages=None, render_mode=None)``
 
 - ``pool``: ``train``, ``heldout``, ``request``, ``horizon``, ``crossproduct``, ``goal_capability``,
-  ``visibility`` (see ``gencoord_env.tasks.pools``), or a sequence of ``Episode`` objects.
+  ``visibility`` (see ``gencoord_env.tasks.pools``), ``procedural`` (endless matched pairs of templates
+  generated from the shared prior with ``pool_seed``, never the held-out ones: see
+  ``gencoord_env.tasks.procedural``), or a sequence of ``Episode`` objects.
 - ``backend``: ``minecraft`` (default: two Mineflayer bots on the embedded Minecraft 1.21.4 server; run
   ``gencoord setup`` once) or ``sim`` (the pure-Python world, held equal to Minecraft by parity tests).
 - ``backend_options``: for ``minecraft``, e.g. ``{"server": "external", "host": ..., "port": ...}``.
@@ -160,9 +162,14 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             _choice("render_mode", render_mode, self.metadata["render_modes"])
         self.render_mode = render_mode
         self.private_fact = private_fact
-        if isinstance(pool, str):
-            self.pool_name = _choice("pool", pool, sorted(POOL_SIZES))
-            self.episodes: tuple[Episode, ...] = tuple(Episode(c, perm) for c in load_pool(pool, pool_seed) for perm in (0, 1))
+        if pool == "procedural":  # endless matched pairs of generated templates, indexed lazily
+            from gencoord_env.tasks.procedural import procedural_episodes
+
+            self.pool_name = pool
+            self.episodes: Sequence[Episode] = procedural_episodes(pool_seed)
+        elif isinstance(pool, str):
+            self.pool_name = _choice("pool", pool, sorted([*POOL_SIZES, "procedural"]))
+            self.episodes = tuple(Episode(c, perm) for c in load_pool(pool, pool_seed) for perm in (0, 1))
         else:
             self.pool_name = "custom"
             self.episodes = tuple(pool)
@@ -285,7 +292,8 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         if self._context is not None:
             infos[s.turn]["context"] = self._context
             if self.interface.actions == "menu":
-                infos[s.turn]["candidates"] = list(self._menu.texts)
+                texts = self._menu.texts[: self.interface.n]
+                infos[s.turn]["candidates"] = [*texts, *[None] * (self.interface.n - len(texts))]
         return infos
 
     def _numeric_infos(self) -> dict[str, dict[str, Any]]:

@@ -13,8 +13,8 @@ never from the hidden fact (as TextWorld's admissible commands do for text games
 | single-step ``sender_after_obtain`` | the empty record | as a joint record, over what is left after the executed tasks |
 | receiver after the request | the empty record | the delivered request realized as the receiver's ``SELF`` (masked when none arrived), then each branch's receiver path |
 
-Slots that a decision does not use are masked (``action_mask`` 0). ``N`` is the largest count any
-template of the prior needs (``menu_size``). An agent that is not deciding gets a mask with slot 0 only;
+Slots that a decision does not use are masked (``action_mask`` 0). ``N`` (``menu_size``) is the most
+any two-branch template can need under the Short DSL's path limit, the same for every pool. An agent that is not deciding gets a mask with slot 0 only;
 its action is ignored.
 """
 from __future__ import annotations
@@ -25,8 +25,8 @@ from gencoord_env.caches import Memo, cache
 from gencoord_env.messages import RequestMessage
 from gencoord_env.tasks.compose import order_nodes
 from gencoord_env.tasks.contexts import Context, PriorNode, PriorView
-from gencoord_env.tasks.episode import Cluster, Episode
-from gencoord_env.tasks.prior import GOAL_CAPABILITY, Prior, prior
+from gencoord_env.dsl.syntax import MAX_PATH_TASKS
+from gencoord_env.tasks.prior import prior
 from gencoord_env.types import PeerRequest, Proposal, Task
 
 EMPTY = Proposal((), ())
@@ -84,30 +84,19 @@ def _candidates(context: Context) -> tuple[Proposal | None, ...]:
     return tuple(out)
 
 
-@cache(maxsize=4)
-def menu_size(p: Prior | None = None) -> int:
-    """N: the most slots any decision of any template of the prior needs."""
-    p = p or prior()
-    largest = 1
-    templates = [*p.templates.values(), p.goal_capability.template]
-    for t in templates:
-        binding = t.bindings[0]
-        extra = {}
-        if t.id == GOAL_CAPABILITY:
-            gc = p.goal_capability
-            extra = {"goal": gc.goals[0].id, "mode": next(iter(gc.modes))}
-        ep = Episode(Cluster("menu", t.id, binding, t.quantities[0], p.variants[0].id, p.decoys[0].id, **extra), 0, p)
-        paths = [_joint_length(ep, b) for b in t.bindings]
-        joint = 1 + sum(max(0, n - 1) for n, _ in paths)
-        single = 1 + sum(n_first for _, n_first in paths)
-        receiver = 2 + len(t.bindings)
-        largest = max(largest, joint, single, receiver)
-    return largest
+def menu_size(bindings: int | None = None) -> int:
+    """N: the slots any decision can need, for templates of at most ``bindings`` branches (default: the
+    prior's largest codebook). A joint record has at most ``2 * MAX_PATH_TASKS`` tasks, so ``2 *
+    MAX_PATH_TASKS - 1`` cuts per branch; one N for every pool, procedural ones included, so that a
+    policy trained on one pool acts in the same action space on another."""
+    b = bindings if bindings is not None else _largest_codebook()
+    return 1 + b * (2 * MAX_PATH_TASKS - 1)
 
 
-def _joint_length(ep: Episode, binding: str) -> tuple[int, int]:
-    nodes = ep.branch_nodes(binding)
-    return len(nodes), sum(1 for n in nodes if n.role == ep.roles[0])
+@cache(maxsize=1)
+def _largest_codebook() -> int:
+    p = prior()
+    return max(len(t.bindings) for t in (*p.templates.values(), p.goal_capability.template))
 
 
 __all__ = ["EMPTY", "candidates", "menu_key", "menu_size"]
