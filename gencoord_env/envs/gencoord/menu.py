@@ -42,8 +42,12 @@ def _branch_path(prior_view: PriorView, binding: str) -> tuple[tuple[Task, ...],
     return (tuple(n.task for n in ordered if n.role == first), tuple(n.task for n in ordered if n.role == second))
 
 
-def _cuts(path: Sequence[Task], peer: str) -> list[Proposal]:
-    return [Proposal(tuple(path[:k]), (PeerRequest(peer, tuple(path[k:])),)) for k in range(1, len(path))]
+def _cuts(path: Sequence[Task], peer: str) -> list[Proposal | None]:
+    """Every split of a joint path into SELF and REQ; a side longer than the DSL's path limit cannot be
+    written, so that slot stays masked."""
+    return [Proposal(tuple(path[:k]), (PeerRequest(peer, tuple(path[k:])),))
+            if k <= MAX_PATH_TASKS and len(path) - k <= MAX_PATH_TASKS else None
+            for k in range(1, len(path))]
 
 
 def menu_key(context: Context) -> tuple[object, ...]:
