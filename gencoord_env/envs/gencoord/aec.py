@@ -81,4 +81,9 @@ class TurnBasedAEC(AECEnv):
         self.env.close()
 
 
-__all__ = ["TurnBasedAEC"]
+def env(**kwargs: Any) -> TurnBasedAEC:
+    """The turn-based AEC form of ``raw_env(**kwargs)``."""
+    return TurnBasedAEC(raw_env(**kwargs))
+
+
+__all__ = ["TurnBasedAEC", "env"]

@@ -333,9 +333,3 @@ def parallel_env(**kwargs: Any) -> raw_env:
     """The ParallelEnv (see the module docstring for arguments)."""
     return raw_env(**kwargs)
 
-
-def env(**kwargs: Any):  # type: ignore[no-untyped-def]
-    """The turn-based AEC form: ``agent_selection`` is always the deciding agent."""
-    from gencoord_env.envs.gencoord.aec import TurnBasedAEC
-
-    return TurnBasedAEC(raw_env(**kwargs))
