@@ -1,0 +1,72 @@
+"""``gencoord rollout --arenas 4`` and ``--workers 2`` on Minecraft give the serial run's results for the same seeds.
+
+Compared: the summary (less wall-clock values and the run's own settings), and every trace record in order
+with wall-clock values, event timings and executor action counts left out and each execution's events in
+call order (``gencoord_env.arenas.comparable`` applies the same rule to infos).
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gencoord_env.cli import main as gencoord
+from gencoord_env.world.minecraft.runtime import find_sidecar_dir, missing_packages
+
+
+def _missing() -> list[str]:
+    try:
+        return missing_packages(find_sidecar_dir())
+    except Exception as e:  # noqa: BLE001 - any lookup failure means: not installed here
+        return [str(e)]
+
+
+pytestmark = pytest.mark.skipif(bool(_missing()), reason="run 'gencoord setup' first")
+
+COMMON = ["rollout", "--backend", "minecraft", "--pool", "heldout", "--episodes", "8", "--seed", "2"]
+WALL_CLOCK = ("timings", "episode_seconds_p50", "time_to_commitment_p50", "arenas", "workers", "retries")
+
+
+def untimed(record: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in record.items() if k not in WALL_CLOCK}
+    if "trace" in out:
+        out["trace"] = [_stage(s) for s in out["trace"]]
+    return out
+
+
+def _stage(stage: dict[str, Any]) -> dict[str, Any]:
+    if "events" not in stage:
+        return stage
+    events = [{**{k: v for k, v in e.items() if k != "actions"}, "data": {k: v for k, v in e["data"].items() if k != "ms"}}
+              for e in stage["events"]]
+    return {**stage, "events": sorted(events, key=lambda e: (e["call_id"], e["kind"]))}
+
+
+def rollout(tmp: Path, name: str, *extra: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    summary, trace = tmp / f"{name}.json", tmp / f"{name}.jsonl"
+    assert gencoord([*COMMON, *extra, "--json", str(summary), "--trace", str(trace)]) == 0
+    return (untimed(json.loads(summary.read_text())),
+            [untimed(json.loads(line)) for line in trace.read_text().splitlines()])
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    return rollout(tmp_path_factory.mktemp("serial"), "serial")
+
+
+def test_arenas_4_equals_serial(serial: tuple[dict[str, Any], list[dict[str, Any]]], tmp_path: Path) -> None:
+    summary, records = rollout(tmp_path, "arenas", "--arenas", "4")
+    assert summary == serial[0] and summary["episodes"] == 8
+    assert len(records) == 8 and records == serial[1]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="the ray extra is not installed")
+def test_workers_2_equals_serial(serial: tuple[dict[str, Any], list[dict[str, Any]]], tmp_path: Path) -> None:
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # a local cluster over loopback only
+    summary, records = rollout(tmp_path, "workers", "--workers", "2", "--arenas", "2")
+    assert summary == serial[0]
+    assert records == serial[1]
