@@ -246,22 +246,36 @@ class World {
       .catch(() => { for (const name of this.queues.keys()) this.queues.set(name, new SerialQueue()) })
   }
 
-  /** Wait until every bot's own view agrees with the reset: position, inventory, station blocks. */
+  /**
+   * Wait until every bot's own view agrees with the reset: its position, its inventory, the station blocks,
+   * and where the other bots stand (a give aims at where the giver sees its peer: a stale view of a peer
+   * that was just teleported throws the items where nobody is).
+   */
   async settle (spec, stations) {
     const blocks = [...stations.values()].filter(s => BLOCK_STATIONS.has(s.kind))
     const siteCells = [...stations.values()].filter(s => s.kind === 'site').flatMap(s => s.cells)
+    const targets = new Map(spec.agents.map(a => [a, this.absolute(spec.positions[a]).offset(0.5, 0, 0.5)]))
     await Promise.all(spec.agents.map(agent => {
       const bot = this.bots.get(agent)
-      const target = this.absolute(spec.positions[agent]).offset(0.5, 0, 0.5)
+      const target = targets.get(agent)
       const want = spec.inventories[agent]
-      return waitFor(() => {
+      const peers = spec.agents.filter(a => a !== agent)
+      const seesPeers = () => peers.every(peer => {
+        const seen = bot.players[this.username(peer)]?.entity
+        return seen && seen.position.distanceTo(targets.get(peer)) <= 0.5
+      })
+      // a peer the server has not yet shown at its new place is waited for a while; one never shown (out
+      // of the bot's entity view) is no reason to fail the reset
+      const peersSeen = waitFor(seesPeers, 2000, `${agent}'s view of its peers`)
+        .catch(() => this.log('world', `${agent} does not see its peers at their reset positions`))
+      return peersSeen.then(() => waitFor(() => {
         if (bot.entity.position.distanceTo(target) > 0.5) return false
         const items = bot.inventory.items()
         if (items.reduce((n, i) => n + i.count, 0) !== Object.values(want).reduce((a, b) => a + b, 0)) return false
         for (const [name, n] of Object.entries(want)) if (countOf(bot, name) !== n) return false
         if (blocks.some(s => bot.blockAt(s.pos)?.name !== s.kind)) return false
         return siteCells.every(c => bot.blockAt(c)?.name === 'air')
-      }, 5000, `${agent}'s view of the reset arena`)
+      }, 5000, `${agent}'s view of the reset arena`))
     }))
   }
 

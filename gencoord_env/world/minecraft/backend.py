@@ -82,7 +82,12 @@ class MinecraftWorld:
             if given:
                 raise ValueError(f"{', '.join(given)} belong to the shared sidecar's SidecarPool, not to a world of it")
         if pool is None:
-            pool = SidecarPool(endpoint=endpoint, **own_options) if endpoint is not None else SidecarPool(**own_options)  # type: ignore[arg-type]
+            if endpoint is not None:
+                pool = SidecarPool(endpoint=endpoint, **own_options)  # type: ignore[arg-type]
+            else:
+                # on a server shared with others, connect no bots before this world's own arena is opened:
+                # pre-made arenas' bots (a0_agent_a, ...) could share names with another sidecar's
+                pool = SidecarPool(arenas=1 if server == "embedded" else 0, **own_options)  # type: ignore[arg-type]
             self._owns_pool = True
         else:
             self._owns_pool = False
