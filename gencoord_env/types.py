@@ -107,11 +107,18 @@ class PeerRequest:
 
 @dataclass(frozen=True)
 class Proposal:
-    """A parsed two-line Short DSL record. ``REQ -`` gives ``peer_requests == ()``."""
+    """A parsed Short DSL record: the ``SELF`` line and its ``REQ`` lines. ``REQ -`` gives ``peer_requests == ()``.
+
+    Requests to distinct peers commute, so several are kept in one canonical order, by target: two records
+    that ask the same peers for the same paths are equal whatever order their ``REQ`` lines came in.
+    """
 
     self_plan: tuple[Task, ...] = ()
     peer_requests: tuple[PeerRequest, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "self_plan", tuple(self.self_plan))
-        object.__setattr__(self, "peer_requests", tuple(self.peer_requests))
+        requests = tuple(self.peer_requests)
+        if len(requests) > 1:  # stable: requests to one target keep their order (the checker names them)
+            requests = tuple(sorted(requests, key=lambda r: str(getattr(r, "target", ""))))
+        object.__setattr__(self, "peer_requests", requests)

@@ -1,8 +1,9 @@
 """GenCoord-JSON: the same canonical fields as the Short DSL, serialized as JSON.
 
-This is the paper's JSON comparator surface. It carries exactly what the two-line form carries (at most
-one peer request, paths of one to five tasks, primitive argument values), so both surfaces round-trip
-the same proposals and a comparison between them isolates serialization cost.
+This is the paper's JSON comparator surface. It carries exactly what the Short DSL record carries (at most
+``max_requests`` peer requests, one per peer - one in a two-agent episode -, paths of one to five tasks,
+primitive argument values), so both surfaces round-trip the same proposals and a comparison between them
+isolates serialization cost.
 
     {"self_plan":[{"skill":"resource.obtain","args":{"q":4,"item":"oak_planks"}}],"peer_requests":[]}
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from gencoord_env.dsl.errors import DSLSyntaxError
 from gencoord_env.types import Args, PeerRequest, Proposal, Task, Value
-from gencoord_env.dsl.serializer import canonical_items, format_path, single_request
+from gencoord_env.dsl.serializer import canonical_items, checked_requests, format_path
 from gencoord_env.dsl.syntax import (
     ATOM_RE,
     KEY_ALIASES,
@@ -30,7 +31,7 @@ from gencoord_env.dsl.syntax import (
 _ENCODER = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
 
 
-def to_json(proposal: Proposal) -> str:
+def to_json(proposal: Proposal, max_requests: int = 1) -> str:
     """Serialize the canonical fields of ``proposal`` as compact ASCII JSON (args in canonical order).
 
     Raises ``ValueError`` for the same proposals that ``format`` cannot express.
@@ -38,9 +39,8 @@ def to_json(proposal: Proposal) -> str:
     if not isinstance(proposal, Proposal):
         raise TypeError(f"Expected a Proposal but got {type(proposal).__name__}")
     format_path(proposal.self_plan, "self_plan")  # validates length, skills, keys and values
-    request = single_request(proposal.peer_requests)
     peer_requests = []
-    if request is not None:
+    for request in checked_requests(proposal.peer_requests, max_requests):
         format_path(request.requested_plan, "requested_plan")
         peer_requests.append(
             {"target": request.target, "requested_plan": [_task_object(t) for t in request.requested_plan]}
@@ -72,8 +72,13 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def from_json(text: str) -> Proposal:
-    """Parse a GenCoord-JSON record into a ``Proposal``; aliases are canonicalized like the DSL parser does."""
+def from_json(text: str, max_requests: int = 1) -> Proposal:
+    """Parse a GenCoord-JSON record into a ``Proposal``; aliases are canonicalized like the DSL parser does.
+
+    ``max_requests``: the peer requests a record may carry (1: a two-agent episode; n - 1 in a team of n).
+    """
+    if type(max_requests) is not int or max_requests < 1:
+        raise ValueError(f"max_requests must be a positive int, got {max_requests!r}")
     if not isinstance(text, str):
         raise TypeError(f"Expected the JSON text as str but got {type(text).__name__}")
     try:
@@ -86,7 +91,7 @@ def from_json(text: str) -> Proposal:
         raise DSLSyntaxError("invalid JSON record: nested too deeply", text, 0) from None
     except ValueError as err:  # NaN/Infinity, or an integer with more digits than int() converts
         raise DSLSyntaxError(f"invalid JSON number: {err}", text, 0) from None
-    return _proposal(raw, text)
+    return _proposal(raw, text, max_requests)
 
 
 def _fail(text: str, where: str, message: str) -> DSLSyntaxError:
@@ -110,14 +115,15 @@ def _kind(raw: Any) -> str:
     return names.get(type(raw), "a number")
 
 
-def _proposal(raw: Any, text: str) -> Proposal:
+def _proposal(raw: Any, text: str, max_requests: int) -> Proposal:
     record = _fields(raw, ("self_plan", "peer_requests"), "$", text)
     self_plan = _path(record["self_plan"], "$.self_plan", text, allow_empty=True)
     requests_raw = record["peer_requests"]
     if not isinstance(requests_raw, list):
         raise _fail(text, "$.peer_requests", f"expected an array, found {_kind(requests_raw)}")
-    if len(requests_raw) > 1:
-        raise _fail(text, "$.peer_requests", f"at most one peer request; found {len(requests_raw)}")
+    if len(requests_raw) > max_requests:
+        most = "one peer request" if max_requests == 1 else f"{max_requests} peer requests"
+        raise _fail(text, "$.peer_requests", f"at most {most}; found {len(requests_raw)}")
     peer_requests = []
     for index, request_raw in enumerate(requests_raw):
         where = f"$.peer_requests[{index}]"
@@ -125,6 +131,8 @@ def _proposal(raw: Any, text: str) -> Proposal:
         target = request["target"]
         if not isinstance(target, str) or ATOM_RE.fullmatch(target) is None or target == "-":
             raise _fail(text, f"{where}.target", "expected an agent id [A-Za-z0-9_.:/+-]+ other than '-'")
+        if any(r.target == target for r in peer_requests):
+            raise _fail(text, f"{where}.target", f"a second request to {target!r}; a record sends at most one request to each peer")
         plan = _path(request["requested_plan"], f"{where}.requested_plan", text, allow_empty=False)
         peer_requests.append(PeerRequest(target=target, requested_plan=plan))
     return Proposal(self_plan=self_plan, peer_requests=tuple(peer_requests))

@@ -6,7 +6,12 @@ happened and what was expected there. Regular expressions scan whole tokens at a
 sits on the hot path of every episode and every training row.
 
 Tolerated beyond the canonical form: spaces around ``>``, after commas, and one or more spaces after
-``SELF``, ``REQ`` and the agent id; one trailing LF. Not tolerated: CR, tabs, any other whitespace.
+``SELF``, ``REQ`` and the agent id; one trailing LF; ``REQ`` lines in any target order (the proposal keeps
+them in target order). Not tolerated: CR, tabs, any other whitespace.
+
+``max_requests`` is the grammar's one parameter: how many ``REQ <agent> <path>`` lines may follow the
+``SELF`` line. 1, the default, is the paper's two-line record; a team of n agents reads records with up to
+n - 1 (one per peer). ``REQ -`` always stands alone.
 """
 from __future__ import annotations
 
@@ -46,26 +51,33 @@ _TOKENS = Memo("dsl.parser.tokens")
 _MISSING = object()
 
 
-def parse(text: str) -> Proposal:
-    """Parse one two-line Short DSL record.
+def parse(text: str, max_requests: int = 1) -> Proposal:
+    """Parse one Short DSL record: the SELF line and at most ``max_requests`` REQ lines.
 
     >>> parse("SELF -\\nREQ agent_b craft.item(q=1,item=crafting_table)").peer_requests[0].target
     'agent_b'
+    >>> len(parse("SELF -\\nREQ agent_b control.wait()\\nREQ agent_c control.wait()", max_requests=2).peer_requests)
+    2
 
     Raises ``DSLSyntaxError`` (a ``ValueError``) for anything outside the grammar.
     """
     if not isinstance(text, str):
         raise TypeError(f"Expected the Short DSL text as str but got {type(text).__name__}")
+    if type(max_requests) is not int or max_requests < 1:
+        raise ValueError(f"max_requests must be a positive int, got {max_requests!r}")
     # Agents repeat records (rule agents, menu slots): a parsed record is an immutable value, so the same
     # text always gives the same Proposal. Errors are not memoized; they are raised again each time.
-    proposal = _RECORDS.get(text)
+    key = text if max_requests == 1 else (max_requests, text)
+    proposal = _RECORDS.get(key)
     if proposal is None:
-        proposal = _RECORDS.put(text, parse_full(text))
+        proposal = _RECORDS.put(key, parse_full(text, max_requests))
     return proposal  # type: ignore[no-any-return]
 
 
-def parse_full(src: str) -> Proposal:
+def parse_full(src: str, max_requests: int = 1) -> Proposal:
     """The grammar, rule by rule."""
+    if type(max_requests) is not int or max_requests < 1:
+        raise ValueError(f"max_requests must be a positive int, got {max_requests!r}")
     for forbidden, message in (
         ("\r", "a carriage return is not allowed; lines end with LF only"),
         ("\t", "a tab is not allowed; use spaces"),
@@ -77,7 +89,10 @@ def parse_full(src: str) -> Proposal:
     if pos >= len(src):
         raise DSLSyntaxError("expected a line break and then the REQ line, found end of input", src, pos)
     pos, peer_requests = parse_req_line(src, pos + 1)
-    parse_end(src, pos)
+    while peer_requests and len(peer_requests) < max_requests and src.startswith("REQ", pos + 1):
+        pos, more = parse_more_req_line(src, pos + 1, peer_requests)
+        peer_requests += more
+    parse_end(src, pos, len(peer_requests), max_requests)
     return Proposal(self_plan=self_plan, peer_requests=peer_requests)
 
 
@@ -95,16 +110,36 @@ def at_line_end(src: str, pos: Pos) -> bool:
     return pos >= len(src) or src[pos] == "\n"
 
 
-def parse_end(src: str, pos: Pos) -> None:
-    """After the REQ line only one trailing LF may follow: a record has exactly two lines."""
+def parse_end(src: str, pos: Pos, requests: int = 0, max_requests: int = 1) -> None:
+    """After the last REQ line only one trailing LF may follow (``requests``: how many REQ lines were read)."""
     if pos >= len(src) or (pos + 1 == len(src) and src[pos] == "\n"):
         return
-    raise DSLSyntaxError(
-        f"expected the end of input after the REQ line (a record has exactly two lines), "
-        f"found {describe(src, pos + 1)} on line 3",
-        src,
-        pos + 1,
-    )
+    line = src.count("\n", 0, pos + 1) + 1
+    if max_requests == 1:
+        expected = "after the REQ line (a record has exactly two lines)"
+    elif not requests:
+        expected = "after 'REQ -'"
+    elif requests == max_requests:
+        expected = f"after the last REQ line (a record carries at most {max_requests} peer requests)"
+    else:
+        expected = f"or another REQ line (a record carries at most {max_requests} peer requests)"
+    raise DSLSyntaxError(f"expected the end of input {expected}, found {describe(src, pos + 1)} on line {line}",
+                         src, pos + 1)
+
+
+def parse_more_req_line(src: str, pos: Pos, earlier: tuple[PeerRequest, ...]) -> tuple[Pos, tuple[PeerRequest, ...]]:
+    """A REQ line after the first one: ``"REQ " agent " " path``, to a peer no earlier line addressed."""
+    line = src.count("\n", 0, pos) + 1
+    after = SPACES_RE.match(src, pos + 3).end()  # type: ignore[union-attr]
+    if src.startswith("-", after) and at_line_end(src, after + 1):
+        raise DSLSyntaxError(f"'REQ -' on line {line}: 'REQ -' stands alone, after requests only 'REQ <agent> <path>' lines follow",
+                             src, after)
+    end, requests = parse_req_line(src, pos)
+    target = requests[0].target if requests else ""
+    if any(r.target == target for r in earlier):
+        raise DSLSyntaxError(f"a second REQ line for {target!r}: a record sends at most one request to each peer",
+                             src, after)
+    return end, requests
 
 
 def skip_required_spaces(src: str, pos: Pos, after: str) -> Pos:

@@ -1,9 +1,12 @@
-"""Canonical Short DSL serializer: ``Proposal`` -> the two-line text.
+"""Canonical Short DSL serializer: ``Proposal`` -> the record text.
 
-Canonical means: exactly two LF-separated lines, single spaces, no surrounding whitespace, arguments
-in the catalog's fixed key order (then other keys alphabetically), strings bare only when they read
-back as the same string, floats as ``repr``. So ``format(parse(format(p))) == format(p)`` and
-``parse(format(p)) == p`` for every parsed ``p``.
+Canonical means: the ``SELF`` line, then ``REQ -`` or one ``REQ`` line per peer request in target order,
+LF-separated; single spaces, no surrounding whitespace, arguments in the catalog's fixed key order (then
+other keys alphabetically), strings bare only when they read back as the same string, floats as ``repr``.
+So ``format(parse(format(p))) == format(p)`` and ``parse(format(p)) == p`` for every parsed ``p``.
+
+``max_requests`` is the grammar's one parameter, the peers a record may address: 1 (the default) is the
+paper's two-line record of a two-agent episode; a team of n agents uses n - 1.
 """
 from __future__ import annotations
 
@@ -30,16 +33,16 @@ _ORDERS = Memo("dsl.serializer.key_order")
 _STRINGS = Memo("dsl.serializer.strings")
 
 
-def format(proposal: Proposal) -> str:  # noqa: A001  # the issue names the API dsl.format
-    """Write ``proposal`` in the canonical two-line form.
+def format(proposal: Proposal, max_requests: int = 1) -> str:  # noqa: A001  # the issue names the API dsl.format
+    """Write ``proposal`` in the canonical form.
 
     >>> from gencoord_env.types import Task
     >>> format(Proposal(self_plan=(Task("resource.obtain", {"item": "oak_planks", "q": 4}),)))
     'SELF resource.obtain(q=4,item=oak_planks)\\nREQ -'
 
-    Raises ``ValueError`` for a proposal the two-line form cannot express (more than one peer request,
-    an empty requested plan, a path of more than five tasks, an unknown skill, a non-identifier or alias
-    key, a value that is not a string, int, finite float, bool or None).
+    Raises ``ValueError`` for a proposal the record cannot express (more than ``max_requests`` peer
+    requests or two to one peer, an empty requested plan, a path of more than five tasks, an unknown skill,
+    a non-identifier or alias key, a value that is not a string, int, finite float, bool or None).
     """
     if not isinstance(proposal, Proposal):
         raise TypeError(f"Expected a Proposal but got {type(proposal).__name__}")
@@ -47,27 +50,35 @@ def format(proposal: Proposal) -> str:  # noqa: A001  # the issue names the API 
         self_line = "SELF " + format_path(proposal.self_plan, "self_plan")
     else:
         self_line = "SELF -"
-    request = single_request(proposal.peer_requests)
-    if request is None:
+    requests = checked_requests(proposal.peer_requests, max_requests)
+    if not requests:
         return self_line + "\nREQ -"
-    return f"{self_line}\nREQ {request.target} {format_path(request.requested_plan, 'requested_plan')}"
+    return self_line + "".join(
+        f"\nREQ {request.target} {format_path(request.requested_plan, 'requested_plan')}" for request in requests
+    )
 
 
-def single_request(peer_requests: Sequence[PeerRequest]) -> PeerRequest | None:
-    """The one peer request the REQ line can carry, validated; ``None`` for ``REQ -``."""
-    if not peer_requests:
-        return None
-    if len(peer_requests) > 1:
-        raise ValueError(f"the REQ line carries at most one peer request; got {len(peer_requests)}")
-    request = peer_requests[0]
-    if not isinstance(request, PeerRequest):
-        raise TypeError(f"Expected a PeerRequest but got {type(request).__name__}")
-    target = request.target
-    if not isinstance(target, str) or ATOM_RE.fullmatch(target) is None or target == "-":
-        raise ValueError(f"peer request target {target!r} is not an agent id [A-Za-z0-9_.:/+-]+ other than '-'")
-    if not request.requested_plan:
-        raise ValueError(f"the peer request to {target!r} has an empty requested plan")
-    return request
+def checked_requests(peer_requests: Sequence[PeerRequest], max_requests: int = 1) -> Sequence[PeerRequest]:
+    """The peer requests a record with at most ``max_requests`` REQ lines can carry, validated."""
+    if type(max_requests) is not int or max_requests < 1:
+        raise ValueError(f"max_requests must be a positive int, got {max_requests!r}")
+    if len(peer_requests) > max_requests:
+        if max_requests == 1:
+            raise ValueError(f"the REQ line carries at most one peer request; got {len(peer_requests)}")
+        raise ValueError(f"a record carries at most {max_requests} peer requests; got {len(peer_requests)}")
+    seen: set[str] = set()
+    for request in peer_requests:
+        if not isinstance(request, PeerRequest):
+            raise TypeError(f"Expected a PeerRequest but got {type(request).__name__}")
+        target = request.target
+        if not isinstance(target, str) or ATOM_RE.fullmatch(target) is None or target == "-":
+            raise ValueError(f"peer request target {target!r} is not an agent id [A-Za-z0-9_.:/+-]+ other than '-'")
+        if not request.requested_plan:
+            raise ValueError(f"the peer request to {target!r} has an empty requested plan")
+        if target in seen:
+            raise ValueError(f"two peer requests to {target!r}; a record sends at most one request to each peer")
+        seen.add(target)
+    return peer_requests
 
 
 def format_path(tasks: Sequence[Task], where: str) -> str:

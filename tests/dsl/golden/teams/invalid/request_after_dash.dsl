@@ -1,0 +1,3 @@
+SELF -
+REQ -
+REQ agent_b control.wait()

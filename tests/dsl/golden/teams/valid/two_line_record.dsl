@@ -1,0 +1,2 @@
+SELF control.wait()
+REQ -
