@@ -101,14 +101,20 @@ def check(proposal: Proposal, scope: PublicScope, catalog: Catalog = CATALOG) ->
         raise TypeError(f"Expected a PublicScope but got {type(scope).__name__}")
     found: list[Violation] = []
     _check_path(proposal.self_plan, "self_plan", scope.agent, scope, catalog, found)
-    if len(proposal.peer_requests) > 1:
+    # one request per peer: a two-agent episode allows one, a team of n agents n - 1
+    most = max(1, len(scope.agents) - 1)
+    if len(proposal.peer_requests) > most:
+        limit = "one peer request" if most == 1 else f"{most} peer requests (one per peer)"
         found.append(
-            Violation(
-                "peer_requests",
-                "too_many_requests",
-                f"at most one peer request per proposal; got {len(proposal.peer_requests)}",
-            )
+            Violation("peer_requests", "too_many_requests", f"at most {limit} per proposal; got {len(proposal.peer_requests)}")
         )
+    else:
+        targets = [getattr(r, "target", None) for r in proposal.peer_requests]
+        twice = sorted({str(t) for t in targets if targets.count(t) > 1})
+        if twice:
+            found.append(
+                Violation("peer_requests", "too_many_requests", f"more than one request to {', '.join(twice)}; one request per peer")
+            )
     for index, request in enumerate(proposal.peer_requests):
         if not isinstance(request, PeerRequest):
             raise TypeError(f"Expected a PeerRequest but got {type(request).__name__}")

@@ -4,11 +4,18 @@ A *cluster* is one sampled semantic instance (template, binding, order quantity,
 objects; for Goal x Capability also the goal and the peer's workcell mode). An *episode* is a cluster under
 one role permutation: which agent holds the first role (sender / requester). The episode instantiates the
 public task DAG with agent ids and quantities, and builds the world the backends reset to.
+
+A template of n roles is played by the n agents ``agent_a``, ``agent_b``, ... Its role permutations are
+the n rotations: permutation ``p`` gives role ``i`` to agent ``(i + p) mod n``. For two roles these are the
+paper's two permutations. For a team the rotations are a Latin square: every agent holds every role once
+(so agent identity, spawn point, bot and source chest are balanced against the role, and every agent holds
+the fact once), at n episodes per cluster rather than n! (120 for five agents); which agent follows which
+along the chain is the part the rotations do not vary, and the world's mirrored variants vary the geometry.
 """
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from functools import cached_property
@@ -17,6 +24,7 @@ from typing import TYPE_CHECKING
 from gencoord_env.catalog import CATALOG
 from gencoord_env.types import Task
 from gencoord_env.tasks.prior import (
+    FACTOR_JOIN,
     GOAL_CAPABILITY,
     NodeSpec,
     Prior,
@@ -32,6 +40,15 @@ if TYPE_CHECKING:
     from gencoord_env.contract import PublicScope
 
 AGENTS: tuple[str, str] = ("agent_a", "agent_b")
+#: agent ids of a team, in order: a team of n agents is the first n
+TEAM_AGENTS: tuple[str, ...] = ("agent_a", "agent_b", "agent_c", "agent_d", "agent_e")
+
+
+def agents_for(n: int) -> tuple[str, ...]:
+    """The agent ids of a team of ``n`` (two: ``AGENTS``)."""
+    if not 2 <= n <= len(TEAM_AGENTS):
+        raise ValueError(f"a team has 2 to {len(TEAM_AGENTS)} agents; got {n}")
+    return TEAM_AGENTS[:n]
 
 
 @dataclass(frozen=True)
@@ -46,7 +63,7 @@ class Cluster:
 
     pool: str
     template: str
-    binding: str  # the active binding (Goal x Capability: the branch the true world can execute)
+    binding: str  # the active binding (Goal x Capability: the branch the true world can execute; several factors: joined by "+")
     q: int
     variant: str
     decoy: str
@@ -73,6 +90,22 @@ class Cluster:
         return f"{public}-{hashlib.sha256(hidden.encode()).hexdigest()[:6]}"
 
 
+def branch_values(binding: str | None) -> tuple[str, ...]:
+    """The branch ids a binding selects: itself, or each factor's value of a several-factor binding."""
+    return tuple(binding.split(FACTOR_JOIN)) if binding else ()
+
+
+def handoff_edges(nodes: Sequence[GroundedNode], agents: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """(giver, receiver) of each node that hands items to another agent (its skill's ``handoff`` rule)."""
+    out: list[tuple[str, str]] = []
+    for n in nodes:
+        spec = CATALOG.skills.get(n.task.skill)
+        to = spec.handoff.to.fill(n.task.args) if spec is not None and spec.handoff is not None else None
+        if to in agents and (n.actor, to) not in out:
+            out.append((n.actor, str(to)))
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class GroundedNode:
     """A public DAG node instantiated for one episode: tau = (actor, skill, args, location, preds)."""
@@ -97,7 +130,7 @@ class TerminalCheck:
 
 @dataclass(frozen=True)
 class Episode:
-    """A cluster under one role permutation (``perm`` 0: agent_a holds the first role)."""
+    """A cluster under one role permutation (``perm`` p: agent ``p`` holds the first role, see the module docstring)."""
 
     cluster: Cluster
     perm: int
@@ -109,13 +142,18 @@ class Episode:
         return self.prior.template(self.cluster.template)
 
     @property
-    def roles(self) -> tuple[str, str]:
+    def roles(self) -> tuple[str, ...]:
         return self.template.roles
 
     @cached_property
+    def agents(self) -> tuple[str, ...]:
+        """The agents of this episode, in id order (``AGENTS`` for two)."""
+        return agents_for(len(self.roles))
+
+    @cached_property
     def agent_of(self) -> Mapping[str, str]:
-        first, second = AGENTS if self.perm == 0 else AGENTS[::-1]
-        return {self.roles[0]: first, self.roles[1]: second}
+        n = len(self.roles)
+        return {role: self.agents[(i + self.perm) % n] for i, role in enumerate(self.roles)}
 
     @cached_property
     def role_of(self) -> Mapping[str, str]:
@@ -130,6 +168,20 @@ class Episode:
     def second(self) -> str:
         return self.agent_of[self.roles[1]]
 
+    @cached_property
+    def message_edges(self) -> tuple[tuple[str, str], ...]:
+        """The template's channels as (sender agent, receiver agent), in the order messages flow."""
+        return tuple((self.agent_of[a], self.agent_of[b]) for a, b in self.template.message_edges)
+
+    @cached_property
+    def handoff_edges(self) -> tuple[tuple[str, str], ...]:
+        """(giver, receiver) of every handoff on the true binding's branch, in template order."""
+        return handoff_edges(self.branch_nodes(self.binding), self.agents)
+
+    @property
+    def is_team(self) -> bool:
+        """More than two agents."""
+        return len(self.roles) > 2
     @cached_property
     def id(self) -> str:
         return f"{self.cluster.id}-R{self.perm}"
@@ -205,8 +257,10 @@ class Episode:
 
     @cached_property
     def _branches(self) -> Mapping[str | None, tuple[GroundedNode, ...]]:
-        # None: an inadmissible binding selects only the shared nodes
-        return MappingProxyType({b: tuple(n for n in self.nodes if n.branch in (None, b)) for b in (*self.template.bindings, None)})
+        # None: an inadmissible binding selects only the shared nodes; a several-factor binding selects the
+        # nodes of each of its values
+        return MappingProxyType({b: tuple(n for n in self.nodes if n.branch is None or n.branch in branch_values(b))
+                                 for b in (*self.template.bindings, None)})
 
     # --- private facts and terminal predicate --------------------------------------------------------
     @property
@@ -214,12 +268,16 @@ class Episode:
         return self.cluster.binding
 
     def private_fields(self, agent: str) -> Mapping[str, str]:
-        """What only ``agent`` knows: the active binding (sender) or the goal (requester)."""
+        """What only ``agent`` knows: the active binding (sender; in a team, the factor its role holds) or the
+        goal (requester)."""
         if self.is_goal_capability:
             if agent == self.first:
                 return {"goal": f"{self._goal.item} x{self._goal.q}"}
             return {"workcell_mode": str(self.cluster.mode)}
-        return {"active_binding_id": self.binding} if agent == self.first else {}
+        role = self.role_of[agent]
+        values = branch_values(self.binding)
+        held = [v for f, v in zip(self.template.fact_factors, values) if f.holder == role]
+        return {"active_binding_id": held[0]} if held else {}
 
     def terminal(self, binding: str | None = None) -> tuple[TerminalCheck, ...]:
         """The terminal predicate of ``binding`` (default: the true binding) as concrete checks."""
@@ -232,7 +290,7 @@ class Episode:
         return self._terminal(self.binding)
 
     def _terminal(self, binding: str) -> tuple[TerminalCheck, ...]:
-        specs: tuple[TerminalSpec, ...] = self.template.terminal[binding]
+        specs: tuple[TerminalSpec, ...] = tuple(s for b in branch_values(binding) for s in self.template.terminal[b])
         return tuple(
             TerminalCheck(
                 kind=s.kind,
@@ -246,7 +304,7 @@ class Episode:
     # --- public scope and world ----------------------------------------------------------------------
     @cached_property
     def public_stations(self) -> tuple[StationSpec, ...]:
-        suite = GOAL_CAPABILITY if self.is_goal_capability else None
+        suite = GOAL_CAPABILITY if self.is_goal_capability else self.template.suite
         return tuple(s for s in self.prior.stations if s.suite in (None, suite))
 
     @cached_property
@@ -263,8 +321,8 @@ class Episode:
         from gencoord_env.contract import PublicScope
 
         references = frozenset(s.name for s in self.public_stations)
-        bindings = frozenset(self.template.bindings)
-        return {a: PublicScope(agents=AGENTS, agent=a, references=references, bindings=bindings) for a in AGENTS}
+        bindings = frozenset(self.template.branch_ids)
+        return {a: PublicScope(agents=self.agents, agent=a, references=references, bindings=bindings) for a in self.agents}
 
     @cached_property
     def _variant(self):  # type: ignore[no-untyped-def]
@@ -281,11 +339,15 @@ class Episode:
     @cached_property
     def source_stock(self) -> Mapping[str, int]:
         """What the first role's source chest holds: enough for either branch, so stock reveals nothing."""
+        return self.stock_of(self.roles[0])
+
+    def stock_of(self, role: str) -> Mapping[str, int]:
+        """What ``role``'s source chest holds: what its ``resource.obtain`` nodes take on any branch."""
         need: dict[str, int] = {}
         for b in self.template.bindings:
             per: dict[str, int] = {}
             for n in self.branch_nodes(b):
-                if n.role == self.roles[0] and n.task.skill == "resource.obtain":
+                if n.role == role and n.task.skill == "resource.obtain":
                     item, q = str(n.task.args["item"]), int(n.task.args["q"])  # type: ignore[call-overload]
                     per[item] = per.get(item, 0) + q
             for item, q in per.items():
@@ -305,14 +367,19 @@ class Episode:
         source = containers[self.source_chest(self.first)]
         for item, n in [*self.source_stock.items(), *decoy.source_chest.items()]:
             source[item] = source.get(item, 0) + n
+        for role in self.roles[1:]:  # in a team other roles may obtain from their own source chests too
+            for item, n in self.stock_of(role).items():
+                chest = containers[self.source_chest(self.agent_of[role])]
+                chest[item] = chest.get(item, 0) + n
         receiver_inv = dict(decoy.receiver_inventory)
         for item, expr in (self.template.receiver_inventory or {}).items():
             receiver_inv[item] = receiver_inv.get(item, 0) + eval_quantity(expr, self.quantities)
+        others = {self.agent_of[r]: {} for r in self.roles[2:]}
         return WorldSpec(
-            agents=AGENTS,
+            agents=self.agents,
             stations=stations,
-            positions={a: self.place(p) for a, p in self.prior.spawn.items()},
-            inventories={self.first: {}, self.second: receiver_inv},
+            positions={a: self.place(p) for a, p in self.prior.spawn.items() if a in self.agent_of.values()},
+            inventories={self.first: {}, self.second: receiver_inv, **others},
             containers=containers,
             cook_ticks=self.prior.variant(self.cluster.variant).cook_ticks,
         )

@@ -3,13 +3,20 @@
 The JSON is the single source of truth for layout, world variants, the binding codebook and the task
 templates; this module only reads and validates it. Templates may ``extend`` another template and override
 its scalar fields (source item, title, split, order text).
+
+A template names its roles (two for the paper's suites; n for a team template, section ``teams``), the
+message channels between them (default: first role to second role) and the factors of its hidden fact:
+one by default, held by the first role, whose values are the template's bindings; a team template may
+split the fact over several holders (``factors``), and then a binding is one value of each factor joined
+by ``+`` (``STORAGE_BRANCH+SITE_A``).
 """
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from gencoord_env.caches import cache
@@ -93,27 +100,60 @@ class TerminalSpec:
 
 
 @dataclass(frozen=True)
+class FactorSpec:
+    """One part of the hidden fact: the role that holds it and the branch ids it chooses between."""
+
+    holder: str
+    bindings: tuple[str, ...]
+
+
+#: joins the values of a several-factor binding (``STORAGE_BRANCH+SITE_A``); an atom character, never in a branch id
+FACTOR_JOIN = "+"
+
+
+@dataclass(frozen=True)
 class TemplateSpec:
     id: str
     family: str
     title: str
     source: str
-    split: str  # "core" (train/heldout/request/crossproduct), "horizon", "visibility"
+    split: str  # "core" (train/heldout/request/crossproduct), "horizon", "visibility", "teams"
     changed_field: str
-    bindings: tuple[str, ...]
+    bindings: tuple[str, ...]  # every value of the hidden fact (several factors: one branch id of each, joined)
     quantities: tuple[int, ...]
     order: str
     nodes: tuple[NodeSpec, ...]
-    terminal: Mapping[str, tuple[TerminalSpec, ...]]
-    roles: tuple[str, str] = ("sender", "receiver")
+    terminal: Mapping[str, tuple[TerminalSpec, ...]]  # by branch id
+    roles: tuple[str, ...] = ("sender", "receiver")
     motif: str | None = None
     receiver_inventory: Mapping[str, str] | None = None
+    channels: tuple[tuple[str, str], ...] = ()  # () : the first role sends to the second
+    factors: tuple[FactorSpec, ...] = ()  # () : one factor, held by the first role, valued by ``bindings``
+    suite: str | None = None  # stations of this suite are built in its episodes
 
     def node(self, node_id: str) -> NodeSpec:
         for n in self.nodes:
             if n.id == node_id:
                 return n
         raise KeyError(node_id)
+
+    @property
+    def message_edges(self) -> tuple[tuple[str, str], ...]:
+        """The channels (sender role, receiver role) in the order messages flow along them."""
+        return self.channels or ((self.roles[0], self.roles[1]),)
+
+    @property
+    def fact_factors(self) -> tuple[FactorSpec, ...]:
+        return self.factors or (FactorSpec(self.roles[0], self.bindings),)
+
+    @property
+    def branch_ids(self) -> tuple[str, ...]:
+        """Every branch id a ``bind`` argument may name: the bindings, or each factor's values."""
+        return tuple(b for f in self.fact_factors for b in f.bindings)
+
+    def factor_of(self, branch: str) -> int | None:
+        """Which factor ``branch`` is a value of (``None``: not a branch id of this template)."""
+        return next((i for i, f in enumerate(self.fact_factors) if branch in f.bindings), None)
 
 
 @dataclass(frozen=True)
@@ -144,14 +184,15 @@ class Prior:
     codebook: Mapping[str, str]
     templates: Mapping[str, TemplateSpec]
     goal_capability: GoalCapabilitySpec
+    teams: Mapping[str, TemplateSpec] = field(default_factory=dict)  # team templates (n roles), apart from the paper's
 
     def template(self, template_id: str) -> TemplateSpec:
         if template_id == GOAL_CAPABILITY:
             return self.goal_capability.template
-        try:
-            return self.templates[template_id]
-        except KeyError:
-            raise KeyError(f"unknown template {template_id!r}; known: {sorted(self.templates)}") from None
+        found = self.templates.get(template_id) or self.teams.get(template_id)
+        if found is None:
+            raise KeyError(f"unknown template {template_id!r}; known: {sorted([*self.templates, *self.teams])}")
+        return found
 
     def variant(self, variant_id: str) -> WorldVariant:
         return self._variants_by_id[variant_id]
@@ -169,6 +210,8 @@ class Prior:
 
 
 GOAL_CAPABILITY = "goal_capability"
+#: the split and station suite of the team templates
+TEAMS = "teams"
 
 
 def _pos(value: Any) -> Pos:
@@ -196,27 +239,59 @@ def _terminal(raw: Mapping[str, list[Mapping[str, Any]]]) -> dict[str, tuple[Ter
     return out
 
 
-def _template(tid: str, raw: Mapping[str, Any], raw_all: Mapping[str, Any], roles: tuple[str, str]) -> TemplateSpec:
+def _template(tid: str, raw: Mapping[str, Any], raw_all: Mapping[str, Any], roles: tuple[str, ...],
+              suite: str | None = None) -> TemplateSpec:
     if "extends" in raw:
         base = dict(raw_all[raw["extends"]])
         base.update({k: v for k, v in raw.items() if k != "extends"})
         raw = base
+    roles = tuple(raw.get("roles", roles))
     nodes = tuple(_node(n) for n in raw["nodes"])
     ids = {n.id for n in nodes}
     for n in nodes:
         missing = [p for p in n.preds if p not in ids]
         if missing:
             raise ValueError(f"template {tid!r} node {n.id!r} names unknown predecessors {missing}")
+        if n.actor not in roles:
+            raise ValueError(f"template {tid!r} node {n.id!r}: actor {n.actor!r} is not one of its roles {roles}")
+    channels = tuple((str(a), str(b)) for a, b in raw.get("channels", ()))
+    for a, b in channels:
+        if a not in roles or b not in roles or a == b:
+            raise ValueError(f"template {tid!r}: channel {a!r} -> {b!r} must join two of its roles {roles}")
+    factors = tuple(FactorSpec(f["holder"], tuple(f["bindings"])) for f in raw.get("factors", ()))
+    for f in factors:
+        if f.holder not in roles:
+            raise ValueError(f"template {tid!r}: factor holder {f.holder!r} is not one of its roles {roles}")
     terminal = _terminal(raw["terminal"])
-    bindings = tuple(raw.get("bindings") or terminal)
-    if set(terminal) != set(bindings):
-        raise ValueError(f"template {tid!r}: terminal predicates {sorted(terminal)} != bindings {sorted(bindings)}")
+    if factors:
+        bindings = tuple(FACTOR_JOIN.join(combo) for combo in itertools.product(*(f.bindings for f in factors)))
+        branch_ids = [b for f in factors for b in f.bindings]
+    else:
+        bindings = tuple(raw.get("bindings") or terminal)
+        branch_ids = list(bindings)
+    if set(terminal) != set(branch_ids) or len(set(branch_ids)) != len(branch_ids):
+        raise ValueError(f"template {tid!r}: terminal predicates {sorted(terminal)} != bindings {sorted(branch_ids)}")
+    for n in nodes:
+        if n.branch is not None and n.branch not in branch_ids:
+            raise ValueError(f"template {tid!r} node {n.id!r}: branch {n.branch!r} is not one of {branch_ids}")
     return TemplateSpec(
         id=tid, family=raw.get("family", GOAL_CAPABILITY), title=raw["title"], source=raw["source"],
-        split=raw.get("split", GOAL_CAPABILITY), changed_field=raw.get("changed_field", "actor, handoff item, suffix"),
+        split=raw.get("split", suite or GOAL_CAPABILITY), changed_field=raw.get("changed_field", "actor, handoff item, suffix"),
         bindings=bindings, quantities=tuple(raw.get("quantities", (1,))), order=raw["order"], nodes=nodes,
         terminal=terminal, roles=roles, motif=raw.get("motif"), receiver_inventory=raw.get("receiver_inventory"),
+        channels=channels, factors=factors, suite=suite,
     )
+
+
+def _teams(raw: Mapping[str, Any]) -> dict[str, TemplateSpec]:
+    """The team templates: the hand-written ones, and the generated chain family (``team_chains``)."""
+    from gencoord_env.tasks.team_chain import chain_raw
+
+    hand = raw.get("teams", {})
+    teams = {tid: _template(tid, t, hand, (), TEAMS) for tid, t in hand.items()}
+    for n in raw.get("team_chains", ()):
+        teams[f"chain_{n}"] = _template(f"chain_{n}", chain_raw(hand["chain"], int(n)), hand, (), TEAMS)
+    return teams
 
 
 def load_prior(raw: Mapping[str, Any]) -> Prior:
@@ -230,8 +305,9 @@ def load_prior(raw: Mapping[str, Any]) -> Prior:
     gc = raw["goal_capability"]
     gc_template = _template(GOAL_CAPABILITY, {**gc, "bindings": list(gc["terminal"])}, {}, tuple(gc["roles"]))  # type: ignore[arg-type]
     codebook = dict(raw["codebook"])
-    for t in [*templates.values(), gc_template]:
-        unknown = [b for b in t.bindings if b not in codebook]
+    teams = _teams(raw)
+    for t in [*templates.values(), gc_template, *teams.values()]:
+        unknown = [b for b in t.branch_ids if b not in codebook]
         if unknown:
             raise ValueError(f"template {t.id!r} uses bindings {unknown} missing from the codebook")
     return Prior(
@@ -247,11 +323,18 @@ def load_prior(raw: Mapping[str, Any]) -> Prior:
             goals=tuple(GoalSpec(g["id"], g["item"], int(g["q"]), int(g["input_per_item"])) for g in gc["goals"]),
             modes=dict(gc["modes"]), initial_branch=gc["initial_branch"], counter_offer_id=gc["counter_offer_id"],
         ),
+        teams=teams,
     )
+
+
+@cache(maxsize=1)
+def raw_tasks() -> Mapping[str, Any]:
+    """``data/tasks.json`` as read (read once; do not modify)."""
+    text = resources.files("gencoord_env.data").joinpath("tasks.json").read_text(encoding="utf-8")
+    return json.loads(text)  # type: ignore[no-any-return]
 
 
 @cache(maxsize=1)
 def prior() -> Prior:
     """The package's prior K (parsed once)."""
-    text = resources.files("gencoord_env.data").joinpath("tasks.json").read_text(encoding="utf-8")
-    return load_prior(json.loads(text))
+    return load_prior(raw_tasks())
