@@ -5,10 +5,13 @@ as projected by the view. They never see the episode object or the hidden bindin
 """
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from gencoord_env.caches import Memo
-from gencoord_env.tasks.compose import order_nodes
+from gencoord_env.messages import RequestMessage
+from gencoord_env.tasks.compose import Team, order_nodes, team_paths, team_requests
 from gencoord_env.tasks.contexts import Context, PriorView
-from gencoord_env.types import Task
+from gencoord_env.types import PeerRequest, Proposal, Task
 
 
 Paths = tuple[tuple[Task, ...], tuple[Task, ...]]
@@ -43,4 +46,33 @@ def codebook(context: Context) -> tuple[str, ...]:
     return context.prior.codebook
 
 
-__all__ = ["codebook", "compose", "roles"]
+def team(context: Context) -> Team:
+    """The public shape of a team template as its context shows it: roles, channels, fact holders."""
+    p = context.prior
+    return Team(tuple(p.roles), p.channels, p.factors)
+
+
+def delivered(context: Context) -> tuple[RequestMessage, ...]:
+    """The requests delivered to this agent, in arrival order (a duplicate copy counted once)."""
+    out: list[RequestMessage] = []
+    for m in context.messages:
+        if isinstance(m, RequestMessage) and all(m.request != d.request for d in out):
+            out.append(m)
+    return tuple(out)
+
+
+def team_record(context: Context, selected: Collection[str], joint: bool = False) -> Proposal:
+    """A team agent's record on the branch ids ``selected``: its SELF path and a REQ along each of its
+    channels (``joint``: the one-call planner's record, a REQ with the whole path of every other agent)."""
+    p, shape = context.prior, team(context)
+    agent_of = dict(context.team)
+    if joint:
+        paths = team_paths(p.nodes, p.view, shape.roles, selected)
+        return Proposal(paths[context.role], tuple(PeerRequest(agent_of[r], paths[r]) for r in shape.roles
+                                                   if r != context.role))
+    own = team_paths(p.nodes, p.view, (context.role,), selected)[context.role]
+    asked = team_requests(p.nodes, p.view, shape, context.role, selected)
+    return Proposal(own, tuple(PeerRequest(agent_of[r], path) for r, path in asked))
+
+
+__all__ = ["codebook", "compose", "delivered", "roles", "team", "team_record"]

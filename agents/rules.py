@@ -7,6 +7,11 @@
 - ``CompleteCaseTable``: looks up whole sender cases seen in a training pool; unseen cases get no plan.
 - ``RequesterLocal`` (A-only): plans from its own view only, always the default branch, never asks.
 - ``RandomAgent``: a random admissible branch (or random text), seeded.
+
+In a team each agent does the same from what reaches it: a fact holder composes the requests its fact
+decides, a receiver realizes the requests delivered to it (and, in a relay, passes on what they decide for
+the agents after it), and where a request never arrived it takes the first admissible branch of that
+fact, as a two-agent receiver does.
 """
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ from gencoord_env.tasks.compose import role_paths
 from gencoord_env.tasks.prior import GOAL_CAPABILITY, prior
 
 from gencoord_env.agents.base import RulePolicy
-from gencoord_env.agents.context_view import codebook, compose, roles
+from gencoord_env.agents.context_view import codebook, compose, delivered, roles, team, team_record
 from gencoord_env.caches import Memo
 from gencoord_env.messages import RequestMessage
 from gencoord_env.tasks.contexts import Context
@@ -57,8 +62,10 @@ class RuleMinimalRequest(RulePolicy):
     def __init__(self, surface: str = "dsl") -> None:
         self.surface = surface
 
-    def _out(self, text: str) -> str:
-        return text if self.surface == "dsl" else dsl.to_json(dsl.parse(text))
+    def _out(self, text: str, max_requests: int = 1) -> str:
+        if self.surface == "dsl":
+            return text
+        return dsl.to_json(dsl.parse(text, max_requests=max_requests), max_requests=max_requests)
 
     def binding(self, ctx: Context) -> str | None:
         """The branch this agent can justify from its own context."""
@@ -73,9 +80,11 @@ class RuleMinimalRequest(RulePolicy):
         ctx = info.get("context")
         if ctx is None:
             return NO_PLAN
-        return self._out(self.decide(ctx))
+        return self._out(self.decide(ctx), max(1, len(ctx.team) - 1))
 
     def decide(self, ctx: Context) -> str:
+        if ctx.team:
+            return self.decide_team(ctx)
         stage, peer = ctx.stage, ctx.peer
         first, second = roles(ctx)
         if stage == "receiver_after_request":
@@ -104,6 +113,36 @@ class RuleMinimalRequest(RulePolicy):
         """Without the deciding fact: the first admissible branch (a fixed, view-only choice)."""
         return codebook(ctx)[0]
 
+    def decide_team(self, ctx: Context) -> str:
+        """A team agent's record: the branches it can justify, a guess for each other fact it must act on."""
+        shape = team(ctx)
+        max_requests = len(shape.roles) - 1
+        mine = self.binding(ctx)
+        known = {mine} if mine else set()
+        for view in ctx.peer_views:  # a centralized planner reads every uploaded fact
+            if view.private.active_binding_id:
+                known.add(view.private.active_binding_id)
+        requests = delivered(ctx)
+        for m in requests:
+            known |= {b for t in m.request.requested_plan if isinstance(b := t.args.get("bind"), str)}
+        joint = ctx.stage in ("centralized", "requester_initial", "requester_after_response")
+        needed = set(range(len(shape.factors))) if joint else shape.known(ctx.role)
+        selected = set(known)
+        for k in sorted(needed):
+            values = shape.factors[k][1]
+            if not selected & set(values):
+                selected.add(self.team_guess(ctx, values))
+        record = team_record(ctx, selected, joint=joint)
+        senders = shape.senders(ctx.role)
+        if not joint and senders and len(requests) == len(senders):  # realize exactly what it was asked
+            own = tuple(t for m in requests for t in m.request.requested_plan)
+            record = Proposal(own, record.peer_requests)
+        return dsl.format(record, max_requests=max_requests)
+
+    def team_guess(self, ctx: Context, values: tuple[str, ...]) -> str:
+        """Without a fact of the team: its first admissible value."""
+        return values[0]
+
     def requester_branch(self, ctx: Context) -> str:
         r = ctx.response
         default = prior().goal_capability.initial_branch if ctx.task.template == GOAL_CAPABILITY else self.guess(ctx)
@@ -128,7 +167,7 @@ class ExplicitFactorComposer(RuleMinimalRequest):
 
     def decide(self, ctx: Context) -> str:
         b = self.binding(ctx)
-        if ctx.stage not in ("sender_initial", "centralized") or b is None or ctx.route == "single_step":
+        if ctx.stage not in ("sender_initial", "centralized") or b is None or ctx.route == "single_step" or ctx.team:
             return super().decide(ctx)
         return self.compose_factors(ctx.task.template, b, ctx.task.quantity, ctx.agent, ctx.peer)
 
@@ -160,7 +199,7 @@ class CompleteCaseTable(RuleMinimalRequest):
 
     def decide(self, ctx: Context) -> str:
         b = self.binding(ctx)
-        if ctx.stage != "sender_initial" or b is None:
+        if ctx.stage != "sender_initial" or b is None or ctx.team:
             return super().decide(ctx)
         return self.table.get(self._case(ctx.agent, ctx.task.template, b, ctx.task.quantity), NO_PLAN)
 
@@ -187,3 +226,6 @@ class RandomAgent(RuleMinimalRequest):
 
     guess = binding  # type: ignore[assignment]
     requester_branch = binding  # type: ignore[assignment]
+
+    def team_guess(self, ctx: Context, values: tuple[str, ...]) -> str:
+        return str(self.rng.choice(list(values)))

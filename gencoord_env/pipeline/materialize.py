@@ -1,7 +1,8 @@
 """Materialize: a validated commitment plus the shared DAG -> a dispatch plan.
 
 Task instances get ids, actors, grounded locations, dependencies (the merged relation P_C) and checker
-attachments: the handoff checker on the producing task, the terminal checker on each path's last task.
+attachments: the handoff checker on the producing task of each handoff, the terminal checker on each
+path's last task.
 """
 from __future__ import annotations
 
@@ -16,8 +17,7 @@ class MaterializationError(Exception):
 
 def materialize(commitment: Commitment, episode: Episode) -> DispatchPlan:
     references = episode.references
-    paths = ((commitment.first, commitment.first_path, commitment.node_ids[0]),
-             (commitment.second, commitment.second_path, commitment.node_ids[1]))
+    paths = tuple(zip(commitment.agents, commitment.paths, commitment.node_ids))
     preds_of: dict[str, set[str]] = {}
     for a, b in commitment.edges:
         preds_of.setdefault(b, set()).add(a)
@@ -35,7 +35,7 @@ def materialize(commitment: Commitment, episode: Episode) -> DispatchPlan:
             raise MaterializationError("the merged relation has no executable order")
         order.append((actor, task, node_id, preds))
         done.add(node_id)
-    producer, receiver, _, _ = commitment.handoff
+    gives = {(producer, receiver) for producer, receiver, _, _ in commitment.handoffs}
     last = {actor: k for k, (actor, _, _, _) in enumerate(order)}
     id_of = {node_id: f"t{k + 1}" for k, (_, _, node_id, _) in enumerate(order)}
     tasks = []
@@ -45,12 +45,12 @@ def materialize(commitment: Commitment, episode: Episode) -> DispatchPlan:
         if loc and loc not in references:
             raise MaterializationError(f"{node_id}: location {loc!r} is not a reference of this episode")
         checks: tuple[str, ...] = ()
-        if task.skill == "resource.deliver" and actor == producer and task.args.get("to") == receiver:  # type: ignore[attr-defined]
+        if task.skill == "resource.deliver" and (actor, task.args.get("to")) in gives:  # type: ignore[attr-defined]
             checks = ("handoff",)
         if last[actor] == k:
             checks += ("terminal",)
         tasks.append(DispatchTask(id_of[node_id], node_id, actor, task, loc, tuple(id_of[p] for p in sorted(preds)), checks))  # type: ignore[arg-type]
-    return DispatchPlan(tuple(tasks), commitment.handoff, episode.terminal())
+    return DispatchPlan(tuple(tasks), commitment.handoffs, episode.terminal())
 
 
 def materialize_step(task: Task, actor: str, episode: Episode, step: int) -> DispatchPlan:
@@ -62,4 +62,4 @@ def materialize_step(task: Task, actor: str, episode: Episode, step: int) -> Dis
     loc = episode.location(task, actor)
     if loc and loc not in episode.references:
         raise MaterializationError(f"step {step}: location {loc!r} is not a reference of this episode")
-    return DispatchPlan((DispatchTask(f"s{step}", "", actor, task, loc, ()),), None, ())
+    return DispatchPlan((DispatchTask(f"s{step}", "", actor, task, loc, ()),), (), ())

@@ -1,24 +1,34 @@
-"""Handoff compatibility and the predecessor merge shared by both resolvers.
+"""Handoff compatibility and the predecessor merge shared by every resolver.
 
-The two role-local paths must realize exactly the public DAG nodes of one branch (complete), and the
-union of each path's order, the public predecessors of that branch and the cross-agent edge from the
-handoff producer to the first consuming node of the other role must be acyclic.
+The role-local paths of all agents must realize exactly the public DAG nodes of one branch (complete),
+each handoff edge of that branch must be compatible (the giver hands the item once, the receiver uses it
+and needs no more than it gets), and the union of each path's order, the public predecessors of that
+branch and one cross-agent edge per handoff - from its producer to the first consuming node of its
+receiver - must be acyclic: one merge over all agents. Two agents are the case of one handoff.
+
+A conflict names the edge it is attributed to (``MergeConflict.edge``, agents): the handoff that does not
+fit, or the channel into the agent whose path does not fit the selected branch.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from gencoord_env.catalog import CATALOG
 from gencoord_env.types import Task
 from gencoord_env.dsl.serializer import format_task
 from gencoord_env.pipeline.types import Commitment
 from gencoord_env.tasks.compose import binding_of_tasks
-from gencoord_env.tasks.episode import Episode
+from gencoord_env.tasks.episode import Episode, handoff_edges
+from gencoord_env.tasks.prior import FACTOR_JOIN
 from gencoord_env.world.recipes import load_recipes
 
 
 class MergeConflict(Exception):
     """Raised inside this module only; resolvers turn it into ``RESOLUTION_CONFLICT``."""
+
+    def __init__(self, message: str, edge: tuple[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.edge = edge
 
 
 def _match(path: Sequence[Task], role: str, episode: Episode, binding: str, who: str) -> tuple[str, ...]:
@@ -94,22 +104,72 @@ def _acyclic(nodes: Sequence[str], edges: Sequence[tuple[str, str]]) -> bool:
 
 def merge(first_path: Sequence[Task], second_path: Sequence[Task], episode: Episode) -> Commitment:
     """Build C = (S_first, S_second, b, P_C) or raise MergeConflict naming what does not fit."""
-    binding = binding_of_tasks(second_path) or binding_of_tasks(first_path)
-    if binding is None:
-        raise MergeConflict("no branch selected: no task carries a bind=<binding id> argument")
-    if binding not in episode.template.bindings:
-        raise MergeConflict(f"binding {binding} is not a branch of {episode.template.id}")
-    first, second = episode.first, episode.second
-    role1, role2 = episode.roles
-    ids1 = _match(first_path, role1, episode, binding, first)
-    ids2 = _match(second_path, role2, episode, binding, second)
-    p, c, item, count = handoff(first_path, second_path, first, second)
-    nodes = [*ids1, *ids2]
-    edges = {(a, b) for ids in (ids1, ids2) for a, b in zip(ids, ids[1:])}
+    return merge_paths({episode.first: first_path, episode.second: second_path}, episode)
+
+
+def selected_binding(paths: Mapping[str, Sequence[Task]], episode: Episode) -> str:
+    """The binding the paths select: per fact factor, the first ``bind`` value naming it, read from the last
+    role's path back to the first one (a receiver's realization decides what the sender's path must fit)."""
+    template = episode.template
+    agents = [a for a in reversed([episode.agent_of[r] for r in episode.roles]) if a in paths]
+    factors = template.fact_factors
+    if len(factors) == 1:
+        binding = next((b for b in (binding_of_tasks(paths[a]) for a in agents) if b), None)
+        if binding is None:
+            raise MergeConflict("no branch selected: no task carries a bind=<binding id> argument")
+        if binding not in template.bindings:
+            raise MergeConflict(f"binding {binding} is not a branch of {template.id}")
+        return binding
+    chosen: list[str | None] = [None] * len(factors)
+    for a in agents:
+        for task in paths[a]:
+            b = task.args.get("bind")
+            if not isinstance(b, str):
+                continue
+            k = template.factor_of(b)
+            if k is None:
+                raise MergeConflict(f"binding {b} is not a branch of {template.id}", _channel_into(a, episode))
+            chosen[k] = chosen[k] or b
+    missing = [i for i, b in enumerate(chosen) if b is None]
+    if missing:
+        holders = ", ".join(factors[i].holder for i in missing)
+        raise MergeConflict(f"no branch selected for the fact of {holders}: no task carries one of its bind values")
+    return FACTOR_JOIN.join(b for b in chosen if b is not None)
+
+
+def _channel_into(agent: str, episode: Episode) -> tuple[str, str] | None:
+    """The first channel that reaches ``agent``, else the first it sends on (the edge a path conflict is told on)."""
+    edges = episode.message_edges
+    return next((e for e in edges if e[1] == agent), next((e for e in edges if e[0] == agent), None))
+
+
+def merge_paths(paths: Mapping[str, Sequence[Task]], episode: Episode) -> Commitment:
+    """Build C over every agent's path (agent -> path) or raise MergeConflict naming what does not fit."""
+    binding = selected_binding(paths, episode)
+    agents = tuple(episode.agent_of[r] for r in episode.roles)
+    ids: dict[str, tuple[str, ...]] = {}
+    for agent in agents:
+        try:
+            ids[agent] = _match(paths[agent], episode.role_of[agent], episode, binding, agent)
+        except MergeConflict as e:
+            raise MergeConflict(str(e), _channel_into(agent, episode) if episode.is_team else None) from None
+    handoffs = []
+    cross = []
+    # two agents: the paper's one handoff, first role to second; a team: every handoff of the branch
+    pairs = handoff_edges(episode.branch_nodes(binding), agents) if episode.is_team else ((episode.first, episode.second),)
+    for giver, receiver in pairs:
+        try:
+            p, c, item, count = handoff(paths[giver], paths[receiver], giver, receiver)
+        except MergeConflict as e:
+            raise MergeConflict(str(e), (giver, receiver) if episode.is_team else None) from None
+        handoffs.append((giver, receiver, item, count))
+        cross.append((ids[giver][p], ids[receiver][c]))
+    nodes = [n for a in agents for n in ids[a]]
+    edges = {(a, b) for a_ids in ids.values() for a, b in zip(a_ids, a_ids[1:])}
     edges |= {(pred, n.id) for n in episode.branch_nodes(binding) for pred in n.preds if pred in nodes}
-    edges.add((ids1[p], ids2[c]))
+    edges |= set(cross)
     ordered = tuple(sorted(edges))
     if not _acyclic(nodes, ordered):
         raise MergeConflict("the paths' order contradicts the public predecessors: the merged relation has a cycle")
-    return Commitment(first, second, tuple(first_path), tuple(second_path), binding, (ids1, ids2), ordered,
-                      (first, second, item, count))
+    return Commitment(agents, tuple(tuple(paths[a]) for a in agents), binding, tuple(ids[a] for a in agents), ordered,
+                      tuple(handoffs))

@@ -10,29 +10,69 @@ from gencoord_env.dsl.serializer import format_task
 from gencoord_env.outcomes import FailureCode
 
 
+Handoff = tuple[str, str, str, int]  # (producer, receiver, item, count)
+
+
 @dataclass(frozen=True)
 class Commitment:
-    """C = (S_i, S_j, b, P_C): the two normalized role-local paths, the binding and the merged relation.
+    """C = (S_1, ..., S_n, b, P_C): every agent's normalized role-local path, the binding and the merged relation.
 
-    ``edges`` are (predecessor, successor) pairs over the public node ids the paths realize.
+    ``agents`` are in role order (the first role first); ``edges`` are (predecessor, successor) pairs over the
+    public node ids the paths realize; ``handoffs`` one (producer, receiver, item, count) per handoff edge.
     """
 
-    first: str
-    second: str
-    first_path: tuple[Task, ...]
-    second_path: tuple[Task, ...]
+    agents: tuple[str, ...]
+    paths: tuple[tuple[Task, ...], ...]
     binding: str
-    node_ids: tuple[tuple[str, ...], tuple[str, ...]]  # node id realized by each task of each path
+    node_ids: tuple[tuple[str, ...], ...]  # node id realized by each task of each path
     edges: tuple[tuple[str, str], ...]
-    handoff: tuple[str, str, str, int]  # (producer, receiver, item, count)
+    handoffs: tuple[Handoff, ...]
+
+    @property
+    def first(self) -> str:
+        return self.agents[0]
+
+    @property
+    def second(self) -> str:
+        return self.agents[1]
+
+    @property
+    def first_path(self) -> tuple[Task, ...]:
+        return self.paths[0]
+
+    @property
+    def second_path(self) -> tuple[Task, ...]:
+        return self.paths[1]
+
+    @property
+    def handoff(self) -> Handoff:
+        """The (first) handoff: a two-agent commitment has exactly one."""
+        return self.handoffs[0]
+
+    def path(self, agent: str) -> tuple[Task, ...]:
+        return self.paths[self.agents.index(agent)]
+
+    def trace_record(self) -> dict[str, Any]:
+        """The trace layout: a two-agent commitment keeps that of record version 1 (first/second paths, one
+        handoff), so recorded episodes replay unchanged; a team's names every agent's path."""
+        if len(self.agents) == 2:
+            return {"first": self.first, "second": self.second, "first_path": self.first_path,
+                    "second_path": self.second_path, "binding": self.binding, "node_ids": self.node_ids,
+                    "edges": self.edges, "handoff": self.handoff}
+        return {"agents": self.agents, "paths": self.paths, "binding": self.binding, "node_ids": self.node_ids,
+                "edges": self.edges, "handoffs": self.handoffs}
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "first": self.first, "second": self.second, "binding": self.binding,
-            "first_path": [format_task(t) for t in self.first_path],
-            "second_path": [format_task(t) for t in self.second_path],
-            "edges": [list(e) for e in self.edges], "handoff": list(self.handoff),
-        }
+        if len(self.agents) == 2:
+            return {
+                "first": self.first, "second": self.second, "binding": self.binding,
+                "first_path": [format_task(t) for t in self.first_path],
+                "second_path": [format_task(t) for t in self.second_path],
+                "edges": [list(e) for e in self.edges], "handoff": list(self.handoff),
+            }
+        return {"agents": list(self.agents), "binding": self.binding,
+                "paths": {a: [format_task(t) for t in p] for a, p in zip(self.agents, self.paths)},
+                "edges": [list(e) for e in self.edges], "handoffs": [list(h) for h in self.handoffs]}
 
 
 @dataclass(frozen=True)
@@ -57,11 +97,22 @@ class Delivery:
 
 @dataclass(frozen=True)
 class Resolution:
-    """A commitment, or the failure code and reason why none was formed."""
+    """A commitment, or the failure code and reason why none was formed.
+
+    ``edge``: the (sender, receiver) agents of the channel or handoff the failure is attributed to, when the
+    episode has several (a team); ``None`` otherwise.
+    """
 
     commitment: Commitment | None
     code: FailureCode | None = None
     reason: str = ""
+    edge: tuple[str, str] | None = None
+
+    def trace_record(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"commitment": self.commitment, "code": self.code, "reason": self.reason}
+        if self.edge is not None:
+            out["edge"] = self.edge
+        return out
 
 
 @dataclass(frozen=True)
@@ -80,17 +131,31 @@ class DispatchTask:
 @dataclass(frozen=True)
 class DispatchPlan:
     tasks: tuple[DispatchTask, ...]
-    handoff: tuple[str, str, str, int] | None  # (producer, receiver, item, count); None: a single-step plan
+    handoffs: tuple[Handoff, ...]  # (producer, receiver, item, count) per handoff edge; (): a single-step plan
     terminal: tuple[Any, ...]  # TerminalCheck values of the episode's true binding
 
+    @property
+    def handoff(self) -> Handoff | None:
+        """The (first) handoff; ``None`` for a single-step plan."""
+        return self.handoffs[0] if self.handoffs else None
+
+    def trace_record(self) -> dict[str, Any]:
+        """The trace layout: with at most one handoff that of record version 1 (``handoff``), else ``handoffs``."""
+        if len(self.handoffs) <= 1:
+            return {"tasks": self.tasks, "handoff": self.handoff, "terminal": self.terminal}
+        return {"tasks": self.tasks, "handoffs": self.handoffs, "terminal": self.terminal}
+
     def to_dict(self) -> dict[str, Any]:
+        handoffs: dict[str, Any] = (
+            {"handoff": list(self.handoff) if self.handoff is not None else None} if len(self.handoffs) <= 1
+            else {"handoffs": [list(h) for h in self.handoffs]})
         return {
             "tasks": [
                 {"id": t.id, "node": t.node, "actor": t.actor, "task": format_task(t.task), "loc": t.loc,
                  "deps": list(t.deps), "checks": list(t.checks)}
                 for t in self.tasks
             ],
-            "handoff": list(self.handoff) if self.handoff is not None else None,
+            **handoffs,
             "terminal": [c.__dict__ for c in self.terminal],
         }
 

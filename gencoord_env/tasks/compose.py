@@ -7,14 +7,23 @@ depends on which projection of the prior the composer reads (supplement, "Task-S
 - ``full``: predecessor edges are visible, so paths follow a topological order of the DAG;
 - ``skeleton``: no edges, only coarse stages: paths are ordered by stage, ties in listing order;
 - ``node_only``: no stages or edges: paths follow a fixed skill priority, ties in listing order.
+
+A team template adds who tells whom (``Team``): each role's path is composed the same way, and a request
+along a channel carries the receiving role's nodes that the sender can decide - the nodes of the fact
+factors the sender knows (it holds them, or they reached it along a channel), and the receiver's shared
+nodes on its first incoming channel. So in ``chain`` the sender asks the crafter and the courier for their
+whole paths, in ``relay`` the middle agent passes the receiver's path on, and in ``fan_in`` each sender asks
+the builder for the part its own factor decides.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from gencoord_env.types import Task
-from gencoord_env.tasks.episode import Episode, GroundedNode
-from gencoord_env.tasks.prior import STAGE_ORDER
+from gencoord_env.tasks.episode import Episode, GroundedNode, branch_values
+from gencoord_env.tasks.prior import STAGE_ORDER, TemplateSpec
 
 VIEWS: tuple[str, ...] = ("full", "skeleton", "node_only")
 
@@ -92,3 +101,98 @@ def binding_of_tasks(tasks: Sequence[Task]) -> str | None:
         if isinstance(b, str):
             return b
     return None
+
+
+# ------------------------------------------------------------------------------------------- teams
+
+
+class Node(Protocol):
+    """What the composer reads of a node: a ``GroundedNode`` or a context's ``PriorNode``."""
+
+    id: str
+    role: str
+    branch: str | None
+    task: Task
+
+
+@dataclass(frozen=True)
+class Team:
+    """The public shape of a template the team composer reads: roles, channels and fact holders."""
+
+    roles: tuple[str, ...]
+    channels: tuple[tuple[str, str], ...]
+    factors: tuple[tuple[str, tuple[str, ...]], ...]  # (holder role, branch ids), one per factor
+
+    @classmethod
+    def of(cls, template: TemplateSpec) -> Team:
+        return cls(tuple(template.roles), template.message_edges,
+                   tuple((f.holder, f.bindings) for f in template.fact_factors))
+
+    def senders(self, role: str) -> tuple[str, ...]:
+        """The roles with a channel to ``role``, in channel order."""
+        return tuple(a for a, b in self.channels if b == role)
+
+    def receivers(self, role: str) -> tuple[str, ...]:
+        """The roles ``role`` has a channel to, in channel order."""
+        return tuple(b for a, b in self.channels if a == role)
+
+    def factor_of(self, branch: str | None) -> int | None:
+        return next((i for i, (_, values) in enumerate(self.factors) if branch in values), None)
+
+    def known(self, role: str) -> frozenset[int]:
+        """The factors ``role`` can know: those it holds and those that reach it along channels."""
+        seen: set[str] = set()
+        out: set[int] = set()
+        pending = [role]
+        while pending:
+            r = pending.pop()
+            if r in seen:
+                continue
+            seen.add(r)
+            out |= {i for i, (holder, _) in enumerate(self.factors) if holder == r}
+            pending += list(self.senders(r))
+        return frozenset(out)
+
+    def asks(self, sender: str, node: Node) -> bool:
+        """Whether the request along ``sender -> node.role`` carries ``node``."""
+        senders = self.senders(node.role)
+        if node.branch is None:
+            return bool(senders) and senders[0] == sender
+        factor = self.factor_of(node.branch)
+        deciders = [s for s in senders if factor in self.known(s)]
+        return bool(deciders) and deciders[0] == sender
+
+
+def team_paths(nodes: Sequence[Any], view: str, roles: Sequence[str], selected: Collection[str]) -> dict[str, tuple[Task, ...]]:
+    """Each role's path over the shared nodes and the nodes of the ``selected`` branch ids, as ``view`` orders them."""
+    ordered = order_nodes([n for n in nodes if n.branch is None or n.branch in selected], view)
+    return {r: tuple(n.task for n in ordered if n.role == r) for r in roles}
+
+
+def team_requests(nodes: Sequence[Any], view: str, team: Team, sender: str,
+                  selected: Collection[str]) -> tuple[tuple[str, tuple[Task, ...]], ...]:
+    """(receiving role, requested path) along each of ``sender``'s channels that has something to ask."""
+    ordered = order_nodes([n for n in nodes if n.branch is None or n.branch in selected], view)
+    out = []
+    for target in team.receivers(sender):
+        path = tuple(n.task for n in ordered if n.role == target and team.asks(sender, n))
+        if path:
+            out.append((target, path))
+    return tuple(out)
+
+
+def team_record_paths(episode: Episode, binding: str, role: str,
+                      view: str = "full") -> tuple[tuple[Task, ...], tuple[tuple[str, tuple[Task, ...]], ...]]:
+    """(``role``'s SELF path, (receiving agent, requested path) per channel) of ``binding``'s branch."""
+    if binding not in episode.template.bindings:
+        raise ValueError(f"binding {binding!r} is not admissible for {episode.template.id!r}: {episode.template.bindings}")
+    selected = branch_values(binding)
+    own = team_paths(episode.nodes, view, (role,), selected)[role]
+    asked = team_requests(episode.nodes, view, Team.of(episode.template), role, selected)
+    return own, tuple((episode.agent_of[target], path) for target, path in asked)
+
+
+def all_paths(episode: Episode, binding: str, view: str = "full") -> Mapping[str, tuple[Task, ...]]:
+    """Every agent's path on ``binding``'s branch (agent -> path), in role order."""
+    paths = team_paths(episode.nodes, view, episode.roles, branch_values(binding))
+    return {episode.agent_of[r]: paths[r] for r in episode.roles}

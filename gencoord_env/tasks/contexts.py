@@ -4,13 +4,15 @@
 else writes context text, so the text and the structured form always carry the same information. What
 an agent sees:
 
-- identity, role, peer, decision stage, the public order (with its quantity);
+- identity, role, peer, decision stage, the public order (with its quantity); in a team, every role's
+  agent (``TEAM``) and its peers;
 - its private field where it has one (sender: the active binding, or a naturalized description of it;
   requester: its goal; Goal x Capability peer: its workcell mode);
 - its local observation: own position and inventory, the public stations, the contents of its own chests;
 - its execution history (``Done``) and the messages it received (``gencoord_env.messages``);
 - the shared prior through one of three projections (``view``): ``full`` (nodes with typed fields,
-  stages, predecessors), ``skeleton`` (stages, no predecessors), ``node_only`` (neither; stable order).
+  stages, predecessors), ``skeleton`` (stages, no predecessors), ``node_only`` (neither; stable order);
+  a team template's prior also names its channels and who holds which fact.
 
 Nothing here depends on the hidden fact of the agent's peer: the pools pair every public instance under
 both bindings, and ``tests/tasks/test_paired_views.py`` checks that the uninformed agent's contexts are
@@ -94,11 +96,13 @@ class PriorNode:
 @dataclass(frozen=True)
 class PriorView:
     view: str
-    roles: tuple[str, str]
+    roles: tuple[str, ...]
     codebook: tuple[str, ...]
     skills: tuple[str, ...]
     nodes: tuple[PriorNode, ...]
     text: str = field(default="", repr=False, compare=False)  # rendered once, when built
+    channels: tuple[tuple[str, str], ...] = ()  # a team: (sender role, receiver role), in message order
+    factors: tuple[tuple[str, tuple[str, ...]], ...] = ()  # a team: (holder role, branch ids) per fact factor
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,8 @@ class Context:
     messages: tuple[Message, ...]
     prior: PriorView
     peer_view: Context | None = None  # centralized: the peer's uploaded local view (no prior)
+    team: tuple[tuple[str, str], ...] = ()  # a team: (role, agent) of every role
+    peer_views: tuple[Context, ...] = ()  # centralized in a team: every other agent's uploaded view
 
     @property
     def request(self) -> PeerRequest | None:
@@ -145,8 +151,13 @@ class Context:
             "messages": [render_message(m) for m in self.messages],
             "prior": {"view": self.prior.view, "roles": list(self.prior.roles), "codebook": list(self.prior.codebook),
                       "skills": list(self.prior.skills),
-                      "nodes": [_node_dict(n) for n in self.prior.nodes]},
+                      "nodes": [_node_dict(n) for n in self.prior.nodes],
+                      **({"channels": [list(c) for c in self.prior.channels],
+                          "facts": {holder: list(values) for holder, values in self.prior.factors}}
+                         if self.team else {})},
             **({"peer_view": self.peer_view.to_dict()} if self.peer_view is not None else {}),
+            **({"team": dict(self.team)} if self.team else {}),
+            **({"peer_views": [v.to_dict() for v in self.peer_views]} if self.peer_views else {}),
         }
 
 
@@ -187,14 +198,20 @@ def build_context(
         private = Private(active_fact=describe(private.active_binding_id, private_fact, episode))
     task, observation, prior_view = _static(episode, agent, view)
     peer_view = None
+    peer_views: tuple[Context, ...] = ()
+    others = tuple(a for a in (episode.agent_of[r] for r in episode.roles) if a != agent)
     if stage == "centralized":
-        peer = episode.second if agent == episode.first else episode.first
-        peer_view = build_context(episode, peer, "centralized_peer_view", route=route, view=view,
-                                  private_fact=private_fact, describe=describe)
+        views = tuple(build_context(episode, other, "centralized_peer_view", route=route, view=view,
+                                    private_fact=private_fact, describe=describe) for other in others)
+        if episode.is_team:
+            peer_views = views
+        else:
+            peer_view = views[0]
+    team = tuple((r, episode.agent_of[r]) for r in episode.roles) if episode.is_team else ()
     return Context(
-        agent=agent, role=episode.role_of[agent], peer=episode.second if agent == episode.first else episode.first,
+        agent=agent, role=episode.role_of[agent], peer=",".join(others),
         stage=stage, route=route, task=task, private=private, observation=observation, history=tuple(history),
-        messages=tuple(messages), prior=prior_view, peer_view=peer_view,
+        messages=tuple(messages), prior=prior_view, peer_view=peer_view, team=team, peer_views=peer_views,
     )
 
 
@@ -218,9 +235,12 @@ def _static(episode: Episode, agent: str, view: str) -> tuple[TaskInfo, LocalObs
     position, inventory = world.positions[agent], _counts(world.inventories.get(agent, {}))
     observation = LocalObservation(position, inventory, stations, _render_observation(position, inventory, stations))
     nodes = tuple(_prior_node(n, view) for n in view_order(episode.nodes, view))
-    roles, codebook = tuple(t.roles), tuple(t.bindings)
-    prior_view = PriorView(view, roles, codebook, _skill_lines(), nodes,  # type: ignore[arg-type]
-                           _render_prior(view, roles, codebook, _skill_lines(), nodes))
+    roles, codebook = tuple(t.roles), tuple(t.branch_ids)
+    channels = t.message_edges if episode.is_team else ()
+    factors = tuple((f.holder, f.bindings) for f in t.fact_factors) if episode.is_team else ()
+    prior_view = PriorView(view, roles, codebook, _skill_lines(), nodes,
+                           _render_prior(view, roles, codebook, _skill_lines(), nodes, channels, factors),
+                           channels, factors)
     return task, observation, prior_view
 
 
@@ -267,6 +287,7 @@ def render_parts(context: Context, *, with_prior: bool = True) -> tuple[str, ...
         f"AGENT {c.agent}",
         f"ROLE {c.role}",
         f"PEER {c.peer}",
+        *([f"TEAM {' '.join(f'{r}={a}' for r, a in c.team)}"] if c.team else []),
         f"STAGE {c.stage}",
         f"ROUTE {c.route}",
         f"TASK {c.task.template} ({c.task.family}): {c.task.order}",
@@ -279,6 +300,7 @@ def render_parts(context: Context, *, with_prior: bool = True) -> tuple[str, ...
         parts.append(c.prior.text)
     if c.peer_view is not None:
         parts.append(upload(c))
+    parts += [text for _, text in uploads(c)] if c.peer_views else []
     return tuple(parts)
 
 
@@ -287,6 +309,13 @@ def upload(context: Context) -> str:
     if context.peer_view is None:
         raise ValueError(f"stage {context.stage!r} has no peer upload (only 'centralized' does)")
     return render(context.peer_view, with_prior=False)
+
+
+def uploads(context: Context) -> tuple[tuple[str, str], ...]:
+    """(peer agent, uploaded view) of every peer whose local view reached a centralized planner: one in a
+    two-agent episode, every other agent in a team (each view without the prior)."""
+    views = (context.peer_view,) if context.peer_view is not None else context.peer_views
+    return tuple((v.agent, render(v, with_prior=False)) for v in views)
 
 
 def _render_observation(position: Pos, inventory: Counts, stations: Sequence[StationView]) -> str:
@@ -308,8 +337,13 @@ def _skill_lines() -> tuple[str, ...]:
 
 
 def _render_prior(view: str, roles: Sequence[str], codebook: Sequence[str], skills: Sequence[str],
-                  nodes: Sequence[PriorNode]) -> str:
-    lines = [f"PRIOR view={view} roles={','.join(roles)} codebook={','.join(codebook)}"]
+                  nodes: Sequence[PriorNode], channels: Sequence[tuple[str, str]] = (),
+                  factors: Sequence[tuple[str, Sequence[str]]] = ()) -> str:
+    head = f"PRIOR view={view} roles={','.join(roles)} codebook={','.join(codebook)}"
+    if channels:  # a team: who tells whom, and who holds which fact
+        head += f" channels={','.join(f'{a}>{b}' for a, b in channels)}"
+        head += f" facts={','.join(f'{holder}:' + '|'.join(values) for holder, values in factors)}"
+    lines = [head]
     lines += [f"SKILL {line}" for line in skills]
     for n in nodes:
         fields = [n.id, f"actor={n.role}", f"branch={n.branch or '*'}"]
@@ -332,5 +366,5 @@ def request_payload(target: str, tasks: Sequence[Task]) -> str:
 
 __all__ = [
     "PRIVATE_FACT_FORMS", "Context", "LocalObservation", "Private", "PriorNode", "PriorView", "StationView", "TaskInfo",
-    "build_context", "render", "render_parts", "request_payload", "upload",
+    "build_context", "render", "render_parts", "request_payload", "upload", "uploads",
 ]

@@ -21,6 +21,16 @@ episodes = 2 x clusters = 4 x pairs. For one seed the pools are pairwise disjoin
 Inside a pool the public instances cycle through the template's quantities, so every pool covers them
 evenly; the order of the two clusters of a pair is opaque (it follows the clusters' ids, which do not
 name the binding).
+
+Team pools (``TEAM_POOLS``, apart from the paper's sizes above) draw ``TEAM_INSTANCES`` public instances
+per team template, each as its matched set: every binding of the instance (two for one factor, four for
+two factors of two values), so an agent without a fact sees the same views across the set. Every cluster
+of a team of n runs under the n rotations of its roles (``gencoord_env.tasks.episode``):
+
+| pool | templates | clusters | episodes |
+| --- | --- | --- | --- |
+| ``teams`` | chain, relay, fan_in | 16 + 16 + 32 | 3 x 64 |
+| ``chain3`` / ``chain4`` / ``chain5`` | the chain family at 3, 4, 5 agents | 16 each | 3, 4, 5 x 16 |
 """
 from __future__ import annotations
 
@@ -29,7 +39,7 @@ import random
 from collections.abc import Sequence
 from gencoord_env.caches import cache
 
-from gencoord_env.tasks.episode import Cluster
+from gencoord_env.tasks.episode import Cluster, Episode
 from gencoord_env.tasks.prior import GOAL_CAPABILITY, Prior, TemplateSpec, prior
 
 POOL_SIZES: dict[str, int] = {
@@ -135,12 +145,50 @@ def _goal_capability_pool() -> tuple[Cluster, ...]:
     return tuple(out)
 
 
+#: team pools -> their templates (``prior().teams``)
+TEAM_POOLS: dict[str, tuple[str, ...]] = {
+    "teams": ("chain", "relay", "fan_in"),
+    "chain3": ("chain",),
+    "chain4": ("chain_4",),
+    "chain5": ("chain_5",),
+}
+#: public instances per team template in a team pool (each as its matched set of bindings)
+TEAM_INSTANCES = 8
+
+
+@cache(maxsize=32)
+def _team_pool(name: str, seed: int) -> tuple[Cluster, ...]:
+    p = prior()
+    out: list[Cluster] = []
+    for tid in TEAM_POOLS[name]:
+        t = p.template(tid)
+        for instance in _instances(p, t.quantities, _rng(seed, tid, "teams"))[:TEAM_INSTANCES]:
+            out += _pair(name, t, instance)
+    return tuple(out)
+
+
+def role_permutations(cluster: Cluster) -> int:
+    """How many role permutations a cluster runs under: its template's role count (the rotations)."""
+    return len(prior().template(cluster.template).roles)
+
+
+def pool_episodes(name: str, seed: int = 0) -> tuple[Episode, ...]:
+    """The episodes of pool ``name`` in env index order: each cluster under each of its role permutations.
+
+    >>> [e.perm for e in pool_episodes("heldout")[:4]]
+    [0, 1, 0, 1]
+    """
+    return tuple(Episode(c, perm) for c in pool(name, seed) for perm in range(role_permutations(c)))
+
+
 def pool(name: str, seed: int = 0) -> tuple[Cluster, ...]:
     """The clusters of pool ``name`` (see the module docstring), drawn with ``seed``.
 
     >>> len(pool("heldout"))
     128
     """
+    if name in TEAM_POOLS:
+        return _team_pool(name, seed)
     if name in _CORE_PAIRS or name == "crossproduct":
         return _core_pools(seed)[name]
     if name == "horizon":
@@ -149,5 +197,6 @@ def pool(name: str, seed: int = 0) -> tuple[Cluster, ...]:
         return _split_pool(name, "visibility", POOL_SIZES["visibility"] // 2 // 3, seed)
     if name == "goal_capability":
         return _goal_capability_pool()
-    hint = difflib.get_close_matches(name, POOL_SIZES, n=1)
-    raise ValueError(f"unknown pool {name!r}; expected one of {sorted(POOL_SIZES)}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+    known = [*POOL_SIZES, *TEAM_POOLS]
+    hint = difflib.get_close_matches(name, known, n=1)
+    raise ValueError(f"unknown pool {name!r}; expected one of {sorted(known)}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))

@@ -6,7 +6,7 @@ binding (``binding_of``) and, executed, satisfies that binding's terminal predic
 from __future__ import annotations
 
 from gencoord_env.types import PeerRequest, Proposal
-from gencoord_env.tasks.compose import binding_of_tasks, role_paths
+from gencoord_env.tasks.compose import all_paths, binding_of_tasks, role_paths, team_record_paths
 from gencoord_env.tasks.episode import Episode
 
 #: Decision stages of the routes (supplement, "Lifecycle stages").
@@ -21,9 +21,19 @@ STAGES: tuple[str, ...] = (
 
 
 def joint(episode: Episode, binding: str, view: str = "full") -> Proposal:
-    """First role's SELF path plus the REQ carrying the second role's path."""
+    """First role's SELF path plus the REQ carrying the second role's path (a team: one REQ per other agent)."""
+    if episode.is_team:
+        paths = all_paths(episode, binding, view)
+        return Proposal(paths[episode.first], tuple(PeerRequest(a, p) for a, p in paths.items() if a != episode.first))
     first, second = role_paths(episode, binding, view)
     return Proposal(first, (PeerRequest(episode.second, second),))
+
+
+def team_record(episode: Episode, role: str, binding: str | None = None, view: str = "full") -> Proposal:
+    """A team role's record on the forward route: its SELF path and a REQ along each of its channels that
+    asks for something (the true binding by default)."""
+    own, asked = team_record_paths(episode, binding or episode.binding, role, view)
+    return Proposal(own, tuple(PeerRequest(agent, path) for agent, path in asked))
 
 
 def sender_initial(episode: Episode, view: str = "full") -> Proposal:

@@ -13,9 +13,10 @@ Record layout (keys sorted in the file, so records of equal episodes are byte-id
      "actions": [{"agent": str, "action": str}, ...],
      "outcome": str, "reason": str, "metrics": {...}, "trace": [stage records]}
 
-Trace values are made JSON-safe by ``jsonable``: a ``Task`` becomes its Short DSL text, other frozen
-dataclasses (proposals, requests, violations, resolutions, plans, skill calls, world events, verdicts,
-``GroundTruth``) become objects of their fields, enums their value, tuples lists.
+Trace values are made JSON-safe by ``jsonable``: a ``Task`` becomes its Short DSL text, a value with a
+``trace_record()`` method the object it returns (commitments, resolutions and dispatch plans, whose
+two-agent layout is that of version 1), other frozen dataclasses (proposals, requests, violations, skill
+calls, world events, verdicts, ``GroundTruth``) objects of their fields, enums their value, tuples lists.
 """
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ def jsonable(value: Any) -> Any:
         return jsonable(value.value)
     if isinstance(value, Task):
         return format_task(value)
+    if hasattr(value, "trace_record") and not isinstance(value, type):  # a value that chooses its own layout
+        return jsonable(value.trace_record())
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):

@@ -1,4 +1,4 @@
-"""# GenCoord: two-agent embodied coordination under private information
+"""# GenCoord: embodied coordination under private information, two agents or a team
 
 | | |
 | --- | --- |
@@ -6,7 +6,7 @@
 | Actions | Text (a Short DSL record; JSON with ``surface="json"``; English with ``surface="freeform"``), or ``Discrete(N)`` over candidate records with ``actions="menu"`` |
 | Parallel API | Yes |
 | AEC API | Yes (``gencoord_env.env()``: turn-based, ``agent_selection`` is always the deciding agent) |
-| Agents | `agents = ["agent_a", "agent_b"]` |
+| Agents | `agents = ["agent_a", "agent_b"]`; a team pool: `["agent_a", ..., ]`, n from its templates |
 | Action space | `Text(max_length=4096, charset=printable ASCII + LF)`, or `Discrete(N)` |
 | Observation space | `Text(max_length=32768, ...)`, or a `Dict` with `observation` (text or int64 token ids), `observation_mask` (tokens) and `action_mask` (menu) |
 
@@ -17,13 +17,21 @@ observation is its local context, its action a two-line Short DSL record (``SELF
 environment parses, contract-checks, resolves, materializes a dispatch plan, compiles it to skill calls,
 executes them in the world backend and verifies the handoff and the terminal predicate from world truth.
 
+A team pool (``teams``, ``chain3``, ``chain4``, ``chain5``: ``gencoord_env.tasks.pools.TEAM_POOLS``) plays
+templates of n agents in which a fact at one agent decides work one or two edges away: its agents are the
+first n of ``agent_a`` .. ``agent_e``, each cluster runs under the n rotations of its roles, a record
+addresses one ``REQ`` line to each peer on its channels, every edge is delivered, resolved and verified
+on its own (a failure's ``trace`` resolution or verdict names its edge) and ``metrics["edges"]`` counts
+the bytes of each. Team pools run the ``forward``, ``centralized``, ``requester_only`` and (for a template
+with a feedback form) ``feedback`` routes on the ``dsl`` and ``json`` surfaces.
+
 ### Arguments
 ``parallel_env(pool="heldout", backend="minecraft", route="forward", view="full", surface="dsl", seed=0,
 pool_seed=0, private_fact="id", actions="text", observations="text", tokenizer=None, max_tokens=1024,
 reward="binary", infos="full", timings=False, world=None, stages=None, render_mode=None)``
 
 - ``pool``: ``train``, ``heldout``, ``request``, ``horizon``, ``crossproduct``, ``goal_capability``,
-  ``visibility`` (see ``gencoord_env.tasks.pools``), ``procedural`` (endless matched pairs of templates
+  ``visibility`` (see ``gencoord_env.tasks.pools``), a team pool (above), ``procedural`` (endless matched pairs of templates
   generated from the shared prior with ``pool_seed``, never the held-out ones: see
   ``gencoord_env.tasks.procedural``), or a sequence of ``Episode`` objects.
 - ``backend``: ``minecraft`` (default: two Mineflayer bots on the embedded Minecraft 1.21.4 server; run
@@ -47,8 +55,9 @@ reward="binary", infos="full", timings=False, world=None, stages=None, render_mo
   infos of equal seeds are equal.
 - ``stages``: a ``Stages`` value with stage functions swapped (fault injection; interventions are wrappers).
 
-``reset(seed, options)``: ``options={"index": k}`` selects cluster ``k // 2`` under role permutation
-``k % 2``; ``options={"episode": Episode}`` runs that episode; otherwise the seeded RNG draws one.
+``reset(seed, options)``: ``options={"index": k}`` selects episode ``k`` of ``env.episodes`` (cluster ``k // 2``
+under role permutation ``k % 2``; in a team pool of n agents cluster ``k // n`` under rotation ``k % n``);
+``options={"episode": Episode}`` runs that episode; otherwise the seeded RNG draws one.
 ``options={"interventions": (...)}`` is how wrappers in ``gencoord_env.wrappers`` reach an episode.
 
 ### Rewards
@@ -70,7 +79,7 @@ value is a number: ``deciding``, ``stage_index``, ``done``, ``success``, ``rewar
 metrics.
 
 ### Version history
-- v0: initial release.
+- v0: initial release; team pools (n agents, several REQ lines per record, per-edge resolution and accounting).
 """
 from __future__ import annotations
 
@@ -89,10 +98,11 @@ from gencoord_env.envs.gencoord.session import EpisodeSession, Setup
 from gencoord_env.envs.gencoord.stages import Intervention, Stages
 from gencoord_env.envs.gencoord.surfaces import SURFACES
 from gencoord_env.outcomes import REWARDS
-from gencoord_env.tasks import AGENTS, Episode, pool as load_pool
+from gencoord_env.tasks import AGENTS, Episode
 from gencoord_env.tasks.compose import VIEWS
 from gencoord_env.tasks.contexts import PRIVATE_FACT_FORMS, Context, render
-from gencoord_env.tasks.pools import POOL_SIZES
+from gencoord_env.tasks.episode import agents_for
+from gencoord_env.tasks.pools import POOL_SIZES, TEAM_POOLS, pool_episodes
 from gencoord_env.tokens import as_tokenizer
 from gencoord_env.world.types import World
 
@@ -168,8 +178,8 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             self.pool_name = pool
             self.episodes: Sequence[Episode] = procedural_episodes(pool_seed)
         elif isinstance(pool, str):
-            self.pool_name = _choice("pool", pool, sorted([*POOL_SIZES, "procedural"]))
-            self.episodes = tuple(Episode(c, perm) for c in load_pool(pool, pool_seed) for perm in (0, 1))
+            self.pool_name = _choice("pool", pool, sorted([*POOL_SIZES, *TEAM_POOLS, "procedural"]))
+            self.episodes = pool_episodes(pool, pool_seed)
         else:
             self.pool_name = "custom"
             self.episodes = tuple(pool)
@@ -182,7 +192,9 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         self._world = world
         self._backend_options = backend_options or {}
         self.stages = stages or Stages()
-        self.possible_agents = list(AGENTS)
+        self.possible_agents = list(self._agents_of_pool())
+        if len(self.possible_agents) > 2:
+            self._check_team_options()
         self.agents: list[str] = []
         obs_space, act_space = self.interface.observation_space(), self.interface.action_space()
         self._obs_spaces = {a: obs_space for a in self.possible_agents}
@@ -196,6 +208,22 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         if private_fact != "id":
             from gencoord_env.tasks.naturalized import describe
         self.setup = Setup(self.route, self.view, self.surface, private_fact, describe)
+
+    def _agents_of_pool(self) -> tuple[str, ...]:
+        """Every agent an episode of the pool may have: two, or the largest team's."""
+        if self.pool_name in TEAM_POOLS:
+            return agents_for(max(len(e.roles) for e in self.episodes))
+        if self.pool_name == "custom":
+            return agents_for(max(len(e.roles) for e in self.episodes))
+        return AGENTS
+
+    def _check_team_options(self) -> None:
+        from gencoord_env.envs.gencoord.routes import TEAM_ROUTES
+
+        if self.route not in TEAM_ROUTES:
+            raise ValueError(f"route {self.route!r} has no team form; a team pool runs the routes {list(TEAM_ROUTES)}")
+        if self.surface.dialogue:
+            raise ValueError(f"surface={self.surface.name!r} is a two-agent dialogue; a team pool runs 'dsl' or 'json'")
 
     # --- spaces (built once, returned as the same objects) -----------------------------------------
     def observation_space(self, agent: str) -> gymnasium.spaces.Space:
@@ -225,7 +253,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         for iv in interventions:
             if not isinstance(iv, Intervention):
                 raise TypeError(f"options['interventions'] holds {iv!r}, which has no 'stage' and 'rewrite(value, episode, ...)'")
-        self.agents = list(self.possible_agents)
+        self.agents = list(episode.agents)
         session_type = DialogueSession if self.surface.dialogue else EpisodeSession
         self.session = session_type(episode, self.setup, self.stages, self.world, interventions)
         return self._observations(), self._infos()
@@ -259,7 +287,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         self._context = None if s.done else s.context(s.turn)
         deciding_text = render(self._context) if self._context is not None else None
         self._last_text = {a: deciding_text if deciding_text is not None and a == s.turn else s.observation(a)
-                           for a in self.possible_agents}
+                           for a in s.episode.agents}
         if self._context is not None:
             s.observed()
         interface = self.interface
@@ -288,7 +316,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
                 base["timings"] = {k: metrics[k] for k in TIMINGS}
         else:
             base.update({"turn": s.turn, "stage": s.decision.stage})
-        infos = {a: {**base, "deciding": a == base["turn"], "role": s.episode.role_of[a]} for a in self.possible_agents}
+        infos = {a: {**base, "deciding": a == base["turn"], "role": s.episode.role_of[a]} for a in s.episode.agents}
         if self._context is not None:
             infos[s.turn]["context"] = self._context
             if self.interface.actions == "menu":
@@ -311,7 +339,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             "commitment_validity": int(bool(m["commitment_validity"])),
         }
         turn = None if s.done else s.turn
-        return {a: {**base, "deciding": int(a == turn)} for a in self.possible_agents}
+        return {a: {**base, "deciding": int(a == turn)} for a in s.episode.agents}
 
     def render(self) -> str | None:
         if self.session is None:

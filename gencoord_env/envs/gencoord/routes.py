@@ -11,12 +11,23 @@ which step of the session consumes it.
 
 A record that fails its decision's shape ends the episode with ``CONTRACT_REJECT`` (paper, Algorithms 1
 and 2: "|peer_requests| != 1 or requested_plan = []", "self_plan = [] or peer_requests != []").
+
+A team template's rows come from its channels (``route_rows``): one decision per role, in dependency order
+(a role decides after every role with a channel to it). A role with channels out sends one non-empty REQ
+along each (``sends``: to those roles, no others) and its requests are delivered; a role without them
+answers with its SELF path; the last decision resolves every edge at once (``resolve_edges``), the ones
+before it are held until then (``hold``). So ``chain`` is sender -> crafter -> courier, ``relay`` is
+sender -> relay (which sends on) -> receiver, ``fan_in`` is wood sender, stone sender -> builder. The
+one-call routes have one row: the planner (first role) writes one REQ to every other agent, and the team
+feedback route asks every peer at once and revises once.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gencoord_env.caches import cache
+from gencoord_env.tasks.prior import TemplateSpec
 from gencoord_env.types import Proposal
 
 
@@ -36,15 +47,17 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
 )}
 
 #: The session steps a decision can hand its record to (``EpisodeSession`` implements each one).
-STEPS: tuple[str, ...] = ("deliver", "respond", "execute", "resolve_forward", "resolve_feedback", "resolve_joint")
+STEPS: tuple[str, ...] = ("deliver", "respond", "execute", "resolve_forward", "resolve_feedback", "resolve_joint",
+                          "hold", "resolve_edges")
 
 
 @dataclass(frozen=True)
 class Decision:
     stage: str
-    role: int  # 0: first role (sender / requester), 1: second role
+    role: int  # index into the template's roles: 0 first role (sender / requester), 1 second role, ...
     shape: Shape
     then: str  # one of STEPS
+    sends: tuple[int, ...] = ()  # a team row: the roles its REQ lines go to (its channels); () : not checked here
 
     def __post_init__(self) -> None:
         if self.then not in STEPS:
@@ -67,4 +80,64 @@ ROUTES: dict[str, tuple[Decision, ...]] = {
     "centralized": (_d("centralized", 0, "one_request", "resolve_joint"),),
 }
 
-__all__ = ["Decision", "ROUTES", "SHAPES", "STEPS", "Shape"]
+
+
+def requests_shape(k: int) -> Shape:
+    """A team row's shape: one non-empty REQ to each of ``k`` channel peers."""
+    return Shape(f"requests_{k}", f"one non-empty REQ to each of its {k} channel peers",
+                 lambda q: len(q.peer_requests) == k and all(r.requested_plan for r in q.peer_requests))
+
+
+#: The team routes; a team has no single-step form (its sender decides all it asks at once).
+TEAM_ROUTES: tuple[str, ...] = ("forward", "feedback", "requester_only", "centralized")
+
+
+def route_rows(route: str, template: TemplateSpec) -> tuple[Decision, ...]:
+    """The decisions of ``route`` for ``template``: ``ROUTES[route]`` for two roles, else built from its channels."""
+    if len(template.roles) == 2:
+        return ROUTES[route]
+    return _team_rows(route, tuple(template.roles), template.message_edges)
+
+
+@cache(maxsize=64)
+def _team_rows(route: str, team_roles: tuple[str, ...], channels: tuple[tuple[str, str], ...]) -> tuple[Decision, ...]:
+    if route not in TEAM_ROUTES:
+        raise ValueError(f"route {route!r} has no team form; a team runs the routes {list(TEAM_ROUTES)}")
+    roles = list(team_roles)
+    index = {r: i for i, r in enumerate(roles)}
+    others = tuple(range(1, len(roles)))
+    if route == "centralized":
+        return (Decision("centralized", 0, requests_shape(len(others)), "resolve_joint", others),)
+    if route == "requester_only":
+        return (Decision("requester_initial", 0, requests_shape(len(others)), "resolve_joint", others),)
+    if route == "feedback":
+        return (Decision("requester_initial", 0, requests_shape(len(others)), "respond", others),
+                Decision("requester_after_response", 0, requests_shape(len(others)), "resolve_feedback", others))
+    rows = []
+    for role in _dependency_order(roles, channels):
+        incoming = [a for a, b in channels if b == role]
+        outgoing = tuple(index[b] for a, b in channels if a == role)
+        stage = "receiver_after_request" if incoming else "sender_initial"
+        if outgoing:
+            rows.append(Decision(stage, index[role], requests_shape(len(outgoing)), "deliver", outgoing))
+        else:
+            rows.append(Decision(stage, index[role], SHAPES["self_only"], "hold"))
+    last = rows[-1]
+    if last.then != "hold":
+        raise ValueError(f"channels {channels}: the last decision ({roles[last.role]}) must have no channel out")
+    rows[-1] = Decision(last.stage, last.role, last.shape, "resolve_edges")
+    return tuple(rows)
+
+
+def _dependency_order(roles: list[str], channels: tuple[tuple[str, str], ...]) -> list[str]:
+    """The roles ordered so that each comes after every role with a channel to it (ties: role order)."""
+    out: list[str] = []
+    while len(out) < len(roles):
+        ready = [r for r in roles if r not in out and all(a in out for a, b in channels if b == r)]
+        if not ready:
+            raise ValueError(f"the channels {channels} have a cycle")
+        out.append(ready[0])
+    return out
+
+
+__all__ = ["Decision", "ROUTES", "SHAPES", "STEPS", "Shape", "TEAM_ROUTES", "requests_shape", "route_rows"]

@@ -7,7 +7,13 @@ consumes it. A record goes parse -> contract check -> shape -> step, where the s
 - ``deliver``: the REQ crosses to its target (through the deliver stage and any intervention on it);
 - ``respond``: the bounded response comes back to the requester;
 - ``execute``: single-step: the one SELF task runs in the world now;
-- ``resolve_forward`` / ``resolve_feedback`` / ``resolve_joint``: a commitment is formed and committed.
+- ``resolve_forward`` / ``resolve_feedback`` / ``resolve_joint``: a commitment is formed and committed;
+- a team's ``hold``: the record waits for the last decision, whose ``resolve_edges`` resolves every edge.
+
+A team's rows come from its template's channels (``routes.route_rows``); its records may carry one REQ
+per peer, each delivered along its own edge through the deliver stage and the interventions on it, and
+the metrics count the bytes of every edge (``edges``: the paper's B_local / B_central accounting,
+``gencoord_env.interfaces``).
 
 Committing is one step for every route: materialize -> compile -> execute -> verify (single-step's early
 task goes through the same compile and execute). Agent mistakes end the episode with a failure code;
@@ -23,7 +29,7 @@ from typing import Any
 from gencoord_env import contract
 from gencoord_env.caches import Memo
 from gencoord_env.dsl.errors import DSLSyntaxError
-from gencoord_env.envs.gencoord.routes import ROUTES, Decision
+from gencoord_env.envs.gencoord.routes import ROUTES, Decision, route_rows
 from gencoord_env.envs.gencoord.stages import Intervention, Stages
 from gencoord_env.envs.gencoord.surfaces import Surface
 from gencoord_env.messages import Done, Message, ProposalMessage, RequestMessage, ResponseMessage
@@ -31,7 +37,7 @@ from gencoord_env.outcomes import FailureCode
 from gencoord_env.pipeline.materialize import MaterializationError, materialize_step
 from gencoord_env.pipeline.response import response_valid
 from gencoord_env.pipeline.types import Delivery, DispatchPlan, Resolution
-from gencoord_env.tasks.contexts import Context, build_context, render, upload
+from gencoord_env.tasks.contexts import Context, build_context, render, uploads
 from gencoord_env.tasks.episode import Episode
 from gencoord_env.types import PeerRequest, Proposal, Task
 from gencoord_env.world.types import World, WorldEvent
@@ -63,10 +69,17 @@ class Progress:
     index: int = 0
     inbox: dict[str, tuple[Message, ...]] = field(default_factory=dict)
     history: dict[str, tuple[Done, ...]] = field(default_factory=dict)
-    proposals: dict[str, Proposal] = field(default_factory=dict)
-    delivery: Delivery | None = None
-    response: Any = None
+    proposals: dict[str, Proposal] = field(default_factory=dict)  # by decision stage
+    records: dict[str, Proposal] = field(default_factory=dict)  # each agent's latest record
+    deliveries: dict[tuple[str, str], Delivery] = field(default_factory=dict)  # by edge (sender, target)
+    response: Any = None  # a team's feedback route: the responses by peer
     executed: tuple[Task, ...] = ()
+    rounds: dict[str, int] = field(default_factory=dict)  # a team: the message round each agent decided in
+
+    @property
+    def delivery(self) -> Delivery | None:
+        """The latest delivery (a two-agent episode has one)."""
+        return next(reversed(self.deliveries.values()), None)
 
     def evolve(self, **changes: Any) -> Progress:
         """A copy with ``changes`` (``dataclasses.replace`` without its per-call field checks: hot path)."""
@@ -82,25 +95,38 @@ class Progress:
 class Metrics:
     """Per-episode counters (``as_dict`` is what ``infos[agent]["metrics"]`` carries)."""
 
-    def __init__(self) -> None:
+    def __init__(self, team: bool = False) -> None:
         self.values: dict[str, Any] = {
             "decisions": 0, "raw_validity": True, "commitment_validity": False, "handoff_verified": False,
             "wire_bytes": 0, "wire_messages": 0, "request_bytes": 0, "response_bytes": 0, "upload_bytes": 0,
             "time_to_commitment": None, "episode_seconds": None,
         }
+        self.team = team
+        #: a team's per-edge messages: {sender, receiver, kind, bytes, round}, in the order they crossed
+        self.edges: list[dict[str, Any]] = []
         self.t_start = time.perf_counter()
         self.t_first_observation: float | None = None
 
-    def wire(self, payload: str, kind: str | None = None) -> None:
-        """One peer-directed message; ``kind`` (request / response / upload) also counts it on its own."""
+    def wire(self, payload: str, kind: str | None = None, edge: tuple[str, str] | None = None, round: int = 1) -> None:
+        """One peer-directed message; ``kind`` (request / response / upload) also counts it on its own;
+        ``edge`` (sender, receiver) puts it into a team's per-edge accounting."""
         n = len(payload.encode("utf-8"))
         self.values["wire_bytes"] += n
         self.values["wire_messages"] += 1
         if kind is not None:
             self.values[f"{kind}_bytes"] += n
+        if self.team and edge is not None:
+            self.edge(edge, kind or "message", n, round)
+
+    def edge(self, edge: tuple[str, str], kind: str, n: int, round: int = 1) -> None:
+        """A team's message on ``edge`` that the two-agent metrics do not count (a centralized download)."""
+        self.edges.append({"sender": edge[0], "receiver": edge[1], "kind": kind, "bytes": n, "round": round})
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.values)
+        out = dict(self.values)
+        if self.team:  # two-agent metrics keep their keys (recorded traces replay unchanged)
+            out["edges"] = [dict(e) for e in self.edges]
+        return out
 
 
 class EpisodeSession:
@@ -111,12 +137,15 @@ class EpisodeSession:
         self.stages = stages
         self.world = world
         self.interventions = tuple(interventions)  # innermost wrapper first
-        self.turns = tuple(episode.first if d.role == 0 else episode.second for d in setup.decisions)
+        self.decisions = route_rows(setup.route, episode.template)
+        self.turns = tuple(episode.agent_of[episode.roles[d.role]] for d in self.decisions)
+        #: the peers a record may address: one, or in a team one per other agent
+        self.max_requests = len(episode.agents) - 1
         self.progress = Progress(inbox={a: () for a in episode.agent_of.values()},
                                  history={a: () for a in episode.agent_of.values()})
         self.trace: list[dict[str, Any]] = []
         self.events: list[WorldEvent] = []
-        self.metrics = Metrics()
+        self.metrics = Metrics(team=episode.is_team)
         self.outcome: FailureCode | None = None
         self.reason = ""
         world.reset(episode.world)
@@ -129,7 +158,7 @@ class EpisodeSession:
 
     @property
     def decision(self) -> Decision:
-        return self.setup.decisions[self.progress.index]
+        return self.decisions[self.progress.index]
 
     @property
     def turn(self) -> str:
@@ -161,15 +190,24 @@ class EpisodeSession:
         if self.done:
             return
         decision, agent = self.decision, self.turn
-        if decision.stage == "centralized":  # the peer's local view was uploaded to the planner
-            self.metrics.wire(upload(self.context(agent)), "upload")
+        if decision.stage == "centralized":  # the peers' local views were uploaded to the planner
+            for peer, text in uploads(self.context(agent)):
+                self.metrics.wire(text, "upload", (peer, agent))
         q = self._read(agent, decision.stage, observation, action)
         if q is None:
             return
         if not decision.shape.holds(q):
             self._end(F.CONTRACT_REJECT, f"{decision.stage}: expected {decision.shape.expected}")
             return
-        self.progress = self.progress.evolve(proposals={**self.progress.proposals, decision.stage: q})
+        if decision.sends:
+            targets = [self.episode.agent_of[self.episode.roles[i]] for i in decision.sends]
+            if sorted(r.target for r in q.peer_requests) != sorted(targets):
+                self._end(F.CONTRACT_REJECT, f"{decision.stage}: expected one non-empty REQ to each of "
+                                             f"{', '.join(targets)} (its channels), got REQ to "
+                                             f"{', '.join(r.target for r in q.peer_requests)}")
+                return
+        p = self.progress
+        self.progress = p.evolve(proposals={**p.proposals, decision.stage: q}, records={**p.records, agent: q})
         getattr(self, f"_{decision.then}")(q, agent)
 
     def refuse(self, action: Any, reason: str, observation: str = "") -> None:
@@ -190,7 +228,7 @@ class EpisodeSession:
             entry["parse"] = {"error": f"expected the action to be a str, got {type(action).__name__}"}
             return self._parse_failure(entry["parse"]["error"])
         try:
-            proposal = self.setup.surface.parse(action)
+            proposal = self.setup.surface.read(action, self.max_requests)
         except DSLSyntaxError as e:
             entry["parse"] = {"error": str(e)}
             return self._parse_failure(str(e))
@@ -230,19 +268,35 @@ class EpisodeSession:
 
     # --- steps (routes.STEPS) -----------------------------------------------------------------------
     def _deliver(self, q: Proposal, sender: str) -> None:
-        request = q.peer_requests[0]
-        delivery: Delivery = self._rewritten("deliver", self.stages.deliver(request, self.episode), request=request)
+        """Each REQ crosses its own edge (a two-agent record has one), in the order of the decision's channels."""
+        order = {self.episode.agent_of[self.episode.roles[i]]: k for k, i in enumerate(self.decision.sends)}
+        round = self.progress.rounds.get(sender, 0) + 1
+        for request in sorted(q.peer_requests, key=lambda r: order.get(r.target, 0)):
+            self._deliver_one(request, sender, round)
+        self._advance()
+
+    def _deliver_one(self, request: PeerRequest, sender: str, round: int) -> None:
+        edge = (sender, request.target)
+        delivery: Delivery = self._rewritten("deliver", self.stages.deliver(request, self.episode), request=request,
+                                             edge=edge)
         surface = self.setup.surface
         sent = surface.request_payload(request)
         payloads = [sent if copy is request else surface.request_payload(copy) for copy in delivery.received]
         entry: dict[str, Any] = {"stage": "deliver", "sent": sent, "delivered": payloads[0] if payloads else None}
         if len(payloads) > 1:
             entry["copies"] = len(payloads)
+        if self.episode.is_team:
+            entry["edge"] = list(edge)
         self.trace.append(entry)
         for payload in payloads:
-            self.metrics.wire(payload, "request")
+            self.metrics.wire(payload, "request", edge, round)
         messages = tuple(RequestMessage(sender, copy, payload) for copy, payload in zip(delivery.received, payloads))
-        self.progress = self.progress.receive(request.target, *messages).evolve(delivery=delivery)
+        p = self.progress.receive(request.target, *messages)
+        rounds = {**p.rounds, request.target: max(p.rounds.get(request.target, 0), round)} if payloads else p.rounds
+        self.progress = p.evolve(deliveries={**p.deliveries, edge: delivery}, rounds=rounds)
+
+    def _hold(self, q: Proposal, agent: str) -> None:
+        """A team's record waits (in ``Progress.records``) for the decision that resolves every edge."""
         self._advance()
 
     def _respond(self, q: Proposal, agent: str) -> None:
@@ -308,8 +362,25 @@ class EpisodeSession:
             return
         self._commit(self.stages.resolve_feedback(q0, self.progress.response, q, self.episode))
 
+    def _resolve_edges(self, q: Proposal, agent: str) -> None:
+        """A team's forward route: every edge at once, from what each receiver was actually given.
+
+        As on the two-agent route, an intervention's substituted sender path (the same-template alternative)
+        goes into the commitment in place of the sender's SELF path; the realization checks read the records.
+        """
+        p = self.progress
+        obligations = {edge: d.operative for edge, d in p.deliveries.items()}
+        plans = {a: r.self_plan for a, r in p.records.items()}
+        for (sender, _), d in p.deliveries.items():
+            if d.sender_plan is not None and d.operative != d.sent:
+                plans[sender] = d.sender_plan
+        self._commit(self.stages.resolve_edges(p.records, obligations, self.episode, plans))
+
     def _resolve_joint(self, q: Proposal, agent: str) -> None:
         # A-only and centralized: the one proposal is the joint plan; nothing crosses to a peer's model
+        if self.decision.stage == "centralized" and self.episode.is_team:
+            for r in q.peer_requests:  # the dispatched decision d_i reaches each agent (B_central's download)
+                self.metrics.edge((agent, r.target), "download", len(self.setup.surface.request_payload(r).encode("utf-8")))
         self._commit(self.stages.resolve_joint(q, self.episode))
 
     # --- commit: materialize -> compile -> execute -> verify -----------------------------------------

@@ -26,6 +26,7 @@ from gencoord_env.pipeline import (
     respond,
     verify,
 )
+from gencoord_env.pipeline.resolve import resolve_edges
 from gencoord_env.pipeline.types import Delivery
 from gencoord_env.tasks.episode import Episode
 from gencoord_env.types import PeerRequest
@@ -49,6 +50,7 @@ class Stages:
     resolve_forward: Callable[..., Any] = resolve_forward
     resolve_feedback: Callable[..., Any] = resolve_feedback
     resolve_joint: Callable[..., Any] = resolve_joint
+    resolve_edges: Callable[..., Any] = resolve_edges  # a team's forward route: every edge at once
     materialize: Callable[..., Any] = materialize
     compile: Callable[..., Any] = compile_plan
     verify: Callable[..., Any] = verify
@@ -62,8 +64,9 @@ class Stages:
         return replace(self, **stages)
 
 
-#: The stages whose output an intervention may rewrite, and the inputs it is given besides the episode.
-REWRITABLE: Mapping[str, tuple[str, ...]] = {"deliver": ("request",), "respond": ("request",)}
+#: The stages whose output an intervention may rewrite, and the inputs it is given besides the episode:
+#: the request, and the edge it travels, (sender agent, target agent) - in a team one of several.
+REWRITABLE: Mapping[str, tuple[str, ...]] = {"deliver": ("request", "edge"), "respond": ("request", "edge")}
 
 
 @runtime_checkable

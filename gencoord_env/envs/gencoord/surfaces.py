@@ -17,9 +17,16 @@ from gencoord_env.types import PeerRequest, Proposal
 @dataclass(frozen=True)
 class Surface:
     name: str
-    parse: Callable[[str], Proposal]
-    show: Callable[[Proposal], str]
+    parse: Callable[..., Proposal]
+    show: Callable[..., str]
     dialogue: bool = False  # True: decisions are utterances, the commitment is extracted from the dialogue
+
+    def read(self, text: str, max_requests: int = 1) -> Proposal:
+        """A record of an agent that may address ``max_requests`` peers (a team of n: n - 1)."""
+        return self.parse(text) if max_requests == 1 else self.parse(text, max_requests=max_requests)
+
+    def write(self, proposal: Proposal, max_requests: int = 1) -> str:
+        return self.show(proposal) if max_requests == 1 else self.show(proposal, max_requests=max_requests)
 
     def request_payload(self, request: PeerRequest) -> str:
         """The delivered request as this surface writes it (what the receiver reads)."""
