@@ -102,8 +102,9 @@ const face = (bot, point) => bot.lookAt(point, true)
 /** Face `point` and wait until the server has applied the look, so a toss flies that way. */
 async function faceForToss (bot, point) {
   await face(bot, point)
-  // the look packet goes out in the position update that follows the next physics tick
-  await withTimeout(once(bot, 'physicsTick'), 1000, 'a physics tick').catch(() => {})
+  // the look packet goes out in the position update of a physics tick: after two ticks it is surely sent,
+  // however late a busy process runs the first
+  for (let i = 0; i < 2; i++) await withTimeout(once(bot, 'physicsTick'), 1000, 'a physics tick').catch(() => {})
   await sleep(LOOK_SETTLE_MS)
 }
 
@@ -272,6 +273,7 @@ const SKILLS = {
           return failedGive ? { failedGive } : null
         }, ctx.timeoutMs, `${count} ${item} from ${from}`, 20)
       } catch (err) {
+        if (ctx.world.arena.describeDrops) ctx.world.log('skill', `handoff not received: ${ctx.world.arena.describeDrops(ctx.actor)}`)
         fail(`${ctx.actor} did not receive ${count} ${item} from ${from}: ${err.message}`)
       }
       if (outcome.failedGive) {

@@ -57,6 +57,14 @@ class EmbeddedArena {
     return true
   }
 
+  /** Where the agent and every dropped item of this arena are, for a handoff that never arrived. */
+  describeDrops (agent) {
+    const at = this.player(agent).position
+    const items = Object.values(this.serv.entities).filter(e => e.gcItem && this.world.inRegion(e.position))
+      .map(e => `${e.gcItem.count} ${e.gcItem.name} at ${e.position.x.toFixed(2)} ${e.position.y.toFixed(2)} ${e.position.z.toFixed(2)}`)
+    return `${agent} at ${at.x.toFixed(2)} ${at.y.toFixed(2)} ${at.z.toFixed(2)}; items: ${items.join(', ') || 'none'}`
+  }
+
   /** Ordering barrier for one bot: `/sync <token>` is answered once the server applied its earlier packets. */
   async barrierFor (bot) {
     const token = `${bot.username}-${++this.syncCounter}`
@@ -101,6 +109,10 @@ class EmbeddedArena {
       api.setInventory(player, spec.inventories[agent])
       await api.teleport(player, world.absolute(spec.positions[agent]))
     }
+    // flying-squid shows players to each other when they move, not when they are teleported: a bot that
+    // came from far away (the lobby, a rebuild) would stay unseen, or seen where it was, by its peer, which
+    // then walks and tosses towards the wrong place. Show everyone here to everyone now.
+    for (const agent of spec.agents) this.player(agent).updateAndSpawn()
   }
 
   /** Ground truth from the server's state (the caller has run the barrier). */
