@@ -27,7 +27,7 @@ from gencoord_env.tasks.prior import GOAL_CAPABILITY, prior
 from gencoord_env.agents.base import RulePolicy
 from gencoord_env.agents.context_view import codebook, compose, delivered, roles, team, team_record
 from gencoord_env.caches import Memo
-from gencoord_env.messages import RequestMessage
+from gencoord_env.messages import RequestMessage, ResponseMessage
 from gencoord_env.tasks.contexts import Context
 
 NO_PLAN = "SELF -\nREQ -"
@@ -125,6 +125,9 @@ class RuleMinimalRequest(RulePolicy):
         requests = delivered(ctx)
         for m in requests:
             known |= {b for t in m.request.requested_plan if isinstance(b := t.args.get("bind"), str)}
+        for m in ctx.messages:  # a peer's COUNTER names the branch of its edge; ACCEPT keeps the first one
+            if isinstance(m, ResponseMessage) and m.response.decision == "COUNTER" and m.response.counter_offer_id:
+                known.add(m.response.counter_offer_id)
         joint = ctx.stage in ("centralized", "requester_initial", "requester_after_response")
         needed = set(range(len(shape.factors))) if joint else shape.known(ctx.role)
         selected = set(known)

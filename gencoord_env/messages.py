@@ -7,7 +7,7 @@ and renders them (``render_message``); agents and the training-data builder read
 | --- | --- | --- |
 | ``RequestMessage`` | the deliver stage hands a REQ to its target | ``REQ from <sender>: <payload>`` |
 | ``ProposalMessage`` | the feedback route shows the requester its own initial proposal | ``PROPOSAL <payload>`` |
-| ``ResponseMessage`` | the bounded response reaches the requester | ``RESPONSE <json>`` |
+| ``ResponseMessage`` | the bounded response reaches the requester | ``RESPONSE <json>`` (a team: ``RESPONSE from <peer>: <json>``) |
 | ``Utterance`` | a free-form dialogue turn reaches both agents | ``<speaker> says: <text>`` |
 | ``Done`` (history) | single-step: a SELF task was executed | ``DONE <task> ok`` |
 """
@@ -59,6 +59,7 @@ class ProposalMessage:
 @dataclass(frozen=True)
 class ResponseMessage:
     response: Response
+    sender: str | None = None  # a team: the peer that answered (each answers the request on its own edge)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def render_message(m: Message) -> str:
     if isinstance(m, ProposalMessage):
         return f"PROPOSAL {m.payload.replace(chr(10), ' | ')}"
     if isinstance(m, ResponseMessage):
-        return f"RESPONSE {m.response.wire()}"
+        return f"RESPONSE {m.response.wire()}" if m.sender is None else f"RESPONSE from {m.sender}: {m.response.wire()}"
     if isinstance(m, Utterance):
         return f"{m.speaker} says: {m.text}"
     raise TypeError(f"not a message: {m!r}")

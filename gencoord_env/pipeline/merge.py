@@ -143,8 +143,40 @@ def _channel_into(agent: str, episode: Episode) -> tuple[str, str] | None:
     return next((e for e in edges if e[1] == agent), next((e for e in edges if e[0] == agent), None))
 
 
+def _consistent(paths: Mapping[str, Sequence[Task]], episode: Episode) -> None:
+    """A team's paths select one value of each fact factor; else a MergeConflict on the edge where two
+    selections meet: a handoff or channel between two agents whose paths select different values."""
+    template = episode.template
+    chosen: dict[int, dict[str, str]] = {}
+    for agent, path in paths.items():
+        for task in path:
+            b = task.args.get("bind")
+            k = template.factor_of(b) if isinstance(b, str) else None
+            if k is None:
+                continue
+            earlier = chosen.setdefault(k, {}).setdefault(agent, b)  # type: ignore[arg-type]
+            if earlier != b:
+                raise MergeConflict(f"{agent}'s path selects both {earlier} and {b}", _channel_into(agent, episode))
+    agents = [a for a in (episode.agent_of[r] for r in episode.roles) if a in paths]
+    edges = [*handoff_edges(episode.nodes, agents), *episode.message_edges]
+    for by_agent in chosen.values():
+        if len(set(by_agent.values())) < 2:
+            continue
+        edge = next(((a, b) for a, b in edges if a in by_agent and b in by_agent and by_agent[a] != by_agent[b]), None)
+        if edge is None:
+            first = next(a for a in agents if a in by_agent)
+            other = next(a for a in agents if a in by_agent and by_agent[a] != by_agent[first])
+            edge = _channel_into(other, episode) or (first, other)
+            a, b = first, other
+        else:
+            a, b = edge
+        raise MergeConflict(f"{a}'s path selects {by_agent[a]} but {b}'s selects {by_agent[b]}", edge)
+
+
 def merge_paths(paths: Mapping[str, Sequence[Task]], episode: Episode) -> Commitment:
     """Build C over every agent's path (agent -> path) or raise MergeConflict naming what does not fit."""
+    if episode.is_team:
+        _consistent(paths, episode)
     binding = selected_binding(paths, episode)
     agents = tuple(episode.agent_of[r] for r in episode.roles)
     ids: dict[str, tuple[str, ...]] = {}

@@ -304,8 +304,10 @@ class Episode:
     # --- public scope and world ----------------------------------------------------------------------
     @cached_property
     def public_stations(self) -> tuple[StationSpec, ...]:
-        suite = GOAL_CAPABILITY if self.is_goal_capability else self.template.suite
-        return tuple(s for s in self.prior.stations if s.suite in (None, suite))
+        suites = (None, GOAL_CAPABILITY) if self.is_goal_capability else (None, self.template.suite)
+        if self.template.suite is not None:  # a team template's own stations
+            suites += (self.template.id,)
+        return tuple(s for s in self.prior.stations if s.suite in suites)
 
     @cached_property
     def references(self) -> frozenset[str]:
@@ -357,8 +359,10 @@ class Episode:
     @cached_property
     def world(self) -> WorldSpec:
         decoy = self.prior.decoy(self.cluster.decoy)
+        selected = branch_values(self.binding)
         built = [
-            s for s in self.public_stations if s.mode is None or s.mode == self.cluster.mode
+            s for s in self.public_stations if (s.mode is None or s.mode == self.cluster.mode)
+            and (s.branch is None or s.branch in selected)
         ]
         stations = tuple(
             Station(s.name, s.kind, self.place(s.pos), tuple(self.place(c) for c in s.cells)) for s in built

@@ -30,6 +30,7 @@ of a team of n runs under the n rotations of its roles (``gencoord_env.tasks.epi
 | pool | templates | clusters | episodes |
 | --- | --- | --- | --- |
 | ``teams`` | chain, relay, fan_in | 16 + 16 + 32 | 3 x 64 |
+| ``team_feedback`` | workcells (feedback route: each peer's capability decides its edge) | 32 | 3 x 32 |
 | ``chain3`` / ``chain4`` / ``chain5`` | the chain family at 3, 4, 5 agents | 16 each | 3, 4, 5 x 16 |
 """
 from __future__ import annotations
@@ -148,6 +149,7 @@ def _goal_capability_pool() -> tuple[Cluster, ...]:
 #: team pools -> their templates (``prior().teams``)
 TEAM_POOLS: dict[str, tuple[str, ...]] = {
     "teams": ("chain", "relay", "fan_in"),
+    "team_feedback": ("workcells",),
     "chain3": ("chain",),
     "chain4": ("chain_4",),
     "chain5": ("chain_5",),

@@ -57,8 +57,9 @@ class StationSpec:
     pos: Pos
     cells: tuple[Pos, ...] = ()
     owner: str | None = None
-    suite: str | None = None  # only present in episodes of this suite
+    suite: str | None = None  # only present in episodes of this suite (a team template's id: of that template)
     mode: str | None = None  # only built in worlds of this peer workcell mode
+    branch: str | None = None  # only built in worlds whose binding selects this branch id (a team's capability)
 
 
 @dataclass(frozen=True)
@@ -298,7 +299,7 @@ def load_prior(raw: Mapping[str, Any]) -> Prior:
     layout = raw["layout"]
     stations = tuple(
         StationSpec(name=name, kind=s["kind"], pos=_pos(s["pos"]), cells=tuple(_pos(c) for c in s.get("cells", ())),
-                    owner=s.get("owner"), suite=s.get("suite"), mode=s.get("mode"))
+                    owner=s.get("owner"), suite=s.get("suite"), mode=s.get("mode"), branch=s.get("branch"))
         for name, s in layout["stations"].items()
     )
     templates = {tid: _template(tid, t, raw["templates"], ("sender", "receiver")) for tid, t in raw["templates"].items()}

@@ -9,6 +9,11 @@ what the inner one delivered - and the inner env, used without the wrapper, beha
 
 ``spec()`` returns the wrapper's name and arguments as plain JSON values; ``TraceRecorder`` stores it
 with each episode and ``gencoord_env.replay`` rebuilds the same wrapper stack from it.
+
+In a team an intervention acts per edge: ``edge=(sender role, receiver role)`` names one channel by its
+roles (roles, not agents: the agents holding them rotate between episodes), and only the messages on that
+channel are rewritten; without ``edge`` every channel is. An episode whose template has no such channel
+passes unchanged.
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ class StageIntervention(BaseParallelWrapper):
     #: the routes in which that stage runs; other routes are refused at construction
     routes: tuple[str, ...] = ()
 
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: Any, edge: Sequence[str] | None = None) -> None:
         super().__init__(env)
         base = env.unwrapped
         if not hasattr(base, "setup") or not hasattr(base, "stages"):
@@ -39,19 +44,58 @@ class StageIntervention(BaseParallelWrapper):
                 f"{type(self).__name__} rewrites the {self.stage!r} stage, which only runs in the routes "
                 f"{list(self.routes)}; this env uses route={route!r}"
             )
+        self.edge: tuple[str, str] | None = None if edge is None else _edge(edge, base)
+
+    def applies(self, episode: Episode, edge: tuple[str, str] | None) -> bool:
+        """Whether this intervention rewrites the message on ``edge`` (agents) of ``episode``."""
+        if self.edge is None:
+            return True
+        return edge is not None and (episode.role_of.get(edge[0]), episode.role_of.get(edge[1])) == self.edge
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
         options = dict(options or {})
         options["interventions"] = (*options.get("interventions", ()), self)
         return self.env.reset(seed=seed, options=options)
 
-    def rewrite(self, value: Any, episode: Episode, **inputs: Any) -> tuple[Any, dict[str, Any]]:
-        """(the rewritten stage output, the fields of this intervention's trace record)."""
+    def rewrite(self, value: Any, episode: Episode, **inputs: Any) -> tuple[Any, dict[str, Any] | None]:
+        """(the rewritten stage output, the fields of this intervention's trace record; ``None`` when the
+        message is on an edge this intervention leaves alone)."""
         raise NotImplementedError
+
+    def edge_fields(self, episode: Episode, edge: tuple[str, str] | None) -> dict[str, Any]:
+        """The trace record's ``edge`` (agents) in a team; nothing in a two-agent episode."""
+        return {"edge": list(edge)} if episode.is_team and edge is not None else {}
 
     def spec(self) -> dict[str, Any]:
         """``{"name": <class name>, "args": {...}}``: enough to rebuild this wrapper on a fresh env."""
-        return {"name": type(self).__name__, "args": {}}
+        return {"name": type(self).__name__, "args": self.edge_args()}
+
+    def edge_args(self) -> dict[str, Any]:
+        return {} if self.edge is None else {"edge": list(self.edge)}
+
+
+def _edge(edge: Sequence[str], base: Any) -> tuple[str, str]:
+    """``edge`` as (sender role, receiver role), checked against the channels of the env's templates."""
+    if isinstance(edge, str) or len(edge) != 2 or not all(isinstance(r, str) for r in edge):
+        raise TypeError(f"edge names a channel as (sender role, receiver role), e.g. ('sender', 'crafter'); got {edge!r}")
+    pair = (edge[0], edge[1])
+    channels = sorted({c for e in _sample(base.episodes) for c in e.template.message_edges})
+    if pair not in channels:
+        import difflib
+
+        names = [f"{a}>{b}" for a, b in channels]
+        hint = difflib.get_close_matches(f"{pair[0]}>{pair[1]}", names, n=1)
+        raise ValueError(f"no template of this env has a channel {pair[0]} -> {pair[1]}; its channels are {names}"
+                         + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+    return pair
+
+
+def _sample(episodes: Sequence[Episode]) -> Sequence[Episode]:
+    """The pool's episodes, or the first few of an endless one."""
+    try:
+        return list(episodes) if len(episodes) <= 4096 else [episodes[k] for k in range(256)]
+    except TypeError:
+        return [episodes[k] for k in range(256)]
 
 
 def interventions(env: Any) -> list[dict[str, Any]]:

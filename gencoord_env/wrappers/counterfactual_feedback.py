@@ -9,6 +9,11 @@ world rejects it at terminal verification (paper: 0%).
 
 Trace record: ``{"stage": "intervention", "intervention": "CounterfactualFeedback", "true_mode",
 "paired_mode", "true_response": Response, "injected": Response}``.
+
+In a team (``pool="team_feedback"``) each peer answers on its own edge, and ``edge=(requester role, peer
+role)`` injects the paired response on that edge only (default: every edge): the response the peer would
+give in the world where its own capability is the other one, the other peers' worlds unchanged. The
+trace's ``true_mode`` / ``paired_mode`` are then the peer's true and paired branch, and ``edge`` names it.
 """
 from __future__ import annotations
 
@@ -16,13 +21,22 @@ from dataclasses import replace
 from typing import Any
 
 from gencoord_env.types import PeerRequest
-from gencoord_env.pipeline.response import Response, respond
-from gencoord_env.tasks.episode import Episode
-from gencoord_env.wrappers.base import StageIntervention
+from gencoord_env.pipeline.response import Response, requested_branch, respond
+from gencoord_env.tasks.episode import Episode, branch_values
+from gencoord_env.tasks.prior import FACTOR_JOIN
+from gencoord_env.wrappers.base import StageIntervention, other_binding
 
 
-def paired_episode(episode: Episode) -> Episode:
-    """The same episode in the cluster whose peer has the other workcell mode."""
+def paired_episode(episode: Episode, peer: str | None = None) -> Episode:
+    """The same episode in the cluster whose peer has the other workcell mode (a team: the other capability
+    of the fact ``peer`` holds, every other fact kept)."""
+    if episode.is_team:
+        k = next((i for i, f in enumerate(episode.template.fact_factors) if episode.agent_of[f.holder] == peer), None)
+        if k is None:
+            raise ValueError(f"CounterfactualFeedback: {peer!r} holds no capability in {episode.id}")
+        values = list(branch_values(episode.binding))
+        values[k] = other_binding(episode.template.fact_factors[k].bindings, values[k])
+        return Episode(replace(episode.cluster, binding=FACTOR_JOIN.join(values)), episode.perm, episode.prior)
     if not episode.is_goal_capability or episode.cluster.mode is None:
         raise ValueError(
             f"CounterfactualFeedback needs a Goal x Capability episode (pool='goal_capability'); got {episode.id}"
@@ -38,12 +52,21 @@ class CounterfactualFeedback(StageIntervention):
     stage = "respond"
     routes = ("feedback",)
 
-    def rewrite(self, value: Response, episode: Episode, **inputs: Any) -> tuple[Response, dict[str, Any]]:
+    def rewrite(self, value: Response, episode: Episode, **inputs: Any) -> tuple[Response, dict[str, Any] | None]:
         request: PeerRequest = inputs["request"]
-        paired = paired_episode(episode)
+        edge = inputs.get("edge")
+        if not self.applies(episode, edge):
+            return value, None
+        if episode.is_team:
+            paired = paired_episode(episode, request.target)
+            k = episode.template.factor_of(requested_branch(request, episode) or "")
+            true, other = (branch_values(e.binding)[k] if k is not None else None for e in (episode, paired))
+        else:
+            paired = paired_episode(episode)
+            true, other = episode.cluster.mode, paired.cluster.mode
         injected = respond(request, paired)
-        return injected, {"true_mode": episode.cluster.mode, "paired_mode": paired.cluster.mode,
-                          "true_response": value, "injected": injected}
+        return injected, {"true_mode": true, "paired_mode": other, "true_response": value, "injected": injected,
+                          **self.edge_fields(episode, edge)}
 
 
 __all__ = ["CounterfactualFeedback", "paired_episode"]

@@ -6,7 +6,11 @@ With the rule receiver (which then takes the first admissible branch) this expos
 paired-ambiguity ceiling: 50% (paper, "Delivered Binding Determines Peer Execution").
 
 Trace record: ``{"stage": "intervention", "intervention": "RequestRemoval", "removed": [PeerRequest, ...]}``
-(every copy that would have arrived).
+(every copy that would have arrived; in a team also the ``edge``).
+
+In a team ``edge=(sender role, receiver role)`` removes the request of one channel: that receiver decides
+without it (the rule receiver takes the first value of the fact it lacks: the paired ceiling on that
+receiver), everything else is delivered.
 """
 from __future__ import annotations
 
@@ -22,13 +26,17 @@ class RequestRemoval(StageIntervention):
 
     >>> import gencoord_env
     >>> env = RequestRemoval(gencoord_env.parallel_env(backend="sim", pool="request"))
+    >>> team = RequestRemoval(gencoord_env.parallel_env(backend="sim", pool="teams"), edge=("sender", "crafter"))
     """
 
     stage = "deliver"
     routes = ("forward", "single_step")
 
-    def rewrite(self, value: Delivery, episode: Episode, **inputs: Any) -> tuple[Delivery, dict[str, Any]]:
-        return Delivery(value.sent, (), value.sender_plan), {"removed": list(value.received)}
+    def rewrite(self, value: Delivery, episode: Episode, **inputs: Any) -> tuple[Delivery, dict[str, Any] | None]:
+        edge = inputs.get("edge")
+        if not self.applies(episode, edge):
+            return value, None
+        return Delivery(value.sent, (), value.sender_plan), {"removed": list(value.received), **self.edge_fields(episode, edge)}
 
 
 __all__ = ["RequestRemoval"]

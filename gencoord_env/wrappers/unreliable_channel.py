@@ -16,7 +16,9 @@ receiver decides exactly once, right after delivery. The three faults therefore 
 
 Which fault hits an episode is a pure function of ``(seed, episode id)``: the same episode always meets
 the same channel, whatever order the episodes run in, so recorded traces replay exactly. Vary ``seed``
-for independent channels. The bounded response of the feedback route is not routed through this
+for independent channels. In a team each edge draws its own fault (``(seed, episode id, sender, target)``),
+and ``edge=(sender role, receiver role)`` makes only that channel unreliable; a delayed request reaches
+its receiver after that receiver decided, as on the two-agent route. The bounded response of the feedback route is not routed through this
 channel (it is a schema-bounded reply formed by the environment, not an agent message).
 
 Trace record: ``{"stage": "intervention", "intervention": "UnreliableChannel", "fault": "drop" | "delay"
@@ -45,7 +47,8 @@ class UnreliableChannel(StageIntervention):
     stage = "deliver"
     routes = ("forward", "single_step")
 
-    def __init__(self, env: Any, drop: float = 0.0, delay: float = 0.0, duplicate: float = 0.0, seed: int = 0) -> None:
+    def __init__(self, env: Any, drop: float = 0.0, delay: float = 0.0, duplicate: float = 0.0, seed: int = 0,
+                 edge: Any = None) -> None:
         probabilities = {"drop": drop, "delay": delay, "duplicate": duplicate}
         for name, p in probabilities.items():
             if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0.0 <= p <= 1.0:
@@ -54,14 +57,16 @@ class UnreliableChannel(StageIntervention):
             raise ValueError(f"drop + delay + duplicate must be at most 1, got {sum(probabilities.values())}")
         self.probabilities = probabilities
         self.seed = int(seed)
-        super().__init__(env)
+        super().__init__(env, edge)
 
     def spec(self) -> dict[str, Any]:
-        return {"name": "UnreliableChannel", "args": {**self.probabilities, "seed": self.seed}}
+        return {"name": "UnreliableChannel", "args": {**self.probabilities, "seed": self.seed, **self.edge_args()}}
 
-    def fault(self, episode: Episode) -> tuple[str, float]:
-        """(fault, uniform draw) for ``episode``: cumulative thresholds drop, delay, duplicate."""
-        draw = random.Random(f"{self.seed}:{episode.id}").random()
+    def fault(self, episode: Episode, edge: tuple[str, str] | None = None) -> tuple[str, float]:
+        """(fault, uniform draw) for ``episode`` (in a team: for its ``edge``): cumulative thresholds drop,
+        delay, duplicate."""
+        key = f"{self.seed}:{episode.id}" if edge is None or not episode.is_team else f"{self.seed}:{episode.id}:{edge[0]}>{edge[1]}"
+        draw = random.Random(key).random()
         edge = 0.0
         for name in FAULTS:
             edge += self.probabilities[name]
@@ -69,10 +74,14 @@ class UnreliableChannel(StageIntervention):
                 return name, draw
         return "none", draw
 
-    def rewrite(self, value: Delivery, episode: Episode, **inputs: Any) -> tuple[Delivery, dict[str, Any]]:
-        fault, draw = self.fault(episode)
+    def rewrite(self, value: Delivery, episode: Episode, **inputs: Any) -> tuple[Delivery, dict[str, Any] | None]:
+        edge = inputs.get("edge")
+        if not self.applies(episode, edge):
+            return value, None
+        fault, draw = self.fault(episode, edge)
         received = {"drop": (), "delay": (), "duplicate": value.received * 2}.get(fault, value.received)
-        return Delivery(value.sent, received, value.sender_plan), {"fault": fault, "draw": draw, "request": value.sent}
+        return Delivery(value.sent, received, value.sender_plan), {"fault": fault, "draw": draw, "request": value.sent,
+                                                                   **self.edge_fields(episode, edge)}
 
 
 __all__ = ["FAULTS", "UnreliableChannel"]

@@ -32,7 +32,7 @@ from gencoord_env.dsl.errors import DSLSyntaxError
 from gencoord_env.envs.gencoord.routes import ROUTES, Decision, route_rows
 from gencoord_env.envs.gencoord.stages import Intervention, Stages
 from gencoord_env.envs.gencoord.surfaces import Surface
-from gencoord_env.messages import Done, Message, ProposalMessage, RequestMessage, ResponseMessage
+from gencoord_env.messages import Done, Message, ProposalMessage, RequestMessage, Response, ResponseMessage
 from gencoord_env.outcomes import FailureCode
 from gencoord_env.pipeline.materialize import MaterializationError, materialize_step
 from gencoord_env.pipeline.response import response_valid
@@ -260,7 +260,8 @@ class EpisodeSession:
         for iv in self.interventions:
             if iv.stage == stage:
                 value, fields = iv.rewrite(value, self.episode, **inputs)
-                self.trace.append({"stage": "intervention", "intervention": type(iv).__name__, **fields})
+                if fields is not None:  # None: the intervention left this message alone (another edge)
+                    self.trace.append({"stage": "intervention", "intervention": type(iv).__name__, **fields})
         return value
 
     def _advance(self) -> None:
@@ -300,21 +301,29 @@ class EpisodeSession:
         self._advance()
 
     def _respond(self, q: Proposal, agent: str) -> None:
-        request = q.peer_requests[0]
-        self.metrics.wire(self.setup.surface.request_payload(request), "request")
-        response = self._rewritten("respond", self.stages.respond(request, self.episode), request=request)
-        self.trace.append({"stage": "respond", "response": response})
-        problem = response_valid(response, self.episode, request)
-        if problem:
-            self._end(F.CONTRACT_REJECT, f"invalid response: {problem}")
+        """Each peer answers the request on its edge (a two-agent proposal has one); a REJECT on any edge
+        ends the episode without a commitment."""
+        team = self.episode.is_team
+        responses: dict[str, Response] = {}
+        for request in q.peer_requests:
+            edge = (agent, request.target)
+            self.metrics.wire(self.setup.surface.request_payload(request), "request", edge)
+            response = self._rewritten("respond", self.stages.respond(request, self.episode), request=request, edge=edge)
+            self.trace.append({"stage": "respond", "response": response, **({"edge": list(edge)} if team else {})})
+            problem = response_valid(response, self.episode, request)
+            if problem:
+                self._end(F.CONTRACT_REJECT, f"invalid response: {problem}" + (f" (edge {edge[0]}->{edge[1]})" if team else ""))
+                return
+            self.metrics.wire(response.wire(), "response", (request.target, agent))
+            responses[request.target] = response
+        self.progress = self.progress.evolve(response=responses if team else responses[q.peer_requests[0].target])
+        rejected = next(((t, r) for t, r in responses.items() if r.decision == "REJECT"), None)
+        if rejected is not None:
+            self._commit(Resolution(None, F.NO_COMMITMENT, rejected[1].reason_code, (agent, rejected[0]) if team else None))
             return
-        self.metrics.wire(response.wire(), "response")
-        self.progress = self.progress.evolve(response=response)
-        if response.decision == "REJECT":
-            self._commit(Resolution(None, F.NO_COMMITMENT, response.reason_code))
-            return
-        shown = ProposalMessage(q, self.setup.surface.show(q))
-        self.progress = self.progress.receive(agent, shown, ResponseMessage(response))
+        shown = ProposalMessage(q, self.setup.surface.write(q, self.max_requests))
+        answers = tuple(ResponseMessage(r, t if team else None) for t, r in responses.items())
+        self.progress = self.progress.receive(agent, shown, *answers)
         self._advance()
 
     def _execute(self, q: Proposal, agent: str) -> None:
@@ -357,7 +366,7 @@ class EpisodeSession:
 
     def _resolve_feedback(self, q: Proposal, agent: str) -> None:
         q0 = self.progress.proposals["requester_initial"]
-        if q.peer_requests[0].target != q0.peer_requests[0].target:
+        if sorted(r.target for r in q.peer_requests) != sorted(r.target for r in q0.peer_requests):
             self._end(F.CONTRACT_REJECT, "requester_after_response: the revision must keep the target peer")
             return
         self._commit(self.stages.resolve_feedback(q0, self.progress.response, q, self.episode))

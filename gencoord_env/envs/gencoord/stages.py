@@ -75,8 +75,8 @@ class Intervention(Protocol):
 
     stage: str
 
-    def rewrite(self, value: Any, episode: Episode, **inputs: Any) -> tuple[Any, dict[str, Any]]:
-        """(rewritten value, the fields of this intervention's trace record)."""
+    def rewrite(self, value: Any, episode: Episode, **inputs: Any) -> tuple[Any, dict[str, Any] | None]:
+        """(rewritten value, the fields of this intervention's trace record; ``None``: left alone, no record)."""
         ...
 
 
