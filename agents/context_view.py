@@ -46,6 +46,10 @@ def codebook(context: Context) -> tuple[str, ...]:
     return context.prior.codebook
 
 
+#: the stages at which a team agent writes the one-call joint plan (a REQ with every other agent's whole path)
+JOINT_STAGES = frozenset({"centralized", "requester_initial", "requester_after_response"})
+
+
 def team(context: Context) -> Team:
     """The public shape of a team template as its context shows it: roles, channels, fact holders."""
     p = context.prior
@@ -75,4 +79,4 @@ def team_record(context: Context, selected: Collection[str], joint: bool = False
     return Proposal(own, tuple(PeerRequest(agent_of[r], path) for r, path in asked))
 
 
-__all__ = ["codebook", "compose", "delivered", "roles", "team", "team_record"]
+__all__ = ["JOINT_STAGES", "codebook", "compose", "delivered", "roles", "team", "team_record"]

@@ -25,7 +25,7 @@ from gencoord_env.tasks.compose import role_paths
 from gencoord_env.tasks.prior import GOAL_CAPABILITY, prior
 
 from gencoord_env.agents.base import RulePolicy
-from gencoord_env.agents.context_view import codebook, compose, delivered, roles, team, team_record
+from gencoord_env.agents.context_view import JOINT_STAGES, codebook, compose, delivered, roles, team, team_record
 from gencoord_env.caches import Memo
 from gencoord_env.messages import RequestMessage, ResponseMessage
 from gencoord_env.tasks.contexts import Context
@@ -128,7 +128,7 @@ class RuleMinimalRequest(RulePolicy):
         for m in ctx.messages:  # a peer's COUNTER names the branch of its edge; ACCEPT keeps the first one
             if isinstance(m, ResponseMessage) and m.response.decision == "COUNTER" and m.response.counter_offer_id:
                 known.add(m.response.counter_offer_id)
-        joint = ctx.stage in ("centralized", "requester_initial", "requester_after_response")
+        joint = ctx.stage in JOINT_STAGES
         needed = set(range(len(shape.factors))) if joint else shape.known(ctx.role)
         selected = set(known)
         for k in sorted(needed):

@@ -44,7 +44,7 @@ class TurnBasedAEC(AECEnv):
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         self._observations, self.infos = self.env.reset(seed=seed, options=options)
-        self.agents = list(self.possible_agents)
+        self.agents = list(self.env.agents)  # the episode's agents (a team pool: its n)
         self.rewards = {a: 0.0 for a in self.agents}
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
         self.terminations = {a: False for a in self.agents}

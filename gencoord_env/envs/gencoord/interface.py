@@ -116,7 +116,9 @@ class Interface:
         records = candidates(context, key)
         texts = _TEXTS.get((self.surface.name, key))
         if texts is None:
-            texts = _TEXTS.put((self.surface.name, key), tuple(self.surface.show(c) if c is not None else None for c in records))
+            peers = max(1, len(context.team) - 1)  # a team's records may address every other agent
+            texts = _TEXTS.put((self.surface.name, key),
+                               tuple(self.surface.write(c, peers) if c is not None else None for c in records))
         return Menu(records, texts)
 
     def observe(self, text: str, menu: Menu | None, context: Context | None = None) -> Any:

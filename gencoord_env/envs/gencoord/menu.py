@@ -16,9 +16,16 @@ never from the hidden fact (as TextWorld's admissible commands do for text games
 Slots that a decision does not use are masked (``action_mask`` 0). ``N`` (``menu_size``) is the most
 any two-branch template can need under the Short DSL's path limit, the same for every pool. An agent that is not deciding gets a mask with slot 0 only;
 its action is ignored.
+
+A team agent's menu (same ``N``): slot 0 the empty record, slot 1 the requests delivered to it realized as
+its SELF path (with what they decide passed on along its channels; masked when none arrived), then one
+record per combination of the fact values it acts on (its own fact and those that reach it; a one-call
+planner: every fact), each its SELF path and one REQ along each of its channels - built by the same
+composer as the rule agents, from the agent's own context.
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from gencoord_env.caches import Memo, cache
@@ -53,7 +60,7 @@ def _cuts(path: Sequence[Task], peer: str) -> list[Proposal | None]:
 def menu_key(context: Context) -> tuple[object, ...]:
     """What a decision's menu depends on: the rendered prior, the stage, who decides, history and requests."""
     return (context.prior.text, context.stage, context.route, context.agent, context.peer, len(context.history),
-            tuple(m.payload for m in context.messages if isinstance(m, RequestMessage)))
+            tuple(m.payload for m in context.messages if isinstance(m, RequestMessage)), context.team)
 
 
 def candidates(context: Context, key: tuple[object, ...] | None = None) -> tuple[Proposal | None, ...]:
@@ -69,6 +76,8 @@ _MENUS = Memo("envs.menu.candidates", maxsize=1 << 15)
 
 
 def _candidates(context: Context) -> tuple[Proposal | None, ...]:
+    if context.team:
+        return _team_candidates(context)
     view, stage, peer = context.prior, context.stage, context.peer
     out: list[Proposal | None] = [EMPTY]
     if stage == "receiver_after_request":
@@ -85,6 +94,25 @@ def _candidates(context: Context) -> tuple[Proposal | None, ...]:
             out += _cuts(first[done:] + second, peer)
     else:
         raise ValueError(f"stage {stage!r} has no menu (menus are for the structured surfaces)")
+    return tuple(out)
+
+
+def _team_candidates(context: Context) -> tuple[Proposal | None, ...]:
+    from gencoord_env.agents.context_view import JOINT_STAGES, delivered, team, team_record
+
+    shape = team(context)
+    joint = context.stage in JOINT_STAGES
+    factors = range(len(shape.factors)) if joint else sorted(shape.known(context.role))
+    requests = delivered(context)
+    out: list[Proposal | None] = [EMPTY]
+    if requests and not joint:
+        binds = {b for m in requests for t in m.request.requested_plan if isinstance(b := t.args.get("bind"), str)}
+        passed = team_record(context, binds)
+        out.append(Proposal(tuple(t for m in requests for t in m.request.requested_plan), passed.peer_requests))
+    else:
+        out.append(None)
+    for combo in itertools.product(*(shape.factors[k][1] for k in factors)):
+        out.append(team_record(context, set(combo), joint=joint))
     return tuple(out)
 
 
