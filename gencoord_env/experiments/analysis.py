@@ -103,6 +103,7 @@ def summarize_condition(condition: Condition, rows: Sequence[EpisodeRow], index:
         "episode_seconds_p95": stats.percentile(secs, 95),
         "outcomes": dict(sorted(outcomes.items())),
     }
+    record.update(_team_traffic(rows))
     if experiment.group_by:
         groups: dict[str, list[float]] = {}
         for r in rows:
@@ -113,6 +114,37 @@ def summarize_condition(condition: Condition, rows: Sequence[EpisodeRow], index:
     if condition.note:
         record["note"] = condition.note
     return record
+
+
+def _team_traffic(rows: Sequence[EpisodeRow]) -> dict[str, Any]:
+    """A team condition's per-edge figures (rows whose metrics carry ``edges``; none for two agents): the
+    paper's B_local and B_central per episode (``gencoord_env.traffic``), their rounds and edges, the team
+    size, the edges failures were attributed to and the commonest failure outcome."""
+    from gencoord_env import traffic
+
+    team = [r for r in rows if "edges" in r.metrics]
+    if not team:
+        return {}
+    local = [traffic.local(r.metrics["edges"]) for r in team]
+    central = [traffic.central(r.metrics["edges"]) for r in team]
+    failed: dict[str, int] = {}
+    for r in team:
+        if r.metrics.get("failed_edge"):
+            failed[r.metrics["failed_edge"]] = failed.get(r.metrics["failed_edge"], 0) + 1
+    failures: dict[str, int] = {}
+    for r in rows:
+        if not r.success:
+            failures[r.outcome] = failures.get(r.outcome, 0) + 1
+    return {
+        "agents": max(int(r.metrics.get("agents", 0)) for r in team) or None,
+        "b_local_mean": _mean([float(t.bytes) for t in local if t.messages]),
+        "local_rounds": _mean([float(t.rounds) for t in local if t.messages]),
+        "active_edges": _mean([float(t.edges) for t in local if t.messages]),
+        "b_central_mean": _mean([float(t.bytes) for t in central if t.messages]),
+        "central_participants": _mean([float(t.participants) for t in central if t.messages]),
+        "failed_edges": ", ".join(f"{e} {k}" for e, k in sorted(failed.items())) or None,
+        "failure_mode": max(failures, key=lambda o: failures[o]) if failures else None,
+    }
 
 
 def _versus_minus_condition(effect: Mapping[str, Any] | None) -> dict[str, Any] | None:

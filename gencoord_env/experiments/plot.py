@@ -168,11 +168,14 @@ def figure(experiment: Experiment, records: Sequence[Mapping[str, Any]], backend
         fig = plt.figure(figsize=(3.0 * len(COST_PANELS) + 1.5, 0.45 * len(records) + 2.6))
         _cost(fig, records)
     else:
-        panels = len(experiment.columns) + (1 if experiment.group_by else 0)
+        # a column of text (the teams experiment's failing edges) has no bar
+        columns = [(k, h) for k, h in experiment.columns
+                   if all(r.get(k) is None or isinstance(r.get(k), (int, float)) for r in records)]
+        panels = len(columns) + (1 if experiment.group_by else 0)
         fig, axes = plt.subplots(1, panels, figsize=(3.3 * panels + 1.5, 0.45 * len(records) + 2.4), squeeze=False)
-        for ax, (key, header) in zip(axes[0], experiment.columns):
+        for ax, (key, header) in zip(axes[0], columns):
             _bars(ax, records, key, header)
-        for ax in axes[0][1:len(experiment.columns)]:
+        for ax in axes[0][1:len(columns)]:
             ax.set_yticks([])
         if experiment.group_by:
             _groups(axes[0][-1], records)

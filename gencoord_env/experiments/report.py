@@ -85,7 +85,7 @@ def table(experiment: Experiment, records: Sequence[Mapping[str, Any]], backend:
     notes = "".join(f"\n{r['condition']}: {r['note']}" for r in records if r.get("note"))
     t = Table(title=f"{experiment.title} [{backend}]",
               caption=f"(paper figure in parentheses) paper: {experiment.paper_source}{notes}")
-    t.add_column("condition")
+    t.add_column("condition", no_wrap=True)  # the name is how a reader finds a row: never broken
     t.add_column("episodes", justify="right")
     for _, header in experiment.columns:
         t.add_column(header, justify="right")

@@ -19,6 +19,7 @@ from typing import Any
 
 from gencoord_env.experiments.specs import Condition, Experiment
 from gencoord_env.tasks import Cluster, Episode, pool as load_pool
+from gencoord_env.tasks.pools import role_permutations
 from gencoord_env.world.types import World
 
 PolicyFactory = Callable[[Condition], Any]
@@ -52,7 +53,7 @@ class EpisodeRow:
 def _attribute(cluster: Cluster, name: str) -> str | None:
     from gencoord_env.tasks.prior import prior
 
-    template = prior().templates[cluster.template]
+    template = prior().template(cluster.template)
     value = getattr(template, name) if hasattr(template, name) else getattr(cluster, name)
     return None if value is None else str(value)
 
@@ -93,10 +94,22 @@ def select_clusters(clusters: Sequence[Cluster], indices: Sequence[int], limit: 
 
 
 def episode_indices(condition: Condition, episodes: int | None, pool_seed: int = 0) -> list[int]:
-    """Env episode indices (``2 * cluster + perm``) for at most ``ceil(episodes / 2)`` clusters, both roles."""
+    """Env episode indices (``2 * cluster + perm``; a team of n: ``n * cluster + rotation``) for at most
+    ``ceil(episodes / 2)`` clusters, each under both role permutations. A capped run plays a team's cluster
+    under two of its n rotations, the next two for the next cluster, so a small run still meets every one;
+    an uncapped run plays every rotation."""
     clusters = load_pool(condition.pool, pool_seed)
     limit = None if episodes is None else max(1, math.ceil(episodes / 2))
-    return [2 * i + perm for i in select_clusters(clusters, pool_indices(condition, pool_seed), limit) for perm in (0, 1)]
+    offsets, start = [], 0
+    for c in clusters:
+        offsets.append(start)
+        start += role_permutations(c)
+    out: list[int] = []
+    for j, i in enumerate(select_clusters(clusters, pool_indices(condition, pool_seed), limit)):
+        n = role_permutations(clusters[i])
+        perms = range(n) if limit is None or n == 2 else sorted({j % n, (j + 1) % n})
+        out += [offsets[i] + perm for perm in perms]
+    return out
 
 
 def make_env(condition: Condition, backend: str, world: World | None, pool_seed: int = 0) -> Any:
@@ -108,7 +121,10 @@ def make_env(condition: Condition, backend: str, world: World | None, pool_seed:
                                     surface=condition.surface, private_fact=condition.private_fact,
                                     pool_seed=pool_seed, world=world)
     if condition.intervention:
-        env = apply(env, [{"name": condition.intervention}])
+        spec: dict[str, Any] = {"name": condition.intervention}
+        if condition.intervention_args:
+            spec["args"] = dict(condition.intervention_args)
+        env = apply(env, [spec])
     return env
 
 

@@ -37,6 +37,7 @@ class Condition:
     surface: str = "dsl"
     private_fact: str = "id"
     intervention: str | None = None  # a ``gencoord_env.wrappers.INTERVENTIONS`` name
+    intervention_args: Mapping[str, Any] = field(default_factory=dict)  # e.g. a team's {"edge": [role, role]}
     subject: bool = False  # ``--policy`` replaces ``policy`` here
     only_with_policy: bool = False  # a learned-policy row, run only when ``--policy`` is given
     where: Mapping[str, str] = field(default_factory=dict)  # episode attribute filter, e.g. {"motif": ...}
@@ -242,8 +243,56 @@ NATURALIZED = Experiment(
     ),
 )
 
+#: the team templates' channels, by role: the edges whose request a condition removes or replaces
+_TEAM_EDGES = {"chain": (("sender", "crafter"), ("sender", "courier")),
+               "relay": (("sender", "relay"), ("relay", "receiver")),
+               "fan_in": (("wood_sender", "builder"), ("stone_sender", "builder"))}
+
+
+def _team_conditions() -> tuple[Condition, ...]:
+    out: list[Condition] = []
+    for template, edges in _TEAM_EDGES.items():
+        true = f"{template} / true requests"
+        where = {"template": template}
+        out.append(Condition(true, "teams", "rule", where=where, subject=True))
+        for verb, name in (("removed", "RequestRemoval"), ("replaced", "RequestReplacement")):
+            for a, b in edges:
+                out.append(Condition(f"{template} / {verb} {a}>{b}", "teams", "rule", where=where, intervention=name,
+                                     intervention_args={"edge": [a, b]}, subject=True, versus=true))
+        if template == "chain":
+            out.append(Condition("chain / replaced every edge", "teams", "rule", where=where, intervention="RequestReplacement",
+                                 subject=True, versus=true, note="both of the sender's requests carry the alternative"))
+    feedback = "workcells / correct feedback"
+    out += [
+        Condition("workcells / A-only", "team_feedback", "requester_local", route="requester_only", subject=True,
+                  versus=feedback),
+        Condition(feedback, "team_feedback", "rule", route="feedback", subject=True),
+        *(Condition(f"workcells / counterfactual requester>{peer}", "team_feedback", "rule", route="feedback",
+                    intervention="CounterfactualFeedback", intervention_args={"edge": ["requester", peer]},
+                    subject=True, versus=feedback) for peer in ("first_peer", "second_peer")),
+        Condition("workcells / centralized", "team_feedback", "rule", route="centralized", subject=True, versus=feedback),
+    ]
+    for n in (3, 4, 5):
+        local = f"chain n={n} / local (forward)"
+        out += [Condition(local, f"chain{n}", "rule", subject=True),
+                Condition(f"chain n={n} / centralized", f"chain{n}", "rule", route="centralized", subject=True,
+                          versus=local)]
+    return tuple(out)
+
+
+TEAMS = Experiment(
+    name="teams",
+    title="Teams of n agents: per-edge ceilings, feedback per edge, B_local vs B_central as n grows",
+    paper_source="beyond the paper (its Limitations: dynamic multi-edge consistency); the traffic columns are its "
+                 "Discussion / E2 equations B_central and B_local, measured per episode (gencoord_env.traffic)",
+    columns=(SUCCESS, ("failed_edges", "failing edge"), ("failure_mode", "failure"), ("agents", "n"),
+             ("b_local_mean", "B_local B"), ("local_rounds", "R_l"), ("active_edges", "|E|"),
+             ("b_central_mean", "B_central B"), ("central_participants", "|A_t|")),
+    conditions=_team_conditions(),
+)
+
 EXPERIMENTS: dict[str, Experiment] = {
-    e.name: e for e in (GOAL_CAPABILITY, REQUEST, COMPOSITION, REPRESENTATION, HORIZON, VISIBILITY, NATURALIZED)
+    e.name: e for e in (GOAL_CAPABILITY, REQUEST, COMPOSITION, REPRESENTATION, HORIZON, VISIBILITY, NATURALIZED, TEAMS)
 }
 
 

@@ -13,7 +13,8 @@ consumes it. A record goes parse -> contract check -> shape -> step, where the s
 A team's rows come from its template's channels (``routes.route_rows``); its records may carry one REQ
 per peer, each delivered along its own edge through the deliver stage and the interventions on it, and
 the metrics count the bytes of every edge (``edges``: the paper's B_local / B_central accounting,
-``gencoord_env.interfaces``).
+``gencoord_env.traffic``) and name the edge a failure is attributed to (``failed_edge``, by roles:
+``crafter>courier``).
 
 Committing is one step for every route: materialize -> compile -> execute -> verify (single-step's early
 task goes through the same compile and execute). Agent mistakes end the episode with a failure code;
@@ -95,15 +96,17 @@ class Progress:
 class Metrics:
     """Per-episode counters (``as_dict`` is what ``infos[agent]["metrics"]`` carries)."""
 
-    def __init__(self, team: bool = False) -> None:
+    def __init__(self, team: bool = False, agents: int = 2) -> None:
         self.values: dict[str, Any] = {
             "decisions": 0, "raw_validity": True, "commitment_validity": False, "handoff_verified": False,
             "wire_bytes": 0, "wire_messages": 0, "request_bytes": 0, "response_bytes": 0, "upload_bytes": 0,
             "time_to_commitment": None, "episode_seconds": None,
         }
         self.team = team
+        self.agents = agents
         #: a team's per-edge messages: {sender, receiver, kind, bytes, round}, in the order they crossed
         self.edges: list[dict[str, Any]] = []
+        self.failed_edge: str | None = None  # a team: "sender role>receiver role" of the edge a failure names
         self.t_start = time.perf_counter()
         self.t_first_observation: float | None = None
 
@@ -125,7 +128,9 @@ class Metrics:
     def as_dict(self) -> dict[str, Any]:
         out = dict(self.values)
         if self.team:  # two-agent metrics keep their keys (recorded traces replay unchanged)
+            out["agents"] = self.agents
             out["edges"] = [dict(e) for e in self.edges]
+            out["failed_edge"] = self.failed_edge
         return out
 
 
@@ -145,7 +150,7 @@ class EpisodeSession:
                                  history={a: () for a in episode.agent_of.values()})
         self.trace: list[dict[str, Any]] = []
         self.events: list[WorldEvent] = []
-        self.metrics = Metrics(team=episode.is_team)
+        self.metrics = Metrics(team=episode.is_team, agents=len(episode.agents))
         self.outcome: FailureCode | None = None
         self.reason = ""
         world.reset(episode.world)
@@ -408,9 +413,16 @@ class EpisodeSession:
         self.trace.append({"stage": "execute", "events": events})
         return events
 
+    def _failed_on(self, edge: Sequence[str] | None) -> None:
+        """A team's failure names its edge; the metrics keep it by roles (agents rotate between episodes)."""
+        if edge is not None and self.episode.is_team:
+            role = self.episode.role_of
+            self.metrics.failed_edge = f"{role[edge[0]]}>{role[edge[1]]}"
+
     def _commit(self, resolution: Resolution) -> None:
         self.trace.append({"stage": "resolve", "resolution": resolution})
         if resolution.commitment is None:
+            self._failed_on(resolution.edge)
             self._end(resolution.code or F.RESOLUTION_CONFLICT, resolution.reason)
             return
         m = self.metrics
@@ -428,6 +440,9 @@ class EpisodeSession:
         verdict = self.stages.verify(plan, self.events, truth)
         self.trace.append({"stage": "verify", "verdict": verdict, "ground_truth": truth})
         m.values["handoff_verified"] = verdict.handoff_verified
+        missing = next((h for h in verdict.checks.get("handoffs", ()) if not h["ok"]), None)
+        if missing is not None and verdict.code is F.HANDOFF_FAILURE:
+            self._failed_on((missing["producer"], missing["receiver"]))
         self._end(verdict.code, "; ".join(verdict.reasons))
 
     def _end(self, code: FailureCode, reason: str = "") -> None:
