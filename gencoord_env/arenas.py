@@ -26,7 +26,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from gencoord_env.world.types import World
@@ -41,7 +41,6 @@ class Slot:
     env: Any
     policy: Any
     trace: io.StringIO | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def take_trace(self) -> str:
         """The trace records written since the last call (one JSONL line per finished episode)."""

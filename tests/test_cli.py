@@ -215,6 +215,6 @@ def test_sidecar_death_in_a_rollout_is_one_line_naming_the_log(fake_install: Pat
 @pytest.mark.skipif(os.name != "posix", reason="the stand-in node is a shell script")
 def test_protocol_mismatch_in_a_rollout_is_one_line(fake_install: Path, monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("FAKE_SIDECAR", "protocol2")
+    monkeypatch.setenv("FAKE_SIDECAR", "old_protocol")
     assert main(["rollout", "--backend", "minecraft", "--episodes", "1"]) == 1
-    assert _error_line(capsys).startswith("error: sidecar speaks protocol 2, this package 1; ")
+    assert _error_line(capsys).startswith("error: sidecar speaks protocol 1, this package 2; ")
