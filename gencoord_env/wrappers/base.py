@@ -75,15 +75,18 @@ class StageIntervention(BaseParallelWrapper):
 
 
 def _edge(edge: Sequence[str], base: Any) -> tuple[str, str]:
-    """``edge`` as (sender role, receiver role), checked against the channels of the env's templates."""
+    """``edge`` as (sender role, receiver role), checked against the channels of the env's templates and the
+    prior's team templates (a replayed episode may be one whose template lacks it)."""
+    from gencoord_env.tasks.prior import prior
+
     if isinstance(edge, str) or len(edge) != 2 or not all(isinstance(r, str) for r in edge):
         raise TypeError(f"edge names a channel as (sender role, receiver role), e.g. ('sender', 'crafter'); got {edge!r}")
     pair = (edge[0], edge[1])
-    channels = sorted({c for e in _sample(base.episodes) for c in e.template.message_edges})
-    if pair not in channels:
+    channels = {c for e in _sample(base.episodes) for c in e.template.message_edges}
+    if pair not in channels | {c for t in prior().teams.values() for c in t.message_edges}:
         import difflib
 
-        names = [f"{a}>{b}" for a, b in channels]
+        names = [f"{a}>{b}" for a, b in sorted(channels)]
         hint = difflib.get_close_matches(f"{pair[0]}>{pair[1]}", names, n=1)
         raise ValueError(f"no template of this env has a channel {pair[0]} -> {pair[1]}; its channels are {names}"
                          + (f" (did you mean {hint[0]!r}?)" if hint else ""))
