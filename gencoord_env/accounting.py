@@ -21,7 +21,8 @@ first, so both read the same.
 "Learned model / decision calls" counts the agents' decisions (``metrics["decisions"]``): one model call
 each when the agents are learned, as in the paper; the trace does not say which policy decided.
 "Executor actions" sums every category of every event, failed calls' included; the sender and receiver
-rows give the handed-over item's count in each inventory from the handoff event's snapshots.
+rows give the handed-over item's count in each inventory from the handoff event's snapshots (a team: one
+pair of rows per handoff edge).
 """
 from __future__ import annotations
 
@@ -92,6 +93,7 @@ class EpisodeAccount:
     episode_seconds: float | None
     handoff_verified: bool | None
     terminal_ok: bool | None
+    handoffs: tuple[Handoff, ...] = ()  # every committed handoff (a team has one per handoff edge)
 
     @property
     def executor_actions(self) -> int | None:
@@ -108,8 +110,7 @@ class EpisodeAccount:
             ("Executor actions by kind", "not recorded" if self.actions is None else ", ".join(
                 f"{c.replace('_', ' ')} {self.actions[c]}" for c in EXECUTOR_ACTIONS)),
         ]
-        h = self.handoff
-        if h is not None:
+        for h in self.handoffs or ((self.handoff,) if self.handoff is not None else ()):
             rows += [
                 (f"Sender {h.item} ({h.sender}), before -> after", _arrow(h.sender_before, h.sender_after)),
                 (f"Receiver {h.item} ({h.receiver}), before -> after", _arrow(h.receiver_before, h.receiver_after)),
@@ -141,6 +142,7 @@ def account(record: Mapping[str, Any]) -> EpisodeAccount:
     events = [e for entry in trace if entry.get("stage") == "execute" for e in entry.get("events", [])]
     calls = sum(len(entry.get("calls", [])) for entry in trace if entry.get("stage") in ("compile", "execute"))
     seconds = (record.get("timings") or {}).get("episode_seconds", metrics.get("episode_seconds"))
+    handoffs = _handoffs(verdict, commitment, events)
     return EpisodeAccount(
         episode_id=str(record.get("episode_id", "")),
         outcome=str(jsonable(record.get("outcome", ""))),
@@ -148,13 +150,14 @@ def account(record: Mapping[str, Any]) -> EpisodeAccount:
         decisions=int(metrics.get("decisions", 0)),
         skill_calls=calls,
         actions=_actions(events),
-        handoff=_handoff(verdict, commitment, events),
+        handoff=handoffs[0] if handoffs else None,
         terminal=tuple(Clause(c["kind"], c["where"], c["item"], int(c["expected"]), int(c["observed"]), bool(c["ok"]))
                        for c in verdict["checks"].get("terminal", ())) if verdict else (),
         terminal_inventories=verify["ground_truth"]["inventories"] if verify.get("ground_truth") else None,
         episode_seconds=None if seconds is None else float(seconds),
         handoff_verified=bool(verdict["handoff_verified"]) if verdict else None,
         terminal_ok=bool(verdict["terminal_ok"]) if verdict else None,
+        handoffs=handoffs,
     )
 
 
@@ -171,15 +174,21 @@ def _actions(events: Sequence[Mapping[str, Any]]) -> dict[str, int] | None:
     return {c: sum(int(a.get(c, 0)) for a in counted) for c in EXECUTOR_ACTIONS}
 
 
-def _handoff(verdict: Mapping[str, Any] | None, commitment: Mapping[str, Any] | None,
-             events: Sequence[Mapping[str, Any]]) -> Handoff | None:
+def _handoffs(verdict: Mapping[str, Any] | None, commitment: Mapping[str, Any] | None,
+              events: Sequence[Mapping[str, Any]]) -> tuple[Handoff, ...]:
+    """Every committed handoff, from the verdict's checks (one, or a team's per edge) or the commitment."""
     if verdict:
-        h = verdict["checks"]["handoff"]
-        sender, receiver, item, count = h["producer"], h["receiver"], h["item"], h["count"]
+        checks = verdict["checks"]
+        edges = checks["handoffs"] if "handoffs" in checks else [checks["handoff"]]
+        committed = [(h["producer"], h["receiver"], h["item"], h["count"]) for h in edges]
     elif commitment:
-        sender, receiver, item, count = commitment["handoff"]
+        committed = [tuple(h) for h in commitment["handoffs"]] if "handoffs" in commitment else [commitment["handoff"]]
     else:
-        return None
+        return ()
+    return tuple(_handoff(*h, events) for h in committed)  # type: ignore[misc]
+
+
+def _handoff(sender: str, receiver: str, item: str, count: int, events: Sequence[Mapping[str, Any]]) -> Handoff:
     handoffs = (e.get("data", {}) for e in events if e.get("kind") == "handoff" and e.get("ok"))
     data = next((d for d in handoffs if (d.get("from"), d.get("to"), d.get("item")) == (sender, receiver, item)), {})
     before, after = data.get("inventories_before"), data.get("inventories_after")

@@ -48,9 +48,9 @@ def env_choices() -> dict[str, tuple[str, ...]]:
     from gencoord_env.envs.gencoord.routes import ROUTES
     from gencoord_env.envs.gencoord.surfaces import SURFACES
     from gencoord_env.tasks.compose import VIEWS
-    from gencoord_env.tasks.pools import POOL_SIZES
+    from gencoord_env.tasks.pools import POOL_SIZES, TEAM_POOLS
 
-    return {"pool": tuple(POOL_SIZES), "route": tuple(ROUTES), "view": tuple(VIEWS), "surface": tuple(SURFACES),
+    return {"pool": (*POOL_SIZES, *TEAM_POOLS), "route": tuple(ROUTES), "view": tuple(VIEWS), "surface": tuple(SURFACES),
             "backend": tuple(BACKENDS)}
 
 
