@@ -1,15 +1,21 @@
-"""``gencoord train data|sft|grpo|evaluate``: SFT data, training and closed-loop evaluation
+"""``gencoord train data|tokenizer|sft|grpo|evaluate|transfer``: SFT data, training and closed-loop evaluation
 (also ``python -m gencoord_env.train <command>``).
 
-Each command is also a function taking ``argv`` (:func:`data_main`, :func:`sft_main`, :func:`grpo_main`,
-:func:`evaluate_main`). ``sft`` and ``evaluate`` need the ``lm`` extra, ``grpo`` the ``lm`` and ``rl`` extras.
+Each command is also a function taking ``argv`` (:func:`data_main`, :func:`tokenizer_main`, :func:`sft_main`,
+:func:`grpo_main`, :func:`evaluate_main`, :func:`transfer_main`). ``tokenizer``, ``sft`` and ``evaluate``
+need the ``lm`` extra, ``grpo`` the ``lm`` and ``rl`` extras, ``transfer`` the ``lm`` and ``experiments`` extras.
 
 Examples::
 
     gencoord train data --out runs/data
+    gencoord train data --out runs/pre --sets procedural --rows 32000 --workers 8
+    gencoord train tokenizer --data runs/data/forward.jsonl runs/pre/procedural.jsonl --out runs/tokenizer
+    gencoord train sft --data runs/pre/procedural.jsonl --out runs/pre --scratch qwen3 --tokenizer runs/tokenizer --epochs 1
+    gencoord train sft --data runs/data/forward.jsonl --out runs/ft --base-model runs/pre/final
     gencoord train sft --data runs/data/forward.jsonl --out runs/scratch --scratch qwen3 --lr 1e-3 --epochs 12
     gencoord train grpo --model runs/scratch/final --pool train --route forward --out runs/grpo --steps 200
     gencoord train evaluate --model runs/scratch/final --pool heldout --route forward --out runs/heldout.json
+    gencoord train transfer --out runs/transfer --budget tiny
 """
 from __future__ import annotations
 
@@ -25,21 +31,47 @@ PROG = "gencoord train"
 
 
 def data_main(argv: Sequence[str] | None = None) -> int:
-    from gencoord_env.train.data import DATASETS, build_all
+    from gencoord_env.train.data import DATASETS, PROCEDURAL, PROCEDURAL_ROWS, build_all
 
     p = argparse.ArgumentParser(prog=f"{PROG} data", description="Write the programmatic SFT sets and their manifest.")
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--sets", nargs="*", choices=sorted(DATASETS), help="sets to build (default: all)")
-    p.add_argument("--seed", type=int, default=0, help="pool seed")
+    p.add_argument("--sets", nargs="*", choices=sorted([*DATASETS, *PROCEDURAL]),
+                   help="sets to build (default: the paper's sets; procedural ones only when named)")
+    p.add_argument("--seed", type=int, default=0, help="pool seed (of the procedural pool too)")
+    p.add_argument("--rows", type=positive_int, help=f"rows of each procedural set, a multiple of 8 (default {PROCEDURAL_ROWS})")
+    p.add_argument("--workers", type=positive_int, default=1, help="processes that play the procedural episodes (default 1)")
     a = p.parse_args(argv)
-    manifest = build_all(a.out, a.sets, a.seed)
+    manifest = build_all(a.out, a.sets, a.seed, rows=a.rows, workers=a.workers)
     for name, f in manifest["files"].items():
         print(f"{name:15s} {f['rows']:5d} rows  sha256 {f['sha256'][:16]}  {f['stages']}")
     return 0
 
 
+def tokenizer_main(argv: Sequence[str] | None = None) -> int:
+    from gencoord_env.agents.lm.loading import train_tokenizer
+    from gencoord_env.train.data import load_rows
+
+    p = argparse.ArgumentParser(prog=f"{PROG} tokenizer", description="Train one offline byte-level BPE tokenizer on "
+                                "the rows of several sets, for scratch runs that must share it (sft --tokenizer).")
+    p.add_argument("--data", nargs="+", required=True, help="JSONL files written by `train data`")
+    p.add_argument("--out", required=True, help="directory to save the tokenizer in")
+    p.add_argument("--vocab-size", type=positive_int, default=2048)
+    p.add_argument("--max-rows", type=positive_int, help="at most this many rows of each file (default: all)")
+    a = p.parse_args(argv)
+    prompts: dict[str, None] = {}
+    targets: list[str] = []
+    for path in a.data:
+        rows = load_rows(path)
+        prompts.update((r.prompt, None) for r in rows[: a.max_rows])
+        targets += [r.target for r in rows]
+    tokenizer = train_tokenizer([*prompts, *targets], vocab_size=a.vocab_size)
+    tokenizer.save_pretrained(a.out)
+    print(json.dumps({"out": a.out, "vocabulary": len(tokenizer), "prompts": len(prompts), "targets": len(targets)}))
+    return 0
+
+
 def sft_main(argv: Sequence[str] | None = None) -> int:
-    from gencoord_env.train.sft import SCRATCH_LR, ScratchConfig, SFTConfig, train
+    from gencoord_env.train.sft import CONTINUE_LR, PAPER_LR, SCRATCH_LR, ScratchConfig, SFTConfig, train
 
     p = argparse.ArgumentParser(prog=f"{PROG} sft", description="Supervised fine-tuning (target + EOS loss) with provenance.")
     p.add_argument("--data", nargs="+", required=True, help="JSONL files written by `train data`")
@@ -50,7 +82,12 @@ def sft_main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--hidden-size", type=int, default=256)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--vocab-size", type=int, default=2048)
-    p.add_argument("--lr", type=float, help=f"default 1e-5 (pretrained) or {SCRATCH_LR} (scratch)")
+    p.add_argument("--tokenizer", help="with --scratch: a saved tokenizer directory (`train tokenizer`) instead of one trained on --data")
+    p.add_argument("--lr", type=float, help=f"default {SCRATCH_LR} with --scratch, {CONTINUE_LR} for a checkpoint whose "
+                   f"training began from scratch here (its training_record.json says so), else {PAPER_LR}")
+    p.add_argument("--subword-dropout", type=float, default=0.0, metavar="P",
+                   help="BPE-dropout: skip each merge with probability P in the prompts of --subword-dropout-rows of the rows")
+    p.add_argument("--subword-dropout-rows", type=float, default=0.0, metavar="FRACTION")
     p.add_argument("--epochs", type=float, default=2.0)
     p.add_argument("--max-steps", type=int)
     p.add_argument("--micro-batch", type=int, default=4)
@@ -60,17 +97,19 @@ def sft_main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--no-save", action="store_true", help="skip writing the checkpoint (timing runs)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     a = p.parse_args(argv)
-    scratch = ScratchConfig(a.scratch, a.vocab_size, a.hidden_size, a.layers) if a.scratch else None
-    lr = a.lr if a.lr is not None else (SCRATCH_LR if scratch else 1e-5)
+    if a.tokenizer and not a.scratch:
+        p.error("--tokenizer applies to --scratch runs; a --base-model run uses the checkpoint's own tokenizer")
+    scratch = ScratchConfig(a.scratch, a.vocab_size, a.hidden_size, a.layers, tokenizer=a.tokenizer) if a.scratch else None
     config = SFTConfig(
-        data=tuple(a.data), out_dir=a.out, base_model=a.base_model, scratch=scratch, lr=lr, epochs=a.epochs,
+        data=tuple(a.data), out_dir=a.out, base_model=a.base_model, scratch=scratch, lr=a.lr, epochs=a.epochs,
         max_steps=a.max_steps, micro_batch=a.micro_batch, grad_accum=a.grad_accum, max_length=a.max_length,
-        seed=a.seed, save=not a.no_save, progress=not a.quiet,
+        seed=a.seed, save=not a.no_save, progress=not a.quiet, subword_dropout=a.subword_dropout,
+        subword_dropout_rows=a.subword_dropout_rows,
     )
     result = train(config)
     prov = result.provenance
     print(json.dumps({k: prov[k] for k in ("optimizer_steps", "train_seconds", "loss_first", "loss_final", "token_exposure")}
-                     | {"parameters": prov["base_model"]["parameters"], "device": prov["libraries"]["device_name"],
+                     | {"lr": prov["config"]["lr"], "parameters": prov["base_model"]["parameters"], "device": prov["libraries"]["device_name"],
                         "checkpoint": str(result.checkpoint) if result.checkpoint else None}, indent=2))
     return 0
 
@@ -152,11 +191,63 @@ def evaluate_main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def transfer_main(argv: Sequence[str] | None = None) -> int:
+    import dataclasses
+
+    from gencoord_env.train.transfer import BACKENDS, BUDGETS, PAPER_SEEDS, POOLS, TransferConfig, report_lines, run
+
+    p = argparse.ArgumentParser(
+        prog=f"{PROG} transfer",
+        description="Transfer without downloaded weights: for each seed and backend, a scratch model on the paper's rows "
+                    "only, one pretrained on procedural rows, and that one fine-tuned on the paper's rows; all evaluated "
+                    "closed-loop; writes summary.json, summary.png, summary.csv and seeds/<seed>.json.")
+    p.add_argument("--out", required=True, help="results directory")
+    p.add_argument("--work", help="checkpoints, data and lane files (default: OUT/work)")
+    p.add_argument("--seeds", nargs="+", type=int, default=list(PAPER_SEEDS), help="training seeds (default: the paper's three)")
+    p.add_argument("--budget", choices=sorted(BUDGETS), default="tiny",
+                   help="tiny: the whole pipeline on a CPU in about a minute; full: the real run, sized for one H100 (default: tiny)")
+    p.add_argument("--backends", nargs="+", choices=list(BACKENDS), default=list(BACKENDS))
+    p.add_argument("--pools", nargs="+", choices=list(POOLS), default=list(POOLS))
+    p.add_argument("--device", help="torch device of every lane (default: cuda when available)")
+    p.add_argument("--jobs", type=positive_int, default=1, help="lanes (seed x backend x chain) run at once, one process each (default 1)")
+    p.add_argument("--data-workers", type=positive_int, default=1, help="processes that play the procedural episodes (default 1)")
+    overrides = p.add_argument_group("budget overrides")
+    for flag, kind in (("hidden-size", int), ("num-layers", int), ("pretrain-rows", int), ("pretrain-epochs", float),
+                       ("protocol-epochs", float), ("finetune-epochs", float), ("finetune-lr", float),
+                       ("micro-batch", int), ("grad-accum", int), ("eval-episodes", int), ("eval-batch", int),
+                       ("subword-dropout", float), ("subword-dropout-rows", float), ("tokenizer-rows", int),
+                       ("pretrain-steps", int), ("protocol-steps", int), ("finetune-steps", int)):
+        overrides.add_argument(f"--{flag}", type=kind)
+    p.add_argument("--summarize-only", action="store_true",
+                   help="rebuild the summary from OUT/inputs.json and OUT/lanes/ (e.g. of a run cut short); trains nothing")
+    p.add_argument("--quiet", action="store_true")
+    a = p.parse_args(argv)
+    changes = {f.name: getattr(a, f.name) for f in dataclasses.fields(BUDGETS[a.budget])
+               if hasattr(a, f.name) and f.name != "name" and getattr(a, f.name) is not None}
+    budget = dataclasses.replace(BUDGETS[a.budget], **changes)
+    config = TransferConfig(out=a.out, seeds=tuple(a.seeds), budget=budget, backends=tuple(a.backends), pools=tuple(a.pools),
+                            work=a.work, device=a.device, jobs=a.jobs, data_workers=a.data_workers, progress=not a.quiet)
+    if a.summarize_only:
+        from gencoord_env.train.transfer import summarize
+
+        summary = summarize(config)
+    else:
+        summary = run(config, list(argv) if argv is not None else sys.argv[1:])
+    for line in report_lines(summary):
+        print(line)
+    if summary["failures"]:
+        print(f"error: {len(summary['failures'])} lane(s) failed; see summary.json 'failures'", file=sys.stderr)
+        return 1
+    return 0
+
+
 COMMANDS: dict[str, tuple[Callable[[Sequence[str] | None], int], str]] = {
     "data": (data_main, "write the programmatic SFT sets and their manifest"),
+    "tokenizer": (tokenizer_main, "train one offline BPE tokenizer for scratch runs to share (needs the lm extra)"),
     "sft": (sft_main, "supervised fine-tuning with provenance (needs the lm extra)"),
     "grpo": (grpo_main, "GRPO from an SFT checkpoint, rewarded by env replay (needs the lm and rl extras)"),
     "evaluate": (evaluate_main, "closed-loop evaluation of a checkpoint in the env (needs the lm extra)"),
+    "transfer": (transfer_main, "procedural pretraining vs the paper's rows only, every seed and backend (lm + experiments extras)"),
 }
 
 

@@ -18,6 +18,19 @@ intended binding, and every episode it plays must end in ``SUCCESS``.
 | ``gc_centralized`` | gc_train | 320 | 320 centralized joint plans from the merged views |
 | ``freeform`` | train | 2,400 | 960 sender_initial + 240 receiver_question + 240 sender_answer + 960 receiver_after_request |
 
+Procedural sets (pretraining; their size is a parameter, ``rows``, default :data:`PROCEDURAL_ROWS`):
+
+| set | pool | rows | stages |
+| --- | --- | --- | --- |
+| ``procedural`` | procedural | ``rows`` | ``rows/2`` sender_initial + ``rows/2`` receiver_after_request |
+| ``procedural_factor_code`` | procedural | ``rows`` | the same episodes, Factor-Code targets |
+
+They are played like ``forward`` over the first ``rows/2`` episodes of ``pool="procedural"`` with
+``pool_seed=seed`` (``gencoord_env.tasks.procedural``: generated templates, never a held-out template or
+a crossproduct combination), so ``rows`` is a multiple of 8 (one matched pair: 2 bindings x 2 role
+permutations x 2 stages). Item ``k`` of the pool is a pure function of ``(seed, k)``, so the rows are the
+same whatever ``workers`` builds them.
+
 ``gc_train`` is the training side of the Goal x Capability suite. The evaluation pool crosses two goals,
 two workcell modes and the prior's ten world variants (40 clusters); the paper's 320 rows per stage need
 160 training clusters, so the training side crosses the same goals and modes with 40 further world
@@ -37,6 +50,7 @@ Example::
 
     manifest = build_all("runs/data")          # writes forward.jsonl, ..., manifest.json
     rows = load_rows("runs/data/forward.jsonl")
+    build_all("runs/pre", ["procedural"], rows=32_000, workers=8)
 """
 from __future__ import annotations
 
@@ -62,6 +76,8 @@ from gencoord_env.types import Proposal
 __all__ = [
     "DATASETS",
     "EXPECTED_ROWS",
+    "PROCEDURAL",
+    "PROCEDURAL_ROWS",
     "Row",
     "build_all",
     "build_set",
@@ -69,6 +85,7 @@ __all__ = [
     "file_sha256",
     "gc_train_episodes",
     "load_rows",
+    "procedural_rows",
     "reference",
     "training_variants",
 ]
@@ -83,6 +100,11 @@ EXPECTED_ROWS: dict[str, int] = {
     "gc_centralized": 320,
     "freeform": 2400,
 }
+
+#: Default size of a procedural set: 4,000 matched pairs of generated templates.
+PROCEDURAL_ROWS = 32_000
+#: Rows of one matched pair on the forward route: 2 bindings x 2 role permutations x 2 stages.
+ROWS_PER_PAIR = 8
 
 #: Extra world variants for Goal x Capability training (2 goals x 2 modes x 40 = 160 clusters).
 GC_TRAIN_VARIANTS = 40
@@ -266,22 +288,71 @@ DATASETS: dict[str, Callable[[int], Iterator[Row]]] = {
 }
 
 
-def build_set(name: str, seed: int = 0) -> list[Row]:
-    """Every row of set ``name``; raises when the count differs from the paper's."""
-    if name not in DATASETS:
+def _procedural_chunk(set_name: str, seed: int, start: int, stop: int, codes: bool) -> list[Row]:
+    from gencoord_env.tasks.procedural import procedural_episodes
+
+    return list(_rows(set_name, procedural_episodes(seed)[start:stop], "forward", codes=codes))
+
+
+def procedural_rows(rows: int = PROCEDURAL_ROWS, seed: int = 0, codes: bool = False, workers: int = 1) -> list[Row]:
+    """``rows`` forward rows played over ``pool="procedural"`` (``pool_seed=seed``) with reference records.
+
+    ``codes`` gives the Factor-Code targets of the same episodes. ``workers`` > 1 plays contiguous runs of
+    matched pairs in that many processes; the rows (and their order) do not depend on it.
+    """
+    if rows < ROWS_PER_PAIR or rows % ROWS_PER_PAIR:
+        raise ValueError(f"rows must be a positive multiple of {ROWS_PER_PAIR} (one matched pair: 2 bindings x "
+                         f"2 role permutations x 2 stages), got {rows}")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    name = "procedural_factor_code" if codes else "procedural"
+    episodes = rows // 2
+    pairs = rows // ROWS_PER_PAIR
+    per = -(-pairs // workers) * 4  # whole pairs per chunk, as episodes
+    bounds = [(a, min(a + per, episodes)) for a in range(0, episodes, per)]
+    if len(bounds) == 1:
+        return _procedural_chunk(name, seed, 0, episodes, codes)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(len(bounds), mp_context=multiprocessing.get_context("spawn")) as pool_:
+        parts = pool_.map(_procedural_chunk, *zip(*[(name, seed, a, b, codes) for a, b in bounds]))
+        return [r for part in parts for r in part]
+
+
+#: Procedural sets: ``name -> (seed, rows, workers) -> rows``.
+PROCEDURAL: dict[str, Callable[[int, int, int], list[Row]]] = {
+    "procedural": lambda seed, rows, workers: procedural_rows(rows, seed, codes=False, workers=workers),
+    "procedural_factor_code": lambda seed, rows, workers: procedural_rows(rows, seed, codes=True, workers=workers),
+}
+
+
+def build_set(name: str, seed: int = 0, rows: int | None = None, workers: int = 1) -> list[Row]:
+    """Every row of set ``name``; raises when the count differs from the paper's.
+
+    ``rows`` sizes a procedural set (default :data:`PROCEDURAL_ROWS`); the paper's sets have fixed sizes.
+    """
+    if name in PROCEDURAL:
+        out = PROCEDURAL[name](seed, PROCEDURAL_ROWS if rows is None else rows, workers)
+    elif name in DATASETS:
+        if rows is not None and rows != EXPECTED_ROWS[name]:
+            raise ValueError(f"set {name!r} has the paper's fixed size, {EXPECTED_ROWS[name]} rows; "
+                             f"rows={rows} applies to the procedural sets {sorted(PROCEDURAL)} only")
+        out = list(DATASETS[name](seed))
+        if len(out) != EXPECTED_ROWS[name]:
+            raise AssertionError(f"set {name!r} has {len(out)} rows; the paper's count is {EXPECTED_ROWS[name]}")
+    else:
         import difflib
 
-        hint = difflib.get_close_matches(name, DATASETS, n=1)
-        raise ValueError(f"unknown data set {name!r}; expected one of {sorted(DATASETS)}"
+        names = sorted([*DATASETS, *PROCEDURAL])
+        hint = difflib.get_close_matches(name, names, n=1)
+        raise ValueError(f"unknown data set {name!r}; expected one of {names}"
                          + (f" (did you mean {hint[0]!r}?)" if hint else ""))
-    rows = list(DATASETS[name](seed))
-    if len(rows) != EXPECTED_ROWS[name]:
-        raise AssertionError(f"set {name!r} has {len(rows)} rows; the paper's count is {EXPECTED_ROWS[name]}")
-    ids = Counter(r.id for r in rows)
+    ids = Counter(r.id for r in out)
     dup = [i for i, n in ids.items() if n > 1]
     if dup:
         raise AssertionError(f"set {name!r} repeats row ids, e.g. {dup[:3]}")
-    return rows
+    return out
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -313,19 +384,24 @@ def load_rows(path: str | os.PathLike[str]) -> list[Row]:
     return out
 
 
-def build_all(out_dir: str | os.PathLike[str], sets: Sequence[str] | None = None, seed: int = 0) -> dict[str, Any]:
-    """Write ``<set>.jsonl`` for each set and ``manifest.json`` with row counts and SHA-256 hashes."""
+def build_all(out_dir: str | os.PathLike[str], sets: Sequence[str] | None = None, seed: int = 0,
+              rows: int | None = None, workers: int = 1) -> dict[str, Any]:
+    """Write ``<set>.jsonl`` for each set and ``manifest.json`` with row counts and SHA-256 hashes.
+
+    ``sets`` defaults to the paper's sets (:data:`DATASETS`); ``rows`` and ``workers`` apply to the
+    procedural ones (:data:`PROCEDURAL`).
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files: dict[str, Any] = {}
     for name in sets or list(DATASETS):
-        rows = build_set(name, seed)
+        built = build_set(name, seed, rows if name in PROCEDURAL else None, workers)
         path = out / f"{name}.jsonl"
-        write_rows(rows, path)
+        write_rows(built, path)
         files[name] = {
             "file": path.name,
-            "rows": len(rows),
-            "stages": dict(sorted(Counter(r.stage for r in rows).items())),
+            "rows": len(built),
+            "stages": dict(sorted(Counter(r.stage for r in built).items())),
             "sha256": file_sha256(path),
         }
     manifest = {"pool_seed": seed, "files": files}

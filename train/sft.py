@@ -5,9 +5,22 @@ rate 1e-5, weight decay 0.01, cosine schedule with 3% warm-up, gradient-norm cli
 accumulation 4 (effective 16), bfloat16 autocast where the device supports it, maximum length 2,048,
 two epochs (1,920 rows -> 240 optimizer steps), final-step checkpoint.
 
-Where no pretrained weights exist, ``scratch`` trains a byte-level BPE tokenizer on the training rows and
-builds a small Qwen3 / Qwen3.5 model from a config written in code. A random-weight model does not learn
-at 1e-5; :data:`SCRATCH_LR` (1e-3) does, and needs more epochs than a pretrained model.
+Where no pretrained weights exist, ``scratch`` trains a byte-level BPE tokenizer on the training rows (or
+takes a saved one, ``ScratchConfig.tokenizer``, so that several runs share it) and builds a small Qwen3 /
+Qwen3.5 model from a config written in code. A random-weight model does not learn at 1e-5;
+:data:`SCRATCH_LR` (1e-3) does, and needs more epochs than a pretrained model.
+
+Learning rate: ``lr=None`` picks the default for the model source (:func:`default_lr`): :data:`SCRATCH_LR`
+from random weights, :data:`CONTINUE_LR` (1e-4, a tenth of the scratch peak) for a checkpoint whose
+lineage began from random weights here (a scratch-pretrained model continued on other rows), and the
+paper's 1e-5 for any other checkpoint (a downloaded pretrained model).
+
+Every saved checkpoint carries ``training_record.json``: its lineage (one entry per run that trained it:
+data hash, rows, steps, learning rate, token exposure) and the token ids its training inputs contained
+(``seen_token_ids``), so a later run or an evaluation can check that a pool's prompts hold no token the
+model never trained on (:func:`unseen_tokens`). ``subword_dropout`` encodes the prompts of a seeded
+fraction of the rows with BPE-dropout (:mod:`gencoord_env.train.subword`), which shows the model the
+sub-word pieces that words it never met are segmented into.
 
 Loss: prompt positions carry label -100. The loss is the sum of token losses over the target and EOS
 tokens of the whole effective batch divided by their count, so gradient accumulation gives the same
@@ -32,6 +45,7 @@ import os
 import platform
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,10 +59,19 @@ from gencoord_env.agents.lm.loading import build_qwen35_08b_config, build_tiny, 
 from gencoord_env.agents.lm.policy import prompt_text
 from gencoord_env.train.data import Row, file_sha256, load_rows
 
-__all__ = ["SCRATCH_LR", "Encoded", "RunResult", "SFTConfig", "ScratchConfig", "encode", "masked_loss", "train", "tree_sha256"]
+__all__ = [
+    "CONTINUE_LR", "PAPER_LR", "RECORD", "SCRATCH_LR", "Encoded", "RunResult", "SFTConfig", "ScratchConfig",
+    "default_lr", "encode", "masked_loss", "read_record", "train", "tree_sha256", "unseen_tokens",
+]
 
 #: Learning rate that trains a randomly initialised small model on these rows (1e-5 does not).
 SCRATCH_LR = 1e-3
+#: Continuing a checkpoint whose lineage began from random weights here: a tenth of its peak rate.
+CONTINUE_LR = 1e-4
+#: The paper's rate for fine-tuning a pretrained language model.
+PAPER_LR = 1e-5
+#: The file in each saved checkpoint that records how it was trained.
+RECORD = "training_record.json"
 
 
 @dataclass(frozen=True)
@@ -63,6 +86,8 @@ class ScratchConfig:
     vocab_size: int = 2048
     hidden_size: int = 256
     num_layers: int = 4
+    # A saved tokenizer directory (save_pretrained) to use instead of training one on the rows.
+    tokenizer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -71,7 +96,7 @@ class SFTConfig:
     out_dir: str
     base_model: str | None = None  # a checkpoint directory or hub id; None with ``scratch``
     scratch: ScratchConfig | None = None
-    lr: float = 1e-5
+    lr: float | None = None  # None: default_lr(base_model, scratch)
     weight_decay: float = 0.01
     warmup_ratio: float = 0.03
     max_grad_norm: float = 1.0
@@ -83,6 +108,9 @@ class SFTConfig:
     seed: int = 2026073101
     bf16: bool | None = None  # None: bfloat16 autocast on CUDA devices that support it
     device: str | None = None
+    # BPE-dropout on the prompts of a seeded fraction of the rows: (merge drop probability, fraction).
+    subword_dropout: float = 0.0
+    subword_dropout_rows: float = 0.0
     save: bool = True
     log_every: int = 10
     progress: bool = True
@@ -94,10 +122,18 @@ class SFTConfig:
             raise ValueError("SFTConfig.data needs at least one JSONL file from gencoord_env.train.data.build_all")
         if self.micro_batch < 1 or self.grad_accum < 1:
             raise ValueError(f"micro_batch and grad_accum must be >= 1, got {self.micro_batch} and {self.grad_accum}")
+        if not (0.0 <= self.subword_dropout < 1.0 and 0.0 <= self.subword_dropout_rows <= 1.0):
+            raise ValueError(f"subword_dropout must be in [0, 1) and subword_dropout_rows in [0, 1], got "
+                             f"{self.subword_dropout} and {self.subword_dropout_rows}")
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["data"] = [Path(p).name for p in self.data]  # hashes identify the data, not where it lies
+        if self.scratch is not None and self.scratch.tokenizer is not None:
+            d["scratch"]["tokenizer"] = tree_sha256(self.scratch.tokenizer)[0]  # its content, not its folder
+        if self.base_model is not None and Path(self.base_model).is_dir():
+            d["base_model"] = Path(self.base_model).name
+        d["lr"] = default_lr(self.base_model, self.scratch) if self.lr is None else self.lr
         for key in ("out_dir", "device", "progress", "log_every", "save"):
             d.pop(key)
         return d
@@ -127,20 +163,39 @@ class RunResult:
     losses: list[float] = field(repr=False)
 
 
-def encode(rows: Sequence[Row], tokenizer: PreTrainedTokenizerBase, max_length: int = 2048) -> list[Encoded]:
-    """Tokenize prompt (chat template) and target + EOS; raises when a row is longer than ``max_length``."""
+def encode(rows: Sequence[Row], tokenizer: PreTrainedTokenizerBase, max_length: int = 2048,
+           subword_dropout: float = 0.0, dropout_rows: float = 0.0, seed: int = 0) -> list[Encoded]:
+    """Tokenize prompt (chat template) and target + EOS; raises when a row is longer than ``max_length``.
+
+    With ``subword_dropout`` > 0, the prompts of a ``dropout_rows`` fraction of the rows (drawn with
+    ``seed``) are segmented with BPE-dropout at that merge drop probability; targets stay canonical.
+    """
     if tokenizer.eos_token_id is None:
         raise ValueError("the tokenizer has no EOS token; set tokenizer.eos_token before training")
+    texts = [prompt_text(tokenizer, r.prompt) for r in rows]
+    rng = random.Random(f"subword:{seed}")
+    dropped: dict[int, list[int]] = {}
+    if subword_dropout > 0.0 and dropout_rows > 0.0:
+        from gencoord_env.train.subword import BPEDropout
+
+        dropout = BPEDropout(tokenizer)
+        for i, text in enumerate(texts):
+            if rng.random() < dropout_rows:
+                dropped[i] = dropout.encode(text, rng, subword_dropout)
+    # One batched call per side: the Rust tokenizer spreads a batch over the cores.
+    canonical = tokenizer([t for i, t in enumerate(texts) if i not in dropped], add_special_tokens=False)["input_ids"] if len(dropped) < len(texts) else []
+    targets = tokenizer([r.target for r in rows], add_special_tokens=False)["input_ids"] if rows else []
+    it = iter(canonical)
     out = []
-    for r in rows:
-        prompt = tokenizer(prompt_text(tokenizer, r.prompt), add_special_tokens=False)["input_ids"]
-        target = tokenizer(r.target, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    for i, r in enumerate(rows):
+        prompt = dropped[i] if i in dropped else next(it)
+        target = list(targets[i]) + [tokenizer.eos_token_id]
         if len(prompt) + len(target) > max_length:
             raise ValueError(
                 f"row {r.id} has {len(prompt) + len(target)} tokens, over max_length={max_length}; "
                 "raise max_length (truncating would cut the target)"
             )
-        out.append(Encoded(prompt + target, [-100] * len(prompt) + target, r.id))
+        out.append(Encoded(list(prompt) + target, [-100] * len(prompt) + target, r.id))
     return out
 
 
@@ -199,6 +254,40 @@ def _libraries(device: torch.device) -> dict[str, str]:
     return out
 
 
+def read_record(checkpoint: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The ``training_record.json`` of a checkpoint directory; None for a hub id or a folder without one."""
+    path = Path(checkpoint) / RECORD
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def default_lr(base_model: str | None, scratch: ScratchConfig | None = None) -> float:
+    """The learning rate a run uses when none is given (see the module docstring).
+
+    >>> default_lr(None, ScratchConfig()), default_lr("Qwen/Qwen3.5-0.8B")
+    (0.001, 1e-05)
+    """
+    if scratch is not None or base_model is None:
+        return SCRATCH_LR
+    record = read_record(base_model) if Path(base_model).is_dir() else None
+    if record and record.get("lineage") and record["lineage"][0].get("from") == "scratch":
+        return CONTINUE_LR
+    return PAPER_LR
+
+
+def unseen_tokens(seen: Sequence[int] | set[int], tokenizer: PreTrainedTokenizerBase, prompts: Sequence[str]) -> Counter[str]:
+    """Tokens of ``prompts`` (as the model reads them, chat template included) whose ids are not in ``seen``.
+
+    Keys are the token strings, values their occurrences; empty when the model trained on every token.
+    """
+    known = set(seen)
+    out: Counter[str] = Counter()
+    for text in prompts:
+        for t in tokenizer(prompt_text(tokenizer, text), add_special_tokens=False)["input_ids"]:
+            if t not in known:
+                out[tokenizer.convert_ids_to_tokens(t)] += 1
+    return out
+
+
 def _build_model(config: SFTConfig, rows: Sequence[Row], device: torch.device) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, dict[str, Any]]:
     """The model to train (float32 weights; autocast supplies bfloat16) and a description for provenance."""
     if config.base_model is not None:
@@ -206,22 +295,33 @@ def _build_model(config: SFTConfig, rows: Sequence[Row], device: torch.device) -
         base: dict[str, Any] = {"kind": "pretrained", "source": config.base_model}
         if Path(config.base_model).is_dir():
             base["tree_sha256"] = tree_sha256(config.base_model)[0]
+            base["source"] = Path(config.base_model).name
+            record = read_record(config.base_model)
+            if record is not None:
+                base["kind"] = "continued" if record["lineage"][0].get("from") == "scratch" else "pretrained"
+                base["lineage"] = record["lineage"]
         return lm.model, lm.tokenizer, base
     scratch = config.scratch
     assert scratch is not None
-    corpus = [r.prompt + "\n" + r.target for r in rows]
+    if scratch.tokenizer is not None:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(scratch.tokenizer, local_files_only=True)
+        described = {"tokenizer": "shared offline byte-level BPE", "tokenizer_sha256": tree_sha256(scratch.tokenizer)[0]}
+    else:
+        tokenizer = train_tokenizer([r.prompt + "\n" + r.target for r in rows], vocab_size=scratch.vocab_size)
+        described = {"tokenizer": "offline byte-level BPE on the training rows"}
     if scratch.arch == "qwen3_5_08b":
         from transformers import AutoModelForCausalLM
 
-        tokenizer = train_tokenizer(corpus, vocab_size=scratch.vocab_size)
         torch.manual_seed(config.seed)
         model_config = build_qwen35_08b_config(eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
         model = AutoModelForCausalLM.from_config(model_config).to(device=device, dtype=torch.float32)
     else:
-        lm = build_tiny(corpus, arch=scratch.arch, vocab_size=scratch.vocab_size, hidden_size=scratch.hidden_size,
+        lm = build_tiny(tokenizer=tokenizer, arch=scratch.arch, hidden_size=scratch.hidden_size,
                         num_layers=scratch.num_layers, seed=config.seed, device=device, dtype=torch.float32)
-        model, tokenizer = lm.model, lm.tokenizer
-    base = {"kind": "scratch", **dataclasses.asdict(scratch), "tokenizer": "offline byte-level BPE on the training rows"}
+        model = lm.model
+    base = {"kind": "scratch", **dataclasses.asdict(scratch), **described}
     return model, tokenizer, base
 
 
@@ -249,16 +349,19 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
     torch.manual_seed(config.seed)
     model, tokenizer, base = _build_model(config, rows, device)
     model.train()
-    encoded = encode(rows, tokenizer, config.max_length)
+    lr = default_lr(config.base_model, config.scratch) if config.lr is None else config.lr
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
     per_step = config.micro_batch * config.grad_accum
-    steps = config.max_steps or math.ceil(len(encoded) * config.epochs / per_step)
-    order = _order(len(encoded), steps, per_step, config.seed)
+    steps = config.max_steps or math.ceil(len(rows) * config.epochs / per_step)
+    order = _order(len(rows), steps, per_step, config.seed)
+    used = sorted(set(order))  # a short run (max_steps) tokenizes only the rows it samples
+    encoded = dict(zip(used, encode([rows[i] for i in used], tokenizer, config.max_length, config.subword_dropout,
+                                    config.subword_dropout_rows, config.seed)))
     decay = [p for p in model.parameters() if p.requires_grad and p.ndim >= 2]
     no_decay = [p for p in model.parameters() if p.requires_grad and p.ndim < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=config.lr, fused=device.type == "cuda")
+                            lr=lr, fused=device.type == "cuda")
     schedule = get_cosine_schedule_with_warmup(opt, math.ceil(config.warmup_ratio * steps), steps)
 
     losses: list[float] = []
@@ -310,18 +413,33 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
         "libraries": _libraries(device),
         "precision": "bfloat16 autocast, float32 weights" if bf16 else "float32",
         "optimizer_steps": steps,
-        "epochs": steps * per_step / len(encoded),
+        "epochs": steps * per_step / len(rows),
         "token_exposure": {**exposure, "total_tokens": exposure["prompt_tokens"] + exposure["target_tokens"]},
         "train_seconds": seconds,
         "loss_first": losses[0],
         "loss_final": losses[-1],
         "loss_curve": {"every": config.log_every, "values": losses},
     }
+    seen = {t for e in encoded.values() for t in e.input_ids}
+    provenance["seen_tokens"] = len(seen)
     checkpoint = None
     if config.save:
         checkpoint = out / "final"
         model.save_pretrained(checkpoint)
         tokenizer.save_pretrained(checkpoint)
+        previous = read_record(config.base_model) if config.base_model and Path(config.base_model).is_dir() else None
+        entry = {
+            "from": "scratch" if config.scratch is not None else ("checkpoint" if previous else "pretrained"),
+            "base": base.get("source") if config.base_model else None,
+            "data_sha256": provenance["data"]["sha256"], "rows": len(rows), "optimizer_steps": steps,
+            "epochs": provenance["epochs"], "lr": lr, "seed": config.seed, "config_sha256": provenance["config_sha256"],
+            "token_exposure": provenance["token_exposure"], "subword_dropout": [config.subword_dropout, config.subword_dropout_rows],
+        }
+        record = {
+            "lineage": [*(previous or {}).get("lineage", []), entry],
+            "seen_token_ids": sorted(seen | set((previous or {}).get("seen_token_ids", []))),
+        }
+        (checkpoint / RECORD).write_text(json.dumps(record, sort_keys=True) + "\n", encoding="utf-8")
         digest, files = tree_sha256(checkpoint)
         provenance["checkpoint"] = {"dir": "final", "tree_sha256": digest, "files": files}
     (out / "provenance.json").write_text(json.dumps(provenance, indent=2, sort_keys=True) + "\n", encoding="utf-8")

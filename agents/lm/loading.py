@@ -210,8 +210,9 @@ def train_tokenizer(corpus: Iterable[str], vocab_size: int = 1024, model_max_len
 
 
 def build_tiny(
-    corpus: Iterable[str],
+    corpus: Iterable[str] | None = None,
     *,
+    tokenizer: PreTrainedTokenizerBase | None = None,
     arch: Literal["qwen3", "qwen3_5"] = "qwen3",
     vocab_size: int = 1024,
     hidden_size: int = 128,
@@ -224,12 +225,20 @@ def build_tiny(
 
     For tests and for training from scratch where no pretrained weights are available. The Qwen3.5
     variant alternates Gated-DeltaNet (linear attention) and full attention layers like the real one.
+    Give either ``corpus`` (a tokenizer of ``vocab_size`` is trained on it) or a ready ``tokenizer``
+    (one shared by several runs, e.g. pretraining and fine-tuning); the model's vocabulary is its length.
     """
     from transformers import Qwen3Config, Qwen3_5TextConfig
 
     if hidden_size % 4:
         raise ValueError(f"hidden_size must be a multiple of 4 (4 attention heads), got {hidden_size}")
-    tokenizer = train_tokenizer(corpus, vocab_size=vocab_size)
+    if (corpus is None) == (tokenizer is None):
+        raise ValueError("give exactly one of corpus (train a tokenizer on it) and tokenizer (use this one)")
+    if tokenizer is None:
+        assert corpus is not None
+        tokenizer = train_tokenizer(corpus, vocab_size=vocab_size)
+    elif tokenizer.eos_token_id is None or tokenizer.pad_token_id is None:
+        raise ValueError("the tokenizer needs EOS and pad tokens (train_tokenizer sets both)")
     common = dict(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,
