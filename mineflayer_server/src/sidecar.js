@@ -23,6 +23,7 @@ const { ExternalArena } = require('./arenas/external')
 const { createOps, SIDECAR_VERSION } = require('./ops')
 const { parseArgs } = require('./cli')
 const { loadRules } = require('./rules')
+const { MAX_AGENTS } = require('./spec')
 const { PROTOCOL_VERSION, ProtocolError, decodeRequest, encodeResult, encodeError } = require('./protocol')
 const { SerialQueue } = require('./util')
 
@@ -40,7 +41,7 @@ async function main () {
     server = { host: opts.mcHost, port: opts.mcPort, floorY: null }
     log('sidecar', `external Minecraft server at ${opts.mcHost}:${opts.mcPort}; the bots must be operators there`)
   } else {
-    const embedded = await startServer({ port: opts.mcPort, cookTicks: opts.cookTicks, rules, log, maxPlayers: 4 * opts.maxArenas + 8 })
+    const embedded = await startServer({ port: opts.mcPort, cookTicks: opts.cookTicks, rules, log, maxPlayers: MAX_AGENTS * opts.maxArenas + 8 })
     serv = embedded.serv
     makeArena = () => new EmbeddedArena(embedded)
     server = { host: '127.0.0.1', port: embedded.port, floorY: embedded.floorY }

@@ -6,14 +6,16 @@ const { badRequest } = require('./protocol')
 const { check } = require('./validate')
 
 const STATION_KINDS = Object.freeze(['chest', 'crafting_table', 'furnace', 'site'])
+/** The most bots an arena holds: a team of the Python side has up to five agents. */
+const MAX_AGENTS = 5
 const SPEC_FIELDS = ['agents', 'stations', 'positions', 'inventories', 'containers', 'cook_ticks']
 
 /** Check a reset spec; returns `{agents, stations, positions, inventories, containers, cookTicks}`. */
 function parseSpec (registry, raw) {
   check.map(raw, 'reset spec')
   check.keys(raw, SPEC_FIELDS, 'reset spec')
-  if (!Array.isArray(raw.agents) || raw.agents.length < 1 || raw.agents.length > 4) {
-    throw badRequest('agents must be a list of 1-4 names')
+  if (!Array.isArray(raw.agents) || raw.agents.length < 1 || raw.agents.length > MAX_AGENTS) {
+    throw badRequest(`agents must be a list of 1-${MAX_AGENTS} names`)
   }
   const agents = raw.agents.map((a, i) => {
     check.string(a, `agents[${i}]`)
@@ -68,4 +70,4 @@ function parseSpec (registry, raw) {
   return { agents, stations, positions, inventories, containers, cookTicks }
 }
 
-module.exports = { parseSpec, STATION_KINDS }
+module.exports = { MAX_AGENTS, parseSpec, STATION_KINDS }

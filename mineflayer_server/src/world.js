@@ -145,6 +145,7 @@ class World {
 
   /** A give about to toss; `before` is both agents' inventories just before. Returns the entry. */
   noteToss (from, to, item, count, before) {
+    if (this.arena.reserveToss) this.arena.reserveToss(from, to) // with bystanders, only `to` may pick it up
     const toss = { from, to, item, left: count, before }
     this.tosses.push(toss)
     return toss

@@ -65,6 +65,23 @@ test('a tossed stack is picked up whole by the peer and recorded as a handoff', 
     [{ from: 'agent_a', to: 'agent_b', item: 'oak_planks', count: 10 }])
 })
 
+test('a toss meant for another player is left to it: a bystander next to it picks nothing up', async () => {
+  await setup({ oak_planks: 4 }, {}, [0, 0, 0], [2, 0, 0])
+  arena.api.clearPickups()
+  arena.api.reserveTosses('agent_a', 'agent_c') // a third bot's handoff, B only stands by
+  try {
+    await arena.a.lookAt(arena.b.entity.position.offset(0, 1, 0), true)
+    await new Promise(resolve => setTimeout(resolve, 100))
+    await arena.a.toss(id('oak_planks'), null, 4)
+    await new Promise(resolve => setTimeout(resolve, 1500))
+    assert.equal(serverCount('agent_b', 'oak_planks'), 0)
+    assert.deepEqual(arena.api.pickups(), [])
+  } finally {
+    arena.api.reserveTosses('agent_a', null)
+    arena.api.clearDrops()
+  }
+})
+
 test('a chest stores what one bot deposits and the other bot sees and withdraws it', async () => {
   await setup({ cobblestone: 5 }, {})
   const pos = at(0, 0, 2)

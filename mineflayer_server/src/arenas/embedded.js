@@ -43,6 +43,9 @@ class EmbeddedArena {
   blockNames (positions) { return this.api.blockNames(positions) }
   cookTicks () { return this.furnaceCookTicks ?? this.api.cookTicks() }
 
+  /** The give's toss about to happen is meant for `to`: no other bot of the arena picks it up. */
+  reserveToss (from, to) { this.api.reserveTosses(this.world.username(from), this.world.username(to)) }
+
   /** The giver's side of a handoff: the server's pickup ledger already has the evidence. */
   recordToss () {}
 

@@ -1,7 +1,9 @@
 'use strict'
 // Thrown items become item entities carrying the whole stack; a player standing close picks up the
 // whole stack. Stock flying-squid makes tossed items vanish. Every pickup of an item thrown by another
-// player is recorded in a ledger: the server-truth evidence of a handoff.
+// player is recorded in a ledger: the server-truth evidence of a handoff. A toss is meant for its receiver
+// (`api.reserveTosses(thrower, receiver)`, set by the give before it tosses): with three or more bots in
+// an arena a bystander next to the toss never takes items meant for someone else.
 
 const { Vec3 } = require('vec3')
 
@@ -11,6 +13,7 @@ function server (serv, api, options) {
   const pickupDelayMs = options.pickupDelayMs ?? 100
   const throwerDelayMs = options.throwerDelayMs ?? 2000
   const ledger = []
+  const receiverOf = new Map() // thrower username -> the username its tosses are meant for
 
   /** Spawn an item entity thrown in the player's look direction. */
   api.dropItem = (player, item) => {
@@ -28,7 +31,14 @@ function server (serv, api, options) {
     entity.gcItem = new api.Item(item.type, item.count, item.metadata, item.nbt)
     entity.gcThrower = player.username
     entity.gcThrowerId = player.id
+    entity.gcFor = receiverOf.get(player.username) || null
     return entity
+  }
+
+  /** The tosses of `thrower` are meant for `receiver` from now on (null: for whoever is near). */
+  api.reserveTosses = (thrower, receiver) => {
+    if (receiver) receiverOf.set(thrower, receiver)
+    else receiverOf.delete(thrower)
   }
 
   /** Pickups of items thrown by one player and collected by another: `{from, to, item, count, at}`. */
@@ -61,7 +71,8 @@ function server (serv, api, options) {
       const age = now - entity.bornTime
       if (age < pickupDelayMs) continue
       const taker = serv.players.find(p => p.world === entity.world && p.gameMode !== 3 &&
-        !(p.id === entity.gcThrowerId && age < throwerDelayMs) && near(p, entity))
+        !(p.id === entity.gcThrowerId && age < throwerDelayMs) && (!entity.gcFor || p.username === entity.gcFor) &&
+        near(p, entity))
       if (!taker) continue
       const left = api.addToInventory(taker, entity.gcItem)
       const taken = entity.gcItem.count - left
