@@ -84,6 +84,7 @@ __all__ = [
     "factor_code_target",
     "file_sha256",
     "gc_train_episodes",
+    "as_factor_code",
     "load_rows",
     "procedural_rows",
     "reference",
@@ -288,6 +289,12 @@ DATASETS: dict[str, Callable[[int], Iterator[Row]]] = {
 }
 
 
+def as_factor_code(rows: Sequence[Row], set_name: str) -> list[Row]:
+    """The Factor-Code rows of forward rows: the same prompts, each target the stage's binding code."""
+    return [dataclasses.replace(r, id=f"{set_name}/{r.episode}/{r.stage}", set=set_name,
+                                target=factor_code_target(r.stage, r.binding)) for r in rows]
+
+
 def _procedural_chunk(set_name: str, seed: int, start: int, stop: int, codes: bool) -> list[Row]:
     from gencoord_env.tasks.procedural import procedural_episodes
 
@@ -305,7 +312,9 @@ def procedural_rows(rows: int = PROCEDURAL_ROWS, seed: int = 0, codes: bool = Fa
                          f"2 role permutations x 2 stages), got {rows}")
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
-    name = "procedural_factor_code" if codes else "procedural"
+    if codes:  # the same episodes and prompts: play once, name the code
+        return as_factor_code(procedural_rows(rows, seed, codes=False, workers=workers), "procedural_factor_code")
+    name = "procedural"
     episodes = rows // 2
     pairs = rows // ROWS_PER_PAIR
     per = -(-pairs // workers) * 4  # whole pairs per chunk, as episodes
@@ -394,8 +403,13 @@ def build_all(out_dir: str | os.PathLike[str], sets: Sequence[str] | None = None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files: dict[str, Any] = {}
+    played: dict[str, list[Row]] = {}
     for name in sets or list(DATASETS):
-        built = build_set(name, seed, rows if name in PROCEDURAL else None, workers)
+        if name == "procedural_factor_code" and "procedural" in played:
+            built = as_factor_code(played["procedural"], name)
+        else:
+            built = build_set(name, seed, rows if name in PROCEDURAL else None, workers)
+        played[name] = built
         path = out / f"{name}.jsonl"
         write_rows(built, path)
         files[name] = {

@@ -237,7 +237,9 @@ def build_inputs(config: TransferConfig, data: Path, tokenizer_dir: Path, log: C
 
     t0 = time.perf_counter()
     rows = {s: load_rows(data / f"{s}.jsonl") for s in sets}
-    tokenizer = _shared_tokenizer(rows, b, tokenizer_dir)
+    corpus = {"sets": {s: manifest["files"][s]["sha256"] for s in sets}, "tokenizer_rows": b.tokenizer_rows,
+              "vocab_size": b.vocab_size, "max_length": b.max_length}
+    tokenizer = _shared_tokenizer(rows, b, tokenizer_dir, corpus)
     tokenizer_seconds = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -260,14 +262,16 @@ def build_inputs(config: TransferConfig, data: Path, tokenizer_dir: Path, log: C
     }
 
 
-def _shared_tokenizer(rows: Mapping[str, Sequence[Any]], b: Budget, out: Path) -> Any:
+def _shared_tokenizer(rows: Mapping[str, Sequence[Any]], b: Budget, out: Path, corpus_id: Mapping[str, Any]) -> Any:
     """A byte-level BPE on the paper's rows plus the first ``tokenizer_rows`` procedural rows (and every
-    target, so the Factor-Code field names are in it); saved to ``out`` and reused when present."""
+    target, so the Factor-Code field names are in it); saved to ``out`` and reused when ``out`` holds one
+    trained on the same corpus (``corpus.json``)."""
     from transformers import AutoTokenizer
 
     from gencoord_env.agents.lm.loading import train_tokenizer
 
-    if (out / "tokenizer.json").is_file():
+    stamp = out / "corpus.json"
+    if (out / "tokenizer.json").is_file() and stamp.is_file() and json.loads(stamp.read_text(encoding="utf-8")) == corpus_id:
         return AutoTokenizer.from_pretrained(out, local_files_only=True)
     prompts: dict[str, None] = {}  # insertion-ordered set: the procedural sets share their prompts
     targets: list[str] = []
@@ -278,6 +282,7 @@ def _shared_tokenizer(rows: Mapping[str, Sequence[Any]], b: Budget, out: Path) -
     corpus = [*prompts, *targets]
     tokenizer = train_tokenizer(corpus, vocab_size=b.vocab_size, model_max_length=b.max_length)
     tokenizer.save_pretrained(out)
+    stamp.write_text(json.dumps(corpus_id, sort_keys=True) + "\n", encoding="utf-8")
     return tokenizer
 
 
@@ -698,7 +703,7 @@ def plot(summary: Mapping[str, Any], path: Path) -> None:
     colors = {"protocol_only": "#a9c4de", "procedural_only": "#7f7f7f", "pretrained_protocol": "#1f4e79"}
     labels = {"protocol_only": "paper protocol only", "procedural_only": "procedural pretraining only",
               "pretrained_protocol": "pretrained + protocol"}
-    fig, axes = plt.subplots(1, len(backends), figsize=(5.2 * len(backends), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(backends), figsize=(max(8.0, 5.2 * len(backends)), 3.8), squeeze=False)
     for ax, backend in zip(axes[0], backends):
         arms = [a for a in ARMS if a in results[backend]]
         pools = list(summary["pools"])
@@ -727,7 +732,8 @@ def plot(summary: Mapping[str, Any], path: Path) -> None:
         ax.set_ylabel("closed-loop success (%)", fontsize=8)
         n = summary["model"]["parameters"]
         size = f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}k"
-        ax.set_title(f"{backend} ({size} parameters, {len(summary['seeds'])} seeds)", fontsize=9)
+        seeds = len(summary["seeds"])
+        ax.set_title(f"{backend} ({size} parameters, {seeds} seed{'s' if seeds != 1 else ''})", fontsize=9)
         ax.tick_params(axis="y", labelsize=7)
         ax.spines[["top", "right"]].set_visible(False)
     handles, names = axes[0][0].get_legend_handles_labels()
@@ -847,8 +853,11 @@ def summarize(config: TransferConfig, failures: Sequence[str] = (), timing: Mapp
     seeds_dir = out / "seeds"
     seeds_dir.mkdir(exist_ok=True)
     for seed in config.seeds:
-        mine = [{**r, "arms": {arm: {**a, "runs": {k: {x: y for x, y in run.items() if x != "seen_token_ids"}
-                                                   for k, run in a["runs"].items()}}
+        # Small: no token id lists, and no episode ids (episode k of a pool is cluster k // 2, role k % 2).
+        mine = [{**r, "arms": {arm: {"runs": {k: {x: y for x, y in run.items() if x != "seen_token_ids"}
+                                              for k, run in a["runs"].items()},
+                                     "eval": {pool: {x: y for x, y in ev.items() if x != "episode_ids"}
+                                              for pool, ev in a["eval"].items()}}
                                for arm, a in r["arms"].items()}}
                 for r in lane_results if r["seed"] == seed]
         (seeds_dir / f"{seed}.json").write_text(json.dumps({"seed": seed, "lanes": mine}, indent=1, sort_keys=True) + "\n",

@@ -62,7 +62,10 @@ def test_summary_has_every_arm_pool_and_provenance_field(run: tuple[Path, dict[s
     for r in lanes:
         for arm in r["arms"].values():
             for ev in arm["eval"].values():
-                assert len(ev["success_bits"]) == len(ev["episode_ids"]) == ev["episodes"]
+                assert len(ev["success_bits"]) == ev["episodes"] and "episode_ids" not in ev
+    full = json.loads((out / "lanes" / f"{SEED}-direct-pretrained.json").read_text())
+    ids = full["arms"]["pretrained_protocol"]["eval"]["heldout"]["episode_ids"]
+    assert [i.rsplit("-R", 1)[1] for i in ids] == ["0", "1"] * (len(ids) // 2)  # cluster k // 2, role k % 2
 
 
 def test_pretraining_and_fine_tuning_share_the_tokenizer_and_the_fine_tune_continues_at_its_rate(
