@@ -66,7 +66,7 @@ def checked_requests(peer_requests: Sequence[PeerRequest], max_requests: int = 1
         if max_requests == 1:
             raise ValueError(f"the REQ line carries at most one peer request; got {len(peer_requests)}")
         raise ValueError(f"a record carries at most {max_requests} peer requests; got {len(peer_requests)}")
-    seen: set[str] = set()
+    seen: set[str] = set()  # a two-line record's one request never meets a second
     for request in peer_requests:
         if not isinstance(request, PeerRequest):
             raise TypeError(f"Expected a PeerRequest but got {type(request).__name__}")
@@ -75,9 +75,10 @@ def checked_requests(peer_requests: Sequence[PeerRequest], max_requests: int = 1
             raise ValueError(f"peer request target {target!r} is not an agent id [A-Za-z0-9_.:/+-]+ other than '-'")
         if not request.requested_plan:
             raise ValueError(f"the peer request to {target!r} has an empty requested plan")
-        if target in seen:
-            raise ValueError(f"two peer requests to {target!r}; a record sends at most one request to each peer")
-        seen.add(target)
+        if max_requests > 1:
+            if target in seen:
+                raise ValueError(f"two peer requests to {target!r}; a record sends at most one request to each peer")
+            seen.add(target)
     return peer_requests
 
 

@@ -111,15 +111,15 @@ def selected_binding(paths: Mapping[str, Sequence[Task]], episode: Episode) -> s
     """The binding the paths select: per fact factor, the first ``bind`` value naming it, read from the last
     role's path back to the first one (a receiver's realization decides what the sender's path must fit)."""
     template = episode.template
-    agents = [a for a in reversed([episode.agent_of[r] for r in episode.roles]) if a in paths]
-    factors = template.fact_factors
-    if len(factors) == 1:
+    agents = [a for a in reversed(episode.role_agents) if a in paths]
+    if not template.factors:  # one fact, its values the bindings (every two-agent template)
         binding = next((b for b in (binding_of_tasks(paths[a]) for a in agents) if b), None)
         if binding is None:
             raise MergeConflict("no branch selected: no task carries a bind=<binding id> argument")
         if binding not in template.bindings:
             raise MergeConflict(f"binding {binding} is not a branch of {template.id}")
         return binding
+    factors = template.fact_factors
     chosen: list[str | None] = [None] * len(factors)
     for a in agents:
         for task in paths[a]:
@@ -157,7 +157,7 @@ def _consistent(paths: Mapping[str, Sequence[Task]], episode: Episode) -> None:
             earlier = chosen.setdefault(k, {}).setdefault(agent, b)  # type: ignore[arg-type]
             if earlier != b:
                 raise MergeConflict(f"{agent}'s path selects both {earlier} and {b}", _channel_into(agent, episode))
-    agents = [a for a in (episode.agent_of[r] for r in episode.roles) if a in paths]
+    agents = [a for a in episode.role_agents if a in paths]
     edges = [*handoff_edges(episode.nodes, agents), *episode.message_edges]
     for by_agent in chosen.values():
         if len(set(by_agent.values())) < 2:
@@ -178,7 +178,7 @@ def merge_paths(paths: Mapping[str, Sequence[Task]], episode: Episode) -> Commit
     if episode.is_team:
         _consistent(paths, episode)
     binding = selected_binding(paths, episode)
-    agents = tuple(episode.agent_of[r] for r in episode.roles)
+    agents = episode.role_agents
     ids: dict[str, tuple[str, ...]] = {}
     for agent in agents:
         try:

@@ -27,18 +27,11 @@ def _count(truth: GroundTruth, kind: str, where: str, item: str) -> int:
     raise ValueError(f"unknown terminal clause kind {kind!r}")
 
 
-def _verified(events: Sequence[WorldEvent], handoff: tuple[str, str, str, int]) -> bool:
-    producer, receiver, item, count = handoff
-    return any(
-        e.kind == "handoff" and e.ok and e.data.get("from") == producer and e.data.get("to") == receiver
-        and e.data.get("item") == item and int(e.data.get("count", 0)) == count
-        for e in events
-    )
-
-
 def verify(plan: DispatchPlan, events: Sequence[WorldEvent], truth: GroundTruth) -> Verdict:
     failed = next((e for e in events if not e.ok), None)
-    edges = [{"producer": p, "receiver": r, "item": i, "count": c, "ok": _verified(events, (p, r, i, c))}
+    arrived = {(e.data.get("from"), e.data.get("to"), e.data.get("item"), int(e.data.get("count", 0)))
+               for e in events if e.kind == "handoff" and e.ok}
+    edges = [{"producer": p, "receiver": r, "item": i, "count": c, "ok": (p, r, i, c) in arrived}
              for p, r, i, c in plan.handoffs]
     handoff_ok = all(h["ok"] for h in edges)
     clauses: list[dict[str, Any]] = []

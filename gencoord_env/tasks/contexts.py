@@ -199,7 +199,7 @@ def build_context(
     task, observation, prior_view = _static(episode, agent, view)
     peer_view = None
     peer_views: tuple[Context, ...] = ()
-    others = tuple(a for a in (episode.agent_of[r] for r in episode.roles) if a != agent)
+    others = episode.peers_of[agent]
     if stage == "centralized":
         views = tuple(build_context(episode, other, "centralized_peer_view", route=route, view=view,
                                     private_fact=private_fact, describe=describe) for other in others)
@@ -207,9 +207,9 @@ def build_context(
             peer_views = views
         else:
             peer_view = views[0]
-    team = tuple((r, episode.agent_of[r]) for r in episode.roles) if episode.is_team else ()
+    team = tuple(zip(episode.roles, episode.role_agents)) if episode.is_team else ()
     return Context(
-        agent=agent, role=episode.role_of[agent], peer=",".join(others),
+        agent=agent, role=episode.role_of[agent], peer=others[0] if len(others) == 1 else ",".join(others),
         stage=stage, route=route, task=task, private=private, observation=observation, history=tuple(history),
         messages=tuple(messages), prior=prior_view, peer_view=peer_view, team=team, peer_views=peer_views,
     )

@@ -169,6 +169,16 @@ class Episode:
         return self.agent_of[self.roles[1]]
 
     @cached_property
+    def role_agents(self) -> tuple[str, ...]:
+        """The agents in role order (the first role's agent first)."""
+        return tuple(self.agent_of[r] for r in self.roles)
+
+    @cached_property
+    def peers_of(self) -> Mapping[str, tuple[str, ...]]:
+        """Each agent's peers: every other agent, in role order."""
+        return MappingProxyType({a: tuple(b for b in self.role_agents if b != a) for a in self.role_agents})
+
+    @cached_property
     def message_edges(self) -> tuple[tuple[str, str], ...]:
         """The template's channels as (sender agent, receiver agent), in the order messages flow."""
         return tuple((self.agent_of[a], self.agent_of[b]) for a, b in self.template.message_edges)
@@ -178,7 +188,7 @@ class Episode:
         """(giver, receiver) of every handoff on the true binding's branch, in template order."""
         return handoff_edges(self.branch_nodes(self.binding), self.agents)
 
-    @property
+    @cached_property
     def is_team(self) -> bool:
         """More than two agents."""
         return len(self.roles) > 2
@@ -274,10 +284,16 @@ class Episode:
             if agent == self.first:
                 return {"goal": f"{self._goal.item} x{self._goal.q}"}
             return {"workcell_mode": str(self.cluster.mode)}
-        role = self.role_of[agent]
-        values = branch_values(self.binding)
-        held = [v for f, v in zip(self.template.fact_factors, values) if f.holder == role]
-        return {"active_binding_id": held[0]} if held else {}
+        held = self._held.get(agent)
+        return {"active_binding_id": held} if held is not None else {}
+
+    @cached_property
+    def _held(self) -> Mapping[str, str]:
+        """agent -> the value of the fact factor its role holds (an agent holds at most one)."""
+        out: dict[str, str] = {}
+        for f, v in zip(self.template.fact_factors, branch_values(self.binding)):
+            out.setdefault(self.agent_of[f.holder], v)
+        return MappingProxyType(out)
 
     def terminal(self, binding: str | None = None) -> tuple[TerminalCheck, ...]:
         """The terminal predicate of ``binding`` (default: the true binding) as concrete checks."""

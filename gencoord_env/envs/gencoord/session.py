@@ -143,7 +143,7 @@ class EpisodeSession:
         self.world = world
         self.interventions = tuple(interventions)  # innermost wrapper first
         self.decisions = route_rows(setup.route, episode.template)
-        self.turns = tuple(episode.agent_of[episode.roles[d.role]] for d in self.decisions)
+        self.turns = tuple(episode.role_agents[d.role] for d in self.decisions)
         #: the peers a record may address: one, or in a team one per other agent
         self.max_requests = len(episode.agents) - 1
         self.progress = Progress(inbox={a: () for a in episode.agent_of.values()},
@@ -205,7 +205,7 @@ class EpisodeSession:
             self._end(F.CONTRACT_REJECT, f"{decision.stage}: expected {decision.shape.expected}")
             return
         if decision.sends:
-            targets = [self.episode.agent_of[self.episode.roles[i]] for i in decision.sends]
+            targets = [self.episode.role_agents[i] for i in decision.sends]
             if sorted(r.target for r in q.peer_requests) != sorted(targets):
                 self._end(F.CONTRACT_REJECT, f"{decision.stage}: expected one non-empty REQ to each of "
                                              f"{', '.join(targets)} (its channels), got REQ to "
@@ -275,9 +275,12 @@ class EpisodeSession:
     # --- steps (routes.STEPS) -----------------------------------------------------------------------
     def _deliver(self, q: Proposal, sender: str) -> None:
         """Each REQ crosses its own edge (a two-agent record has one), in the order of the decision's channels."""
-        order = {self.episode.agent_of[self.episode.roles[i]]: k for k, i in enumerate(self.decision.sends)}
+        requests = q.peer_requests
+        if len(requests) > 1:
+            order = {self.episode.role_agents[i]: k for k, i in enumerate(self.decision.sends)}
+            requests = tuple(sorted(requests, key=lambda r: order.get(r.target, 0)))
         round = self.progress.rounds.get(sender, 0) + 1
-        for request in sorted(q.peer_requests, key=lambda r: order.get(r.target, 0)):
+        for request in requests:
             self._deliver_one(request, sender, round)
         self._advance()
 
@@ -298,8 +301,9 @@ class EpisodeSession:
             self.metrics.wire(payload, "request", edge, round)
         messages = tuple(RequestMessage(sender, copy, payload) for copy, payload in zip(delivery.received, payloads))
         p = self.progress.receive(request.target, *messages)
-        rounds = {**p.rounds, request.target: max(p.rounds.get(request.target, 0), round)} if payloads else p.rounds
-        self.progress = p.evolve(deliveries={**p.deliveries, edge: delivery}, rounds=rounds)
+        if self.episode.is_team and payloads:  # the round a receiver decides in follows the latest it was reached in
+            p = p.evolve(rounds={**p.rounds, request.target: max(p.rounds.get(request.target, 0), round)})
+        self.progress = p.evolve(deliveries={**p.deliveries, edge: delivery})
 
     def _hold(self, q: Proposal, agent: str) -> None:
         """A team's record waits (in ``Progress.records``) for the decision that resolves every edge."""
