@@ -214,7 +214,7 @@ def transfer_main(argv: Sequence[str] | None = None) -> int:
     overrides = p.add_argument_group("budget overrides")
     for flag, kind in (("hidden-size", int), ("num-layers", int), ("pretrain-rows", int), ("pretrain-epochs", float),
                        ("protocol-epochs", float), ("finetune-epochs", float), ("finetune-lr", float),
-                       ("micro-batch", int), ("grad-accum", int), ("eval-episodes", int), ("eval-batch", int),
+                       ("micro-batch", int), ("grad-accum", int), ("pretrain-micro-batch", int), ("eval-episodes", int), ("eval-batch", int),
                        ("subword-dropout", float), ("subword-dropout-rows", float), ("tokenizer-rows", int),
                        ("pretrain-steps", int), ("protocol-steps", int), ("finetune-steps", int)):
         overrides.add_argument(f"--{flag}", type=kind)
