@@ -750,9 +750,20 @@ def plot(summary: Mapping[str, Any], path: Path) -> None:
 def lanes_for(config: TransferConfig, out: Path, work: Path, data: Path, tokenizer: Path) -> list[Lane]:
     threads = max(1, (os.cpu_count() or 1) // config.jobs)
     # Longest chains first, so the slowest lanes are not left for last.
+    order = [(chain, seed, backend) for chain in ("pretrained", "protocol") for seed in config.seeds for backend in config.backends]
     return [Lane(seed, backend, chain, str(out), str(work), str(data), str(tokenizer), config.budget,
-                 tuple(config.pools), config.device, threads)
-            for chain in ("pretrained", "protocol") for seed in config.seeds for backend in config.backends]
+                 tuple(config.pools), _lane_device(config.device, k), threads)
+            for k, (chain, seed, backend) in enumerate(order)]
+
+
+def _lane_device(device: str | None, k: int) -> str | None:
+    """``--device cuda`` on a machine of several GPUs spreads the lanes over them, round robin."""
+    if device != "cuda":
+        return device
+    import torch
+
+    count = torch.cuda.device_count()
+    return f"cuda:{k % count}" if count > 1 else device
 
 
 def run(config: TransferConfig, argv: Sequence[str] | None = None) -> dict[str, Any]:
