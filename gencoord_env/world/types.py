@@ -15,6 +15,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from gencoord_env.limits import LIMITS, Limits
+
 Pos = tuple[int, int, int]
 Counts = Mapping[str, int]  # item name (minecraft-data) -> count, zero counts omitted
 
@@ -76,8 +78,12 @@ def _int(raw: object, where: str) -> int:
     return raw
 
 
-def parse_skill_ops(raw: object) -> Mapping[str, Mapping[str, ArgType]]:
-    """Validate a decoded ``skill_ops.json`` and return op -> argument name -> type, arguments in call order."""
+def parse_skill_ops(raw: object, limits: Limits = LIMITS) -> Mapping[str, Mapping[str, ArgType]]:
+    """Validate a decoded ``skill_ops.json`` and return op -> argument name -> type, arguments in call order.
+
+    A type's ``limit`` names the entry of ``limits.args`` (``data/limits.json``) that bounds it; a ``min`` or
+    ``max`` of its own overrides that bound (the crafting grid's station may be ``""``).
+    """
     if not isinstance(raw, dict) or not isinstance(raw.get("types"), dict) or not isinstance(raw.get("ops"), dict):
         raise OpTableError("ops: expected an object with the objects 'types' and 'ops'")
     types: dict[str, ArgType] = {}
@@ -85,12 +91,17 @@ def parse_skill_ops(raw: object) -> Mapping[str, Mapping[str, ArgType]]:
         where = f"ops.types.{name}"
         if not isinstance(entry, dict) or entry.get("kind") not in ARG_KINDS:
             raise OpTableError(f"{where}: expected an object whose kind is one of {list(ARG_KINDS)}")
-        if entry["kind"] == "item":
-            low, high = 1, 128
-        else:
-            low, high = _int(entry.get("min"), f"{where}.min"), _int(entry.get("max"), f"{where}.max")
-            if not 0 <= low <= high:
-                raise OpTableError(f"{where}: expected 0 <= min <= max, got min {low} and max {high}")
+        bounds: dict[str, object] = {}
+        if "limit" in entry:
+            limit = limits.args.get(entry["limit"]) if isinstance(entry["limit"], str) else None
+            if limit is None:
+                raise OpTableError(f"{where}.limit: {entry['limit']!r} is not a limit of limits.json's args; "
+                                   f"expected one of {sorted(limits.args)}")
+            bounds = {"min": limit.min, "max": limit.max}
+        bounds.update({k: entry[k] for k in ("min", "max") if k in entry})
+        low, high = _int(bounds.get("min"), f"{where}.min"), _int(bounds.get("max"), f"{where}.max")
+        if not 0 <= low <= high:
+            raise OpTableError(f"{where}: expected 0 <= min <= max, got min {low} and max {high}")
         types[name] = ArgType(name, entry["kind"], low, high)
     ops: dict[str, Mapping[str, ArgType]] = {}
     for op, entry in raw["ops"].items():

@@ -1,10 +1,11 @@
 'use strict'
 // The rule tables this sidecar shares with the Python package, read from the directory the sidecar is
-// given (`--rules DIR`, the package's `gencoord_env/data`): `skill_ops.json`, the skill-call ops and the types
-// of their arguments, against which every call is checked (skills.js), and `recipes.json`, the game
-// rules whose smelting and fuels the furnace plugin runs (plugin/furnace.js). Both worlds read these
-// same files, so the Python world and this one cannot disagree about them. Nothing here guesses where
-// the files are.
+// given (`--rules DIR`, the package's `gencoord_env/data`): `limits.json`, the limits shared with the
+// Python package (its `args` bound the types of the op table, the same numbers the Python contract
+// rejects agent input by), `skill_ops.json`, the skill-call ops and the types of their arguments,
+// against which every call is checked (skills.js), and `recipes.json`, the game rules whose smelting and
+// fuels the furnace plugin runs (plugin/furnace.js). Both worlds read these same files, so the Python
+// world and this one cannot disagree about them. Nothing here guesses where the files are.
 
 const fs = require('fs')
 const path = require('path')
@@ -31,7 +32,7 @@ function readTable (dir, name) {
     text = fs.readFileSync(file, 'utf8')
   } catch (err) {
     throw new RulesError(`rule table ${file} cannot be read (${err.code || err.message}); --rules must name ` +
-      "the directory of skill_ops.json and recipes.json (the Python package's gencoord_env/data)")
+      "the directory of limits.json, skill_ops.json and recipes.json (the Python package's gencoord_env/data)")
   }
   try {
     return JSON.parse(text)
@@ -40,13 +41,36 @@ function readTable (dir, name) {
   }
 }
 
-/** `skill_ops.json` -> `{op: {arg: {name, kind, min, max}}}`, arguments in call order. */
-function parseOps (raw, where = 'skill_ops.json') {
+/**
+ * `limits.json` -> `{args: {name: {min, max}}, ...other sections as they are}`. Only `args` is checked
+ * here (the op table reads it); the other sections belong to the modules that read them.
+ */
+function parseLimits (raw, where = 'limits.json') {
+  if (!isObject(raw) || !isObject(raw.args)) throw new RulesError(`${where}: expected an object with the object "args"`)
+  const args = {}
+  for (const [name, l] of Object.entries(raw.args)) {
+    if (!isObject(l) || !Number.isInteger(l.min) || !Number.isInteger(l.max) || l.min < 0 || l.min > l.max) {
+      throw new RulesError(`${where}: args.${name} needs integers 0 <= min <= max, got ${JSON.stringify(l)}`)
+    }
+    args[name] = Object.freeze({ min: l.min, max: l.max })
+  }
+  return Object.freeze({ ...raw, args: Object.freeze(args) })
+}
+
+/**
+ * `skill_ops.json` -> `{op: {arg: {name, kind, min, max}}}`, arguments in call order. A type's `limit`
+ * names the entry of `limits.args` that gives its min and max; a min or max of its own overrides it.
+ */
+function parseOps (raw, where = 'skill_ops.json', limits = { args: {} }) {
   if (!isObject(raw) || !isObject(raw.types) || !isObject(raw.ops)) throw new RulesError(`${where}: expected an object with the objects "types" and "ops"`)
   const types = {}
   for (const [name, t] of Object.entries(raw.types)) {
     if (!isObject(t) || !ARG_KINDS.includes(t.kind)) throw new RulesError(`${where}: types.${name} needs a kind, one of ${ARG_KINDS.join(', ')}`)
-    const [min, max] = t.kind === 'item' ? [1, 128] : [t.min, t.max]
+    if (t.limit !== undefined && !Object.hasOwn(limits.args, t.limit)) {
+      throw new RulesError(`${where}: types.${name}.limit ${JSON.stringify(t.limit)} is not a limit of limits.json's args; limits are ${Object.keys(limits.args).join(', ')}`)
+    }
+    const bound = t.limit === undefined ? {} : limits.args[t.limit]
+    const [min, max] = [t.min ?? bound.min, t.max ?? bound.max]
     if (!Number.isInteger(min) || !Number.isInteger(max) || min < 0 || min > max) {
       throw new RulesError(`${where}: types.${name} needs integers 0 <= min <= max, got min ${JSON.stringify(t.min)} and max ${JSON.stringify(t.max)}`)
     }
@@ -105,17 +129,19 @@ function parseRecipes (raw, where = 'recipes.json') {
   })
 }
 
-/** Read both tables from `dir`: `{dir, ops, recipes}`. Throws RulesError saying what to fix. */
+/** Read the tables from `dir`: `{dir, limits, ops, recipes}`. Throws RulesError saying what to fix. */
 function loadRules (dir) {
   if (typeof dir !== 'string' || !dir) {
     throw new RulesError("no rules directory: pass the directory of skill_ops.json and recipes.json (the Python package's gencoord_env/data)")
   }
   const abs = path.resolve(dir)
+  const limits = parseLimits(readTable(abs, 'limits.json'), path.join(abs, 'limits.json'))
   return Object.freeze({
     dir: abs,
-    ops: parseOps(readTable(abs, 'skill_ops.json'), path.join(abs, 'skill_ops.json')),
+    limits,
+    ops: parseOps(readTable(abs, 'skill_ops.json'), path.join(abs, 'skill_ops.json'), limits),
     recipes: parseRecipes(readTable(abs, 'recipes.json'), path.join(abs, 'recipes.json'))
   })
 }
 
-module.exports = { loadRules, parseOps, parseRecipes, RulesError, COOK_TICKS }
+module.exports = { loadRules, parseLimits, parseOps, parseRecipes, RulesError, COOK_TICKS }

@@ -9,7 +9,7 @@ const fs = require('fs')
 const os = require('os')
 const path = require('path')
 const { RULES, RULES_DIR } = require('./helpers')
-const { loadRules, RulesError } = require('../src/rules')
+const { loadRules, parseLimits, parseOps, RulesError } = require('../src/rules')
 const { SKILLS, checkSkillTable } = require('../src/skills')
 const { smeltingTable } = require('../src/plugin/furnace')
 const { trim } = require('../src/plugin/crafting')
@@ -33,11 +33,26 @@ test('the furnace plugin smelts exactly the smelting and fuel rules of recipes.j
 test('a missing or malformed rules directory fails with a message that says what to pass', () => {
   assert.throws(() => loadRules(''), err => err instanceof RulesError && /no rules directory/.test(err.message))
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rules-'))
-  assert.throws(() => loadRules(dir), /skill_ops.json cannot be read \(ENOENT\); --rules must name the directory of skill_ops.json and recipes.json/)
+  assert.throws(() => loadRules(dir), /limits.json cannot be read \(ENOENT\); --rules must name the directory of limits.json, skill_ops.json and recipes.json/)
+  fs.copyFileSync(path.join(RULES_DIR, 'limits.json'), path.join(dir, 'limits.json'))
+  assert.throws(() => loadRules(dir), /skill_ops.json cannot be read \(ENOENT\)/)
   fs.copyFileSync(path.join(RULES_DIR, 'skill_ops.json'), path.join(dir, 'skill_ops.json'))
   fs.writeFileSync(path.join(dir, 'recipes.json'), JSON.stringify({ ...raw, fuels: { coal: 1 / 3 } }))
   assert.throws(() => loadRules(dir), /fuels.coal must be the items smelted per fuel item/)
   fs.rmSync(dir, { recursive: true })
+})
+
+test('the op table takes its bounds from limits.json, the numbers the Python contract rejects agent input by', () => {
+  const limits = JSON.parse(fs.readFileSync(path.join(RULES_DIR, 'limits.json'), 'utf8')).args
+  assert.deepEqual([RULES.ops.withdraw.count.min, RULES.ops.withdraw.count.max], [limits.count.min, limits.count.max])
+  assert.deepEqual([RULES.ops.wait.ticks.min, RULES.ops.wait.ticks.max], [limits.ticks.min, limits.ticks.max])
+  assert.equal(RULES.ops.goto.station.max, limits.name_chars.max)
+  assert.equal(RULES.ops.craft.station.min, 0) // the grid's own min overrides the limit's
+  const ops = JSON.parse(fs.readFileSync(path.join(RULES_DIR, 'skill_ops.json'), 'utf8'))
+  assert.equal(parseOps(ops, 'ops', { args: { ...RULES.limits.args, count: { min: 1, max: 9 } } }).give.count.max, 9)
+  ops.types.count.limit = 'counts'
+  assert.throws(() => parseOps(ops, 'ops', RULES.limits), /ops: types.count.limit "counts" is not a limit of limits.json's args; limits are count, /)
+  assert.throws(() => parseLimits({ args: { count: { min: 3, max: 1 } } }), /args.count needs integers 0 <= min <= max/)
 })
 
 /** The ingredient multiset of a minecraft-data recipe variant and whether it fits the 2x2 grid. */

@@ -50,7 +50,11 @@ def _raw() -> dict[str, Any]:
         (lambda o: o["types"]["count"].update(kind="integer"),
          "ops.types.count: expected an object whose kind is one of ['string', 'int', 'item']"),
         (lambda o: o["types"]["ticks"].update(min=5, max=1), "ops.types.ticks: expected 0 <= min <= max, got min 5 and max 1"),
-        (lambda o: o["types"]["ticks"].pop("max"), "ops.types.ticks.max: expected an int, got None"),
+        (lambda o: o["types"]["ticks"].pop("limit"), "ops.types.ticks.min: expected an int, got None"),
+        (lambda o: o["types"]["ticks"].update(limit="tick"),
+         "ops.types.ticks.limit: 'tick' is not a limit of limits.json's args; expected one of "
+         "['count', 'name_chars', 'path_tasks', 'task_args', 'ticks']"),
+        (lambda o: o["types"]["ticks"].update(max="many"), "ops.types.ticks.max: expected an int, got 'many'"),
         (lambda o: o["ops"]["give"]["args"].update(to="agnt"),
          "ops.ops.give.args.to: unknown type 'agnt'; expected one of ['agent', 'count', 'grid', 'item', 'station', 'ticks']; "
          "did you mean 'agent'?"),
@@ -67,3 +71,17 @@ def test_op_table_validation(mutate, message: str) -> None:  # type: ignore[no-u
 def test_missing_op_table(tmp_path) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(OpTableError, match="is missing; reinstall gencoord_env"):
         load_skill_ops(tmp_path / "skill_ops.json")
+
+
+def test_types_take_their_bounds_from_the_limits_table() -> None:
+    """One set of numbers: the op table's bounds are limits.json's (the contract and the sidecar read it too)."""
+    from gencoord_env.limits import LIMITS
+
+    count, ticks, name = (LIMITS.args[k] for k in ("count", "ticks", "name_chars"))
+    assert (OP_ARGS["withdraw"]["count"].min, OP_ARGS["withdraw"]["count"].max) == (count.min, count.max)
+    assert (OP_ARGS["wait"]["ticks"].min, OP_ARGS["wait"]["ticks"].max) == (ticks.min, ticks.max)
+    assert OP_ARGS["goto"]["station"].max == OP_ARGS["give"]["to"].max == name.max
+    assert OP_ARGS["craft"]["station"].min == 0  # the grid's own min overrides the limit's
+    raw = _raw()
+    raw["types"]["count"]["max"] = 7  # a bound given in the op table overrides the limit
+    assert parse_skill_ops(raw)["give"]["count"].max == 7
