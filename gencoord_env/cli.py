@@ -50,7 +50,7 @@ def env_choices() -> dict[str, tuple[str, ...]]:
     from gencoord_env.tasks.compose import VIEWS
     from gencoord_env.tasks.pools import POOL_SIZES, TEAM_POOLS
 
-    return {"pool": (*POOL_SIZES, *TEAM_POOLS), "route": tuple(ROUTES), "view": tuple(VIEWS), "surface": tuple(SURFACES),
+    return {"pool": (*POOL_SIZES, *TEAM_POOLS, "procedural"), "route": tuple(ROUTES), "view": tuple(VIEWS), "surface": tuple(SURFACES),
             "backend": tuple(BACKENDS)}
 
 
@@ -225,8 +225,15 @@ def _rollout(args: argparse.Namespace) -> int:
         env = TraceRecorder(env, args.trace)
     import random
 
-    order = list(range(len(env.unwrapped.episodes)))
-    random.Random(args.seed).shuffle(order)
+    size = len(env.unwrapped.episodes)
+    if args.pool == "procedural":  # endless: its first --episodes episodes, in order (each pair is a fresh template)
+        if args.episodes is None:
+            env.close()
+            raise ValueError("the procedural pool is endless; give --episodes N")
+        order = list(range(args.episodes))
+    else:
+        order = list(range(size))
+        random.Random(args.seed).shuffle(order)
     n = len(order) if args.episodes is None else min(args.episodes, len(order))
     console = Console(stderr=True)
     results: list[dict[str, Any]] = []

@@ -3,6 +3,7 @@ non-zero exit (the traceback only with --debug), every name option's help lists 
 the package's own tables, --version, --episodes checks, ``gencoord train --help``."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -97,6 +98,15 @@ def test_rollout_refuses_non_positive_episodes(value: str, capsys: pytest.Captur
         main(["rollout", "--backend", "sim", "--episodes", value])
     assert e.value.code == 2
     assert f"argument --episodes: must be at least 1, got {int(value)}" in capsys.readouterr().err
+
+
+def test_rollout_plays_the_first_procedural_episodes_and_needs_a_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert "procedural" in env_choices()["pool"]
+    assert main(["rollout", "--backend", "sim", "--pool", "procedural"]) == 2
+    assert _error_line(capsys) == "error: the procedural pool is endless; give --episodes N"
+    assert main(["rollout", "--backend", "sim", "--pool", "procedural", "--episodes", "6", "--json", str(tmp_path / "s.json")]) == 0
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["episodes"] == 6 and summary["successes"] == 6
 
 
 def test_experiment_refuses_non_positive_episodes(capsys: pytest.CaptureFixture[str]) -> None:

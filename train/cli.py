@@ -158,8 +158,12 @@ def grpo_main(argv: Sequence[str] | None = None) -> int:
     )
     result = run(config)
     prov = result.provenance
-    print(json.dumps({k: prov[k] for k in ("optimizer_steps", "train_seconds", "reward_first", "reward_final",
-                                           "completions_scored", "eval_before", "eval_after")}
+    brief = {k: prov[k] for k in ("optimizer_steps", "train_seconds", "reward_first", "reward_final", "completions_scored",
+                                  "eval_before", "eval_after", "eval_change")}
+    for key in ("eval_before", "eval_after"):  # the per-episode table stays in provenance.json
+        if brief[key]:
+            brief[key] = {k: v for k, v in brief[key].items() if k != "success_by_episode"}
+    print(json.dumps(brief
                      | {"checkpoint": str(result.checkpoint) if result.checkpoint else None}, indent=2))
     return 0
 

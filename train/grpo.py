@@ -200,7 +200,40 @@ def _success_rate(model: Any, tokenizer: Any, pool: str, route: str, episodes: i
     model.train(was_training)
     outcomes = Counter(str(r["outcome"]) for r in results)
     return {"pool": pool, "route": route, "episodes": total, "success_rate": outcomes.get("SUCCESS", 0) / max(1, total),
-            "outcomes": dict(sorted(outcomes.items()))}
+            "outcomes": dict(sorted(outcomes.items())), **_cluster_interval(results)}
+
+
+def _cluster_of(episode_id: str) -> str:
+    return episode_id.rsplit("-R", 1)[0]
+
+
+def _cluster_interval(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per-episode success, and a 95% bootstrap interval over clusters (the two role permutations of a
+    public instance are one draw); no interval without the experiments extra (scipy)."""
+    success = {str(r["episode_id"]): str(r["outcome"]) == "SUCCESS" for r in results}
+    out: dict[str, Any] = {"success_by_episode": success}
+    try:
+        from gencoord_env.experiments import stats
+    except ImportError:
+        return out
+    means = stats.cluster_means((_cluster_of(e), float(ok)) for e, ok in success.items())
+    ci = stats.bootstrap_ci(means.values())
+    out["clusters"] = len(means)
+    out["ci95"] = list(ci) if ci else None
+    return out
+
+
+def _paired_change(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any] | None:
+    """After minus before, paired by cluster, with a 95% paired bootstrap interval."""
+    if not before or not after or "success_by_episode" not in before:
+        return None
+    try:
+        from gencoord_env.experiments import stats
+    except ImportError:
+        return None
+    b = stats.cluster_means((_cluster_of(e), float(ok)) for e, ok in before["success_by_episode"].items())
+    a = stats.cluster_means((_cluster_of(e), float(ok)) for e, ok in after["success_by_episode"].items())
+    return stats.paired_bootstrap_ci(a, b)  # {"diff", "ci95", "clusters"}: after minus before
 
 
 def _libraries() -> dict[str, str]:
@@ -313,6 +346,7 @@ def run(config: GRPORunConfig) -> GRPOResult:
         "reward_curve": "reward_curve.json",
         "eval_before": before,
         "eval_after": after,
+        "eval_change": _paired_change(before, after),
     }
     checkpoint = None
     if config.save:
