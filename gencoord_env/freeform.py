@@ -20,6 +20,11 @@ white space or the end) and reads two kinds; every other sentence is conversatio
 A lead-in ending in ": " may precede either ("My plan: I will ..."). A sentence that has a statement
 form but a clause that is not in the table is *unreadable*: it is reported, not guessed at.
 
+**Any text is read.** ``statements``, ``extract`` and ``parse`` take any Python ``str`` (lone surrogates,
+other scripts, megabytes of it): the extractor never raises for what an agent says (``parse`` raises
+only ``DSLSyntaxError``). Quantities are ASCII digits ``0-9``; digits of other scripts (``"٣"``) are
+just text, so a clause with them is unreadable, and so is one whose number is too long for ``int``.
+
 **Extraction** (``extract``), over the dialogue so far, for a forward commitment between the first role
 (sender) and the second role (receiver): the sender's latest SELF statement, the sender's latest
 request to the receiver, and the receiver's latest SELF statement made *after* that request. When all
@@ -77,7 +82,7 @@ def _pattern(template: str) -> str:
         if i % 2 == 0:
             out.append(re.escape(part))
         else:
-            out.append(f"(?P<{part}>\\d+)" if part in _INT_KEYS else f"(?P<{part}>{_WORD})")
+            out.append(f"(?P<{part}>[0-9]+)" if part in _INT_KEYS else f"(?P<{part}>{_WORD})")
     return "".join(out)
 
 
@@ -103,11 +108,20 @@ def say_task(task: Task) -> str:
 
 
 def read_task(clause: str) -> Task | None:
-    """The task an English clause says, or None when the clause is not in the table."""
+    """The task an English clause says, or None when the clause is not in the table.
+
+    >>> read_task("take 3 oak_planks").args["q"], read_task("take \u0663 oak_planks")
+    (3, None)
+    """
     for skill, pattern in _clause_patterns():
         m = pattern.match(clause.strip())
         if m:
-            args = {k: (int(v) if k in _INT_KEYS else v) for k, v in m.groupdict().items() if v is not None}
+            args = {k: v for k, v in m.groupdict().items() if v is not None}
+            for key in _INT_KEYS & args.keys():
+                try:
+                    args[key] = int(args[key])
+                except ValueError:  # more digits than int() converts: no task says that
+                    return None
             return Task(skill, args)
     return None
 

@@ -13,6 +13,12 @@ Record layout (keys sorted in the file, so records of equal episodes are byte-id
      "actions": [{"agent": str, "action": str}, ...],
      "outcome": str, "reason": str, "metrics": {...}, "trace": [stage records]}
 
+An episode truncated by an infrastructure fault (``on_fault="truncate"``) is recorded too, with
+``"outcome": null`` and ``"fault": {"type", "message"}``. The recorder takes any action the env takes:
+a str or a machine-sized number is recorded as it is (a numpy scalar as the Python number), anything else
+(``None``, bytes, objects) as its short ``repr`` (``envs.gencoord.session.traced``), which replays as a
+parse failure too, though with the reason of a str.
+
 Trace values are made JSON-safe by ``jsonable``: a ``Task`` becomes its Short DSL text, a value with a
 ``trace_record()`` method the object it returns (commitments, resolutions and dispatch plans, whose
 two-agent layout is that of version 1), other frozen dataclasses (proposals, requests, violations, skill
@@ -29,8 +35,11 @@ from typing import IO, Any
 
 from pettingzoo.utils.wrappers import BaseParallelWrapper
 
+import numpy as np
+
 from gencoord_env.types import Task
 from gencoord_env.dsl.serializer import format_task
+from gencoord_env.envs.gencoord.session import traced
 from gencoord_env.wrappers.base import interventions
 
 RECORD_VERSION = 1
@@ -81,6 +90,7 @@ def episode_record(env: Any, actions: list[dict[str, Any]], info: Mapping[str, A
         "reason": info["reason"],
         "metrics": info["metrics"],
         **({"timings": info["timings"]} if "timings" in info else {}),
+        **({"fault": info["fault"]} if "fault" in info else {}),
         "trace": info["trace"],
     }
 
@@ -110,7 +120,8 @@ class TraceRecorder(BaseParallelWrapper):
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         if self._turn is not None:
-            self._actions.append({"agent": self._turn, "action": actions.get(self._turn, "")})
+            action = actions.get(self._turn, "")
+            self._actions.append({"agent": self._turn, "action": traced(action.item() if isinstance(action, np.generic) else action)})
         obs, rewards, terms, truncs, infos = self.env.step(actions)
         self._turn = _deciding(infos)
         first = next(iter(infos.values()), {})

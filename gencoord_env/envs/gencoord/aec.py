@@ -3,8 +3,9 @@
 PettingZoo's generic ``parallel_to_aec`` cycles through every agent, so the idle agent would have to
 send dummy actions. Here each ``step(action)`` is the deciding agent's action; the next selected agent
 is whoever decides next (the same agent twice in a row on routes where it decides again, e.g. the
-requester's revision). When the episode ends every agent is terminated with the final reward, and the
-usual dead-agent steps (``step(None)``) remove them.
+requester's revision). When the episode ends every agent is terminated with the final reward (or, after an
+infrastructure fault under ``on_fault="truncate"``, truncated with reward 0), and the usual dead-agent
+steps (``step(None)``) remove them.
 
 >>> import gencoord_env
 >>> env = gencoord_env.env(backend="sim", pool="heldout")
@@ -69,7 +70,7 @@ class TurnBasedAEC(AECEnv):
         self.terminations = {a: bool(terminations.get(a, False)) for a in self.agents}
         self.truncations = {a: bool(truncations.get(a, False)) for a in self.agents}
         self._accumulate_rewards()
-        if any(self.terminations.values()):
+        if any(self.terminations.values()) or any(self.truncations.values()):
             self._deads_step_first()
         else:
             self.agent_selection = self._deciding()

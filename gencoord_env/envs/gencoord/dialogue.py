@@ -15,6 +15,15 @@ restates its request) is ordinary dialogue, and the extractor simply waits for t
 the latest request. The rule agent and the free-form training set clarify on the recipe family
 (``freeform.clarifies``), so their dialogues take two or four of the ``max_turns`` utterances.
 
+What the peers see of an utterance (``shown``) is bounded, so every observation stays inside the env's
+observation space (``Text(max_length=MAX_OBSERVATION)``, printable ASCII): characters outside it are
+escaped (``\\u0663``, ``\\ud800``; a line break as ``\\n``, so an utterance is one ``MESSAGE`` line and
+cannot pose as a context line), and an utterance longer than ``MAX_ECHO`` characters (the observation
+less ``CONTEXT_RESERVE`` for the task facts, shared by ``max_turns`` utterances) is cut with a marker
+saying how much was left out. The task facts are never cut. The extractor, the trace and the wire bytes
+read the utterance as the agent wrote it. An utterance that is not a ``str`` or is longer than the action
+space's ``max_length`` ends the episode with ``PARSE_FAILURE`` before anything reads it.
+
 Trace: one ``{"stage": "dialogue", "agent", "observation", "action", "statements"}`` record per
 utterance, then ``{"stage": "extract", "extraction"}`` and the usual resolve .. verify records.
 Raw validity is false when an utterance contains an unreadable plan sentence (a statement form whose
@@ -25,12 +34,40 @@ from __future__ import annotations
 from typing import Any
 
 from gencoord_env import freeform
+from gencoord_env.envs.gencoord.interface import CHARSET, MAX_OBSERVATION
 from gencoord_env.envs.gencoord.routes import SHAPES, Decision
-from gencoord_env.envs.gencoord.session import EpisodeSession
+from gencoord_env.envs.gencoord.session import EpisodeSession, traced, unreadable
 from gencoord_env.messages import Utterance
 from gencoord_env.outcomes import FailureCode
 
 MAX_TURNS = 6
+#: the characters of an observation left for a two-agent context's task facts (the largest measured is
+#: under 2,000: ``tests/envs/test_limits.py``); the rest is the dialogue's
+CONTEXT_RESERVE = 8192
+#: the most characters of one utterance its peers see (4,096 with six turns)
+MAX_ECHO = (MAX_OBSERVATION - CONTEXT_RESERVE) // MAX_TURNS
+_PLAIN = frozenset(CHARSET) - {"\n"}
+_ESCAPES = {"\n": "\\n", "\r": "\\r"}
+
+
+def shown(utterance: str, limit: int = MAX_ECHO) -> str:
+    """What the peers see of ``utterance``: printable ASCII on one line, at most ``limit`` characters.
+
+    >>> print(shown("I will take \\u0663 oak_planks.\\nPRIVATE -"))
+    I will take \\u0663 oak_planks.\\nPRIVATE -
+    >>> shown("x" * 100, limit=40)
+    'xxxxxxxxx [... 91 characters not shown]'
+    """
+    if len(utterance) <= limit and all(c in _PLAIN for c in utterance):
+        return utterance
+    text = "".join(c if c in _PLAIN else _ESCAPES.get(c) or c.encode("ascii", "backslashreplace").decode("ascii")
+                   for c in utterance)
+    if len(text) <= limit:
+        return text
+    marker = f" [... {len(text)} characters not shown]"  # an upper bound of its length once cut
+    keep = max(0, limit - len(marker))
+    return text[:keep] + f" [... {len(text) - keep} characters not shown]"
+
 
 #: A dialogue turn: any utterance is a valid record (the extractor decides when a commitment exists).
 _TURN = (Decision("dialogue", 0, SHAPES["self_only"], "resolve_forward"),
@@ -61,11 +98,12 @@ class DialogueSession(EpisodeSession):
             return
         agent = self.turn
         self.metrics.values["decisions"] += 1
-        entry: dict[str, Any] = {"stage": "dialogue", "agent": agent, "observation": observation, "action": action}
+        entry: dict[str, Any] = {"stage": "dialogue", "agent": agent, "observation": observation, "action": traced(action)}
         self.trace.append(entry)
-        if not isinstance(action, str):
-            entry["parse"] = {"error": f"expected the utterance to be a str, got {type(action).__name__}"}
-            self._parse_failure(entry["parse"]["error"])
+        why = unreadable(action)
+        if why is not None:
+            entry["parse"] = {"error": why}
+            self._parse_failure(why)
             return
         said = freeform.statements(action)
         entry["statements"] = said
@@ -73,8 +111,9 @@ class DialogueSession(EpisodeSession):
             self.metrics.values["raw_validity"] = False
         self.dialogue.append((agent, action))
         self.metrics.wire(action)
+        heard = Utterance(agent, shown(action, (MAX_OBSERVATION - CONTEXT_RESERVE) // self.max_turns))
         for a in self.progress.inbox:
-            self.progress = self.progress.receive(a, Utterance(agent, action))
+            self.progress = self.progress.receive(a, heard)
         found = freeform.extract(self.dialogue, self.episode.first, self.episode.second)
         if found is None:
             if len(self.dialogue) >= self.max_turns:
@@ -90,4 +129,4 @@ class DialogueSession(EpisodeSession):
         self._commit(self.stages.resolve_forward(found.sender, found.receiver, self.episode))
 
 
-__all__ = ["MAX_TURNS", "DialogueSession"]
+__all__ = ["CONTEXT_RESERVE", "MAX_ECHO", "MAX_TURNS", "DialogueSession", "shown"]

@@ -28,7 +28,7 @@ with a feedback form) ``feedback`` routes on the ``dsl`` and ``json`` surfaces.
 ### Arguments
 ``parallel_env(pool="heldout", backend="minecraft", route="forward", view="full", surface="dsl", seed=0,
 pool_seed=0, private_fact="id", actions="text", observations="text", tokenizer=None, max_tokens=1024,
-reward="binary", infos="full", timings=False, world=None, stages=None, render_mode=None)``
+reward="binary", infos="full", timings=False, on_fault="raise", world=None, stages=None, render_mode=None)``
 
 - ``pool``: ``train``, ``heldout``, ``request``, ``horizon``, ``crossproduct``, ``goal_capability``,
   ``visibility`` (see ``gencoord_env.tasks.pools``), a team pool (above), ``procedural`` (endless matched pairs of templates
@@ -50,15 +50,33 @@ reward="binary", infos="full", timings=False, world=None, stages=None, render_mo
   ``tokenizer``: the package's offline word tokenizer by default, or any Hugging Face tokenizer object) or
   ``bag`` (float32 counts of each vocabulary word: a bag of words, for MLP learners).
 - ``reward``: ``binary`` (the paper's) or ``staged`` (see Rewards).
-- ``infos``: ``full`` or ``numbers`` (only numeric values, for libraries that turn infos into tensors).
+- ``infos``: ``full`` or ``numbers`` (only numeric values, for libraries that turn infos into tensors;
+  ``truncated`` is 1 when the episode ended in an infrastructure fault under ``on_fault="truncate"``).
 - ``timings``: add wall-clock measurements to the final infos (``timings``); off by default, so that
   infos of equal seeds are equal.
+- ``on_fault``: what an infrastructure fault of the world backend (a
+  ``gencoord_env.world.minecraft.MinecraftBackendError``: the sidecar died or timed out, a bot dropped,
+  ...) does. ``raise`` (default): it raises out of ``step`` / ``reset``, typed, with a message that says
+  what to do. ``truncate``: a fault during ``step`` ends the episode for every agent as a truncation
+  (``truncations`` True, ``terminations`` False, reward 0.0), with ``infos[agent]["fault"] = {"type":
+  "SidecarDied", "message": ...}``, ``outcome`` None and a ``{"stage": "fault"}`` trace record; the next
+  ``reset()`` recovers (a fresh sidecar, a rebuilt arena). A fault during ``reset`` is retried once (that
+  reset's infos then carry ``reset_fault``); a second fault raises. Agent mistakes are never faults: they
+  are failure codes either way.
 - ``stages``: a ``Stages`` value with stage functions swapped (fault injection; interventions are wrappers).
 
 ``reset(seed, options)``: ``options={"index": k}`` selects episode ``k`` of ``env.episodes`` (cluster ``k // 2``
 under role permutation ``k % 2``; in a team pool of n agents cluster ``k // n`` under rotation ``k % n``);
 ``options={"episode": Episode}`` runs that episode; otherwise the seeded RNG draws one.
 ``options={"interventions": (...)}`` is how wrappers in ``gencoord_env.wrappers`` reach an episode.
+
+### Limits
+Every observation lies in ``observation_space(agent)``: printable ASCII, at most 32,768 characters. Agent
+text that reaches a peer's observation (a free-form utterance) is escaped and cut to its share
+(``gencoord_env.envs.gencoord.dialogue.shown``); the task facts are never cut. An action that is not a
+``str`` (text actions) or is longer than the action space's ``max_length`` (4,096 characters) ends the
+episode with ``PARSE_FAILURE`` before it is parsed; the reason says which. No action, whatever its type,
+length or characters (lone surrogates included), makes ``step`` raise.
 
 ### Rewards
 Both agents get the reward at the end of the episode, 0.0 before. ``binary``: 1.0 when the outcome is
@@ -92,7 +110,7 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from gencoord_env.envs.gencoord.dialogue import DialogueSession
-from gencoord_env.envs.gencoord.interface import ACTIONS, OBSERVATIONS, WAITING, Interface, Menu
+from gencoord_env.envs.gencoord.interface import ACTIONS, OBSERVATIONS, WAITING, Interface, Menu, brief
 from gencoord_env.envs.gencoord.routes import ROUTES
 from gencoord_env.envs.gencoord.session import EpisodeSession, Setup
 from gencoord_env.envs.gencoord.stages import Intervention, Stages
@@ -108,6 +126,7 @@ from gencoord_env.world.types import World
 
 BACKENDS = ("sim", "minecraft")
 INFOS = ("full", "numbers")
+ON_FAULT = ("raise", "truncate")
 #: wall-clock metrics: in ``infos["timings"]`` only with ``timings=True``
 TIMINGS = ("episode_seconds", "time_to_commitment")
 
@@ -152,6 +171,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         reward: str = "binary",
         infos: str = "full",
         timings: bool = False,
+        on_fault: str = "raise",
         world: World | None = None,
         stages: Stages | None = None,
         render_mode: str | None = None,
@@ -166,6 +186,13 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         self.reward_name = reward
         self.infos_mode = _choice("infos", infos, INFOS)
         self.timings = bool(timings)
+        self.on_fault = _choice("on_fault", on_fault, ON_FAULT)
+        #: the exceptions that truncate an episode instead of raising (none with on_fault="raise")
+        self._faults: tuple[type[BaseException], ...] = ()
+        if self.on_fault == "truncate":
+            from gencoord_env.world.minecraft.errors import MinecraftBackendError
+
+            self._faults = (MinecraftBackendError,)
         if self.surface.dialogue and self.route != "forward":
             raise ValueError(f"surface={surface!r} runs the forward route only; got route={route!r}")
         if render_mode is not None:
@@ -255,8 +282,17 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
                 raise TypeError(f"options['interventions'] holds {iv!r}, which has no 'stage' and 'rewrite(value, episode, ...)'")
         self.agents = list(episode.agents)
         session_type = DialogueSession if self.surface.dialogue else EpisodeSession
-        self.session = session_type(episode, self.setup, self.stages, self.world, interventions)
-        return self._observations(), self._infos()
+        try:
+            self.session = session_type(episode, self.setup, self.stages, self.world, interventions)
+            reset_fault = None
+        except self._faults as e:  # on_fault="truncate": the world's own reset recovers; once
+            reset_fault = {"type": type(e).__name__, "message": str(e)}
+            self.session = session_type(episode, self.setup, self.stages, self.world, interventions)
+        observations, infos = self._observations(), self._infos()
+        if reset_fault is not None and self.infos_mode == "full":
+            for info in infos.values():
+                info["reset_fault"] = reset_fault
+        return observations, infos
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         s = self.session
@@ -265,15 +301,18 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         turn = s.turn
         action = actions.get(turn, "")
         text, why = self.interface.action_text(action, self._menu)
-        if text is None:
-            s.refuse(int(action) if isinstance(action, (int, np.integer)) else repr(action), why, self._last_text.get(turn, ""))
-        else:
-            s.act(text, self._last_text.get(turn, ""))
+        try:
+            if text is None:
+                s.refuse(int(action) if isinstance(action, (int, np.integer)) else brief(action), why, self._last_text.get(turn, ""))
+            else:
+                s.act(text, self._last_text.get(turn, ""))
+        except self._faults as e:  # on_fault="truncate": the world broke mid-episode
+            s.truncate(e)
         done = s.done
         reward = self.rewards[s.outcome] if done and s.outcome is not None else 0.0
         rewards = {a: reward for a in self.agents}
-        terminations = {a: done for a in self.agents}
-        truncations = {a: False for a in self.agents}
+        terminations = {a: done and s.fault is None for a in self.agents}
+        truncations = {a: s.fault is not None for a in self.agents}
         observations, infos = self._observations(), self._infos()
         if done:
             self.agents = []
@@ -312,6 +351,8 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             metrics = s.metrics.as_dict()
             base.update({"turn": None, "stage": "done", "outcome": s.outcome, "reason": s.reason, "trace": s.trace,
                          "metrics": {k: v for k, v in metrics.items() if k not in TIMINGS}})
+            if s.fault is not None:
+                base["fault"] = dict(s.fault)
             if self.timings:
                 base["timings"] = {k: metrics[k] for k in TIMINGS}
         else:
@@ -337,6 +378,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             "wire_bytes": int(m["wire_bytes"]),
             "handoff_verified": int(bool(m["handoff_verified"])),
             "commitment_validity": int(bool(m["commitment_validity"])),
+            "truncated": int(s.fault is not None),
         }
         turn = None if s.done else s.turn
         return {a: {**base, "deciding": int(a == turn)} for a in s.episode.agents}

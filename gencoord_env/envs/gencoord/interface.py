@@ -8,6 +8,10 @@
 | ``actions`` | ``text`` (default) | | a record as text (``Text``) |
 | | ``menu`` | adds ``action_mask`` (int8, length N) | ``Discrete(N)``: a slot of the candidate menu |
 
+Any action value is handled: a text action that is not a ``str``, or a menu action that names no
+unmasked slot, is refused with a reason (the session ends the episode with ``PARSE_FAILURE``); a ``str``
+over ``MAX_ACTION`` characters is refused by the session before it is parsed.
+
 With tokens or a menu the observation is a ``Dict`` (PettingZoo's convention: ``observation`` and
 ``action_mask``); text with text actions stays a plain ``Text``. Spaces are built once per env and are
 the same objects on every call.
@@ -55,6 +59,19 @@ def _prior_counts(tokenizer: Tokenizer, prior_text: str) -> np.ndarray:
         ids = encode_parts(tokenizer, (prior_text,))
         counts = _PRIOR_COUNTS.put(key, np.bincount(ids, minlength=tokenizer.vocab_size)[: tokenizer.vocab_size])
     return counts  # type: ignore[no-any-return]
+
+
+def brief(value: Any, limit: int = 80) -> str:
+    """A one-line ``repr`` of an agent's action for a reason or a trace, at most about ``limit`` characters.
+
+    >>> brief(b"x" * 100, 10)
+    "b'xxxxxxxx... (103 characters)"
+    """
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - an int too long for str(), or an object whose __repr__ breaks
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 #: A waiting agent's menu: slot 0 only, whose action is ignored.
@@ -156,14 +173,17 @@ class Interface:
 
     # --- actions ------------------------------------------------------------------------------------
     def action_text(self, action: Any, menu: Menu) -> tuple[str | None, str]:
-        """(record text, "") for a usable action; (None, why) for a menu choice that names no candidate."""
-        if self.actions == "text" or isinstance(action, str):  # menu mode takes a record too (scripted partners)
+        """(record text, "") for a usable action; (None, why) for one that names no record: a text action that
+        is not a str, a menu choice that names no candidate. The session checks a str's length."""
+        if isinstance(action, str):  # menu mode takes a record too (scripted partners)
             return action, ""
+        if self.actions == "text":
+            return None, f"expected the action to be a str, got {type(action).__name__}"
         if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
-            return None, f"a menu action is a slot number (int) below {self.n}; got {action!r}"
+            return None, f"a menu action is a slot number (int) below {self.n}; got {brief(action)}"
         k = int(action)
         if not 0 <= k < self.n:
-            return None, f"menu slot {k} is out of range; the menu has slots 0..{self.n - 1}"
+            return None, f"menu slot {brief(k)} is out of range; the menu has slots 0..{self.n - 1}"
         text = menu.texts[k] if k < len(menu.texts) else None
         if text is None:
             available = [i for i, t in enumerate(menu.texts) if t is not None or i == 0]
@@ -171,4 +191,4 @@ class Interface:
         return text, ""
 
 
-__all__ = ["ACTIONS", "CHARSET", "Interface", "MAX_ACTION", "MAX_OBSERVATION", "Menu", "OBSERVATIONS", "WAITING"]
+__all__ = ["ACTIONS", "CHARSET", "Interface", "MAX_ACTION", "MAX_OBSERVATION", "Menu", "OBSERVATIONS", "WAITING", "brief"]

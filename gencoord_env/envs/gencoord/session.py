@@ -18,7 +18,11 @@ the metrics count the bytes of every edge (``edges``: the paper's B_local / B_ce
 
 Committing is one step for every route: materialize -> compile -> execute -> verify (single-step's early
 task goes through the same compile and execute). Agent mistakes end the episode with a failure code;
-nothing here raises for agent input. ``observation()`` has no side effects.
+nothing here raises for agent input: an action that is not a ``str`` or is longer than the action space's
+``max_length`` (``MAX_ACTION`` characters) is a ``PARSE_FAILURE`` before anything reads it. An
+infrastructure fault of the world raises out of ``act``; the env either lets it through or calls
+``truncate`` (``parallel_env(on_fault=...)``), which ends the episode with no outcome and the fault
+recorded. ``observation()`` has no side effects.
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ from typing import Any
 from gencoord_env import contract
 from gencoord_env.caches import Memo
 from gencoord_env.dsl.errors import DSLSyntaxError
+from gencoord_env.envs.gencoord.interface import MAX_ACTION, brief
 from gencoord_env.envs.gencoord.routes import ROUTES, Decision, route_rows
 from gencoord_env.envs.gencoord.stages import Intervention, Stages
 from gencoord_env.envs.gencoord.surfaces import Surface
@@ -46,6 +51,35 @@ from gencoord_env.world.types import World, WorldEvent
 F = FailureCode
 #: contract verdicts by (record text, surface, public scope): agents repeat records across episodes
 _CHECKED = Memo("envs.session.checked", maxsize=1 << 15)
+
+
+def unreadable(action: Any) -> str | None:
+    """Why ``action`` cannot be read as a record or utterance at all (not a str, or over the action space's
+    ``max_length``), or None. Checked before any parser sees the action.
+
+    >>> unreadable(b"SELF -"), unreadable("x" * (MAX_ACTION + 1))[:32]
+    ('expected the action to be a str, got bytes', 'the action has 4097 characters; ')
+    """
+    if not isinstance(action, str):
+        return f"expected the action to be a str, got {type(action).__name__}"
+    if len(action) > MAX_ACTION:
+        return f"the action has {len(action)} characters; the action space takes at most {MAX_ACTION} (Text max_length)"
+    return None
+
+
+def traced(action: Any) -> Any:
+    """``action`` as the trace keeps it (JSON-safe): a str, float or machine-sized int as it is, anything else
+    as a short ``repr`` (``interface.brief``)."""
+    if action is None or isinstance(action, (str, bool, float)):
+        return action
+    if isinstance(action, int) and -(1 << 63) <= action < (1 << 63):
+        return action
+    return brief(action)
+
+
+def printable(text: str) -> str:
+    """``text`` with characters that UTF-8 cannot encode (lone surrogates) escaped, so it can be written."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 @dataclass(frozen=True)
@@ -113,7 +147,7 @@ class Metrics:
     def wire(self, payload: str, kind: str | None = None, edge: tuple[str, str] | None = None, round: int = 1) -> None:
         """One peer-directed message; ``kind`` (request / response / upload) also counts it on its own;
         ``edge`` (sender, receiver) puts it into a team's per-edge accounting."""
-        n = len(payload.encode("utf-8"))
+        n = len(payload.encode("utf-8", "surrogatepass"))  # an agent's text may hold lone surrogates
         self.values["wire_bytes"] += n
         self.values["wire_messages"] += 1
         if kind is not None:
@@ -153,13 +187,15 @@ class EpisodeSession:
         self.metrics = Metrics(team=episode.is_team, agents=len(episode.agents))
         self.outcome: FailureCode | None = None
         self.reason = ""
+        #: an infrastructure fault that truncated the episode: {"type", "message"} (``truncate``)
+        self.fault: dict[str, str] | None = None
         world.reset(episode.world)
         # time to commitment starts at the first observation, after the reset (and any sidecar start)
 
     # --- who decides, what they see ---------------------------------------------------------------
     @property
     def done(self) -> bool:
-        return self.outcome is not None
+        return self.outcome is not None or self.fault is not None
 
     @property
     def decision(self) -> Decision:
@@ -178,6 +214,8 @@ class EpisodeSession:
 
     def observation(self, agent: str) -> str:
         """What ``agent`` sees now (text); only the deciding agent sees a context."""
+        if self.fault is not None:
+            return f"AGENT {agent}\nSTAGE done\nFAULT {self.fault['type']}"
         if self.done:
             return f"AGENT {agent}\nSTAGE done\nOUTCOME {self.outcome}"
         if agent != self.turn:
@@ -221,17 +259,18 @@ class EpisodeSession:
             return
         self.metrics.values["decisions"] += 1
         self.trace.append({"stage": self.decision.stage, "agent": self.turn, "observation": observation,
-                           "action": action, "parse": {"error": reason}})
+                           "action": traced(action), "parse": {"error": reason}})
         self._parse_failure(reason)
 
     def _read(self, agent: str, stage: str, observation: str, action: Any) -> Proposal | None:
         """Parse and contract-check one action; on failure end the episode and return None."""
         self.metrics.values["decisions"] += 1
-        entry: dict[str, Any] = {"stage": stage, "agent": agent, "observation": observation, "action": action}
+        entry: dict[str, Any] = {"stage": stage, "agent": agent, "observation": observation, "action": traced(action)}
         self.trace.append(entry)
-        if not isinstance(action, str):
-            entry["parse"] = {"error": f"expected the action to be a str, got {type(action).__name__}"}
-            return self._parse_failure(entry["parse"]["error"])
+        why = unreadable(action)
+        if why is not None:
+            entry["parse"] = {"error": why}
+            return self._parse_failure(why)
         try:
             proposal = self.setup.surface.read(action, self.max_requests)
         except DSLSyntaxError as e:
@@ -451,8 +490,16 @@ class EpisodeSession:
 
     def _end(self, code: FailureCode, reason: str = "") -> None:
         self.outcome = code
-        self.reason = reason
+        self.reason = printable(reason)  # a parser's message may quote an agent's lone surrogate
+        self.metrics.values["episode_seconds"] = time.perf_counter() - self.metrics.t_start
+
+    def truncate(self, fault: BaseException) -> None:
+        """End the episode because the world broke (an infrastructure fault, not an agent's mistake): no
+        outcome, the fault's type and message kept in ``fault`` and in the trace."""
+        self.fault = {"type": type(fault).__name__, "message": printable(str(fault))}
+        self.reason = self.fault["message"]
+        self.trace.append({"stage": "fault", **self.fault})
         self.metrics.values["episode_seconds"] = time.perf_counter() - self.metrics.t_start
 
 
-__all__ = ["EpisodeSession", "Metrics", "Progress", "Setup"]
+__all__ = ["EpisodeSession", "Metrics", "Progress", "Setup", "printable", "traced", "unreadable"]
