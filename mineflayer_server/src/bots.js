@@ -1,31 +1,55 @@
 'use strict'
-// Mineflayer bots: connect, wait until the ground under the feet is loaded, set up pathfinding
-// that never digs, never builds towers and never uses inventory blocks as scaffolding (those would
-// silently change inventories and the world).
+// Mineflayer bots: connect over a socket the embedded server recognises as ours (botSockets.js), wait
+// until the ground under the feet is loaded, set up pathfinding that never digs, never builds towers and
+// never uses inventory blocks as scaffolding (those would silently change inventories and the world).
 
-const { once } = require('events')
 const mineflayer = require('mineflayer')
 const { pathfinder, Movements } = require('mineflayer-pathfinder')
 const { withTimeout, waitFor } = require('./util')
 const { MINECRAFT_VERSION } = require('./server')
+const { connectBotSocket } = require('./botSockets')
 
-/** Join the server at `host:port` in offline mode as `username`; resolves once the bot stands on loaded ground. */
+/** The text of a kick reason: a chat component (JSON text or an object) or a plain string. */
+function reasonText (reason) {
+  let value = reason
+  if (typeof value === 'string') { try { value = JSON.parse(value) } catch (err) { return value } }
+  if (value && typeof value === 'object') {
+    const text = value.text ?? value.value?.text?.value ?? value.translate
+    if (typeof text === 'string') return text
+  }
+  return JSON.stringify(reason)
+}
+
+/**
+ * Join the server at `host:port` in offline mode as `username`; resolves once the bot stands on loaded
+ * ground. Rejects at once, with the server's reason, when the server refuses or drops the bot before it spawns.
+ */
 async function connectBot (username, port, log, { host = '127.0.0.1', timeoutMs = 20000 } = {}) {
   const bot = mineflayer.createBot({
     host,
     port,
     username,
     auth: 'offline',
+    connect: client => client.setSocket(connectBotSocket({ host, port, username })),
     version: MINECRAFT_VERSION,
     hideErrors: true,
     logErrors: false,
     physicsEnabled: true
   })
-  bot.on('error', err => log('bot', `${username} error: ${err && err.message}`))
-  bot.on('kicked', reason => log('bot', `${username} kicked: ${JSON.stringify(reason)}`))
+  let kicked = null
+  let failed = null
+  bot.on('error', err => { failed = err && err.message; log('bot', `${username} error: ${failed}`) })
+  bot.on('kicked', reason => { kicked = reasonText(reason); log('bot', `${username} kicked: ${JSON.stringify(reason)}`) })
   bot.on('end', reason => { bot.gcEnded = true; log('bot', `${username} disconnected: ${reason}`) })
+  const spawned = new Promise((resolve, reject) => {
+    const onEnd = reason => reject(new Error(kicked !== null
+      ? `the server at ${host}:${port} refused ${username}: ${kicked}`
+      : `${username}'s connection to ${host}:${port} closed before it spawned (${failed ?? reason})`))
+    bot.once('end', onEnd)
+    bot.once('spawn', () => { bot.removeListener('end', onEnd); resolve() })
+  })
   try {
-    await withTimeout(once(bot, 'spawn'), timeoutMs, `${username} spawn`)
+    await withTimeout(spawned, timeoutMs, `${username} spawn`)
     await waitFor(() => bot.entity && bot.blockAt(bot.entity.position.offset(0, -1, 0)), timeoutMs, `${username} chunk under feet`)
   } catch (err) {
     bot.end()

@@ -1,6 +1,7 @@
 'use strict'
 // The embedded Minecraft server: flying-squid in offline mode on loopback, an in-memory superflat
-// world, view distance 2, and our game-logic plugin.
+// world, view distance 2, and our game-logic plugin. Only this process's own bots may join, nobody is an
+// operator, and no player command changes anything (plugin/admission.js, plugin/permissions.js).
 
 const path = require('path')
 const squid = require('flying-squid')
@@ -26,9 +27,11 @@ async function findFloorY (world) {
 /**
  * Start the server. Resolves to `{serv, port, floorY, api}` once it listens.
  * `port` 0 picks a free port. `rules` are the rule tables (rules.js `loadRules`): the furnaces smelt by
- * `rules.recipes`. `log(scope, message)` receives every world edit.
+ * `rules.recipes`. `log(scope, message)` receives every world edit, refused login and refused command.
+ * `operators` is for tests only, where this server stands in for an external one: players of these names
+ * may join from any local client and run every command (the sidecar passes none).
  */
-async function startServer ({ port = 0, cookTicks = 200, rules, log, pickupDelayMs, throwerDelayMs, maxPlayers = 8 } = {}) {
+async function startServer ({ port = 0, cookTicks = 200, rules, log, pickupDelayMs, throwerDelayMs, maxPlayers = 8, operators = [] } = {}) {
   if (!rules || !rules.recipes) throw new Error('startServer needs the rule tables: pass rules = loadRules(dir) (src/rules.js)')
   const serv = squid.createMCServer({
     motd: 'gencoord',
@@ -44,11 +47,11 @@ async function startServer ({ port = 0, cookTicks = 200, rules, log, pickupDelay
     worldFolder: undefined, // in memory: nothing touches the disk
     generation: { name: 'superflat', options: { seed: 1 } },
     kickTimeout: 30000,
-    plugins: { [PLUGIN_PATH]: { cookTicks, recipes: rules.recipes, log, pickupDelayMs, throwerDelayMs } },
+    plugins: { [PLUGIN_PATH]: { cookTicks, recipes: rules.recipes, log, pickupDelayMs, throwerDelayMs, operators } },
     modpe: false,
     'view-distance': 2,
     'player-list-text': { header: { text: '' }, footer: { text: '' } },
-    'everybody-op': true,
+    'everybody-op': false,
     'max-entities': 200,
     version: MINECRAFT_VERSION
   })

@@ -47,7 +47,8 @@ async function ok (actor, op, args) {
 }
 
 before(async () => {
-  arena = await startArena({ cookTicks: 2 })
+  // the stand-in obeys the external arena's bots as a vanilla server obeys its ops.json
+  arena = await startArena({ cookTicks: 2, operators: SPEC.agents })
   ext = new World({ arena: new ExternalArena({ host: '127.0.0.1', port: arena.port, log: arena.log }), rules: RULES, log: arena.log, skillTimeoutMs: 8000 })
   await ext.ensureBots(SPEC.agents)
 })

@@ -22,11 +22,14 @@ const RULES = loadRules(RULES_DIR)
 
 const countOf = (bot, name) => bot.inventory.items().filter(i => i.name === name).reduce((n, i) => n + i.count, 0)
 
-/** Server + bots agent_a / agent_b + World. `edits` collects every logged line. */
-async function startArena ({ cookTicks = 2 } = {}) {
+/**
+ * Server + bots agent_a / agent_b + World. `lines` collects every logged line. `operators`: players the
+ * server admits from any client and obeys, for a server standing in for an external one (none by default).
+ */
+async function startArena ({ cookTicks = 2, operators = [] } = {}) {
   const lines = []
   const log = (scope, message) => { lines.push(`[${scope}] ${message}`); if (process.env.ARENA_LOG) process.stderr.write(`[${scope}] ${message}\n`) }
-  const { serv, port, floorY, api } = await startServer({ cookTicks, rules: RULES, log })
+  const { serv, port, floorY, api } = await startServer({ cookTicks, rules: RULES, log, operators })
   const world = new World({ serv, api, port, floorY, rules: RULES, log, skillTimeoutMs: 8000 })
   await world.ensureBots(['agent_a', 'agent_b'])
   const disconnects = []

@@ -2,10 +2,13 @@
 // The game-logic plugin for flying-squid 1.12.0 on Minecraft 1.21.4. Each module fills one gap
 // of the stock server; together they expose `serv.gencoord`, the API the world and tests use.
 //
-// Options (flying-squid settings.plugins[path]): { cookTicks, recipes, pickupDelayMs, throwerDelayMs, log },
-// `recipes` being the recipes.json table of the rules directory (rules.js).
+// Options (flying-squid settings.plugins[path]): { cookTicks, recipes, pickupDelayMs, throwerDelayMs, log, operators },
+// `recipes` being the recipes.json table of the rules directory (rules.js), `operators` the players a
+// server standing in for an external one admits and obeys (none in the sidecar: admission.js, permissions.js).
 
 const modules = [
+  require('./admission'),
+  require('./permissions'),
   require('./packetFixes'),
   require('./inventory'),
   require('./containers'),

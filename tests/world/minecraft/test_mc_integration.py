@@ -4,9 +4,15 @@ Skipped only when the sidecar's Node packages are not installed (``gencoord setu
 """
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -137,23 +143,54 @@ def test_disconnected_bot_is_an_arena_fault_and_the_arena_is_rebuilt_at_reset() 
         assert truth.containers == {"chest1": {"oak_planks": 4}}
 
 
-def _sidecar_supports_external() -> bool:
-    if _MISSING:
-        return False
-    cli = locate().sidecar_dir / "src" / "cli.js"
-    return cli.exists() and "--mc-host" in cli.read_text()
+#: A stand-in for an external server (test fixture of the checkout): the embedded flying-squid, admitting the
+#: players it is told to as operators, as a vanilla server admits those of its ops.json.
+STANDIN = Path(__file__).resolve().parents[3] / "mineflayer_server" / "test" / "standin_server.js"
+EXTERNAL = WorldSpec(agents=("ext_a", "ext_b"), stations=(), positions={"ext_a": (10, 0, 10), "ext_b": (12, 0, 10)},
+                     inventories={"ext_a": {"oak_log": 1}, "ext_b": {}}, containers={})
 
 
-@pytest.mark.skipif(not _sidecar_supports_external(), reason="the sidecar has no --server external yet")
-def test_external_server_bots_join_a_running_server(world: MinecraftWorld) -> None:
-    # The embedded server of one sidecar stands in for an external Minecraft server.
-    world.reset(SPEC)
-    assert world.sidecar is not None
-    port = int(world.sidecar.ready_info["mc_port"])
-    other = WorldSpec(agents=("ext_a", "ext_b"), stations=(), positions={"ext_a": (10, 0, 10), "ext_b": (12, 0, 10)},
-                      inventories={"ext_a": {"oak_log": 1}, "ext_b": {}}, containers={})
-    with MinecraftWorld(server="external", host="127.0.0.1", port=port) as ext:
-        ext.reset(other)
+@contextmanager
+def standin_server(operators: tuple[str, ...]) -> Iterator[int]:
+    """Run the stand-in server; yields its port."""
+    rt = locate()
+    proc = subprocess.Popen(
+        [str(rt.node), str(STANDIN), "--rules", str(rt.rules_dir), "--operators", ",".join(operators)],
+        cwd=rt.sidecar_dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env={**os.environ, **rt.env()}, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("READY "), f"the stand-in server did not start: {line!r}"
+        yield int(json.loads(line[6:])["port"])
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.mark.skipif(not STANDIN.exists(), reason="the stand-in server is a fixture of the checkout's mineflayer_server/test")
+def test_external_server_bots_join_a_running_server() -> None:
+    # the external sidecar's bots join as <arena>_<agent>, arena a0
+    with standin_server(("a0_ext_a", "a0_ext_b")) as port, MinecraftWorld(server="external", host="127.0.0.1", port=port) as ext:
+        ext.reset(EXTERNAL)
         events = ext.run([SkillCall("e1", "ext_a", "craft", {"item": "oak_planks", "count": 4, "station": ""})])
         assert [e.ok for e in events] == [True]
         assert ext.observe().inventories["ext_a"] == {"oak_planks": 4}
+
+
+def test_another_sidecars_bots_are_refused_by_the_embedded_server(world: MinecraftWorld) -> None:
+    # Only the bots a sidecar creates itself may join its server: another process's bots are strangers,
+    # whatever names they take. The world's own episode goes on.
+    world.reset(SPEC)
+    assert world.sidecar is not None
+    port = int(world.sidecar.ready_info["mc_port"])
+    with MinecraftWorld(server="external", host="127.0.0.1", port=port) as ext:
+        t0 = time.monotonic()
+        refused = (re.escape(f"the server at 127.0.0.1:{port} refused ") + r"(a0_ext_[ab]): refused: this server admits only the "
+                   r"bots its sidecar created; \1 connecting from 127\.0\.0\.1:\d+ is not one of them")
+        with pytest.raises(ArenaFault, match=refused):
+            ext.reset(EXTERNAL)
+        assert time.monotonic() - t0 < 15, "the refused sidecar gave up at once, not after its bots' spawn timeout"
+    assert all(e.ok for e in world.run(CALLS))
+    assert world.observe().containers == {"chest1": {"oak_planks": 4}}
