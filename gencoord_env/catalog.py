@@ -19,6 +19,12 @@ rule                      question                                       interpr
 ``produces``              what does it put into its actor's inventory?   none; it completes the flow
 ========================= ============================================== ==============================
 
+Limits: ``key_limits`` names, for each integer argument key, the entry of ``data/limits.json``'s ``args``
+that bounds it (``q`` -> ``count``); strings and keys are bounded by ``name_chars``, a task's arguments by
+``task_args``, a path by ``path_tasks``. The contract rejects what lies beyond them, and the loader checks
+that every value within them fits the op arguments it lowers into (``data/skill_ops.json``), so a world's
+check of a compiled call can only fail on a bug.
+
 A value in these rules is a :class:`Slot`: ``"$key"`` is the task's argument ``key``, ``"@name"`` a value
 the grounding supplies (``@source_chest`` in ``location``; ``@actor`` and ``@location`` in ``lower``),
 anything else a literal.
@@ -36,6 +42,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from gencoord_env.limits import LIMITS, Limit, Limits
 from gencoord_env.world.types import OP_ARGS
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -149,6 +156,12 @@ class Catalog:
     key_aliases: Mapping[str, str]
     key_types: Mapping[str, str]  # every argument key -> its one type
     location: tuple[str, ...]  # every_skill.location: the location rule of a skill that names none
+    limits: Mapping[str, Limit]  # limits.json's args: what one agent input may hold
+    key_limits: Mapping[str, Limit]  # every integer argument key -> its limit
+
+    def limit_of(self, key: str) -> Limit | None:
+        """The limit on the value of the integer argument ``key`` (``None`` for other keys)."""
+        return self.key_limits.get(key)
 
     @property
     def skill_names(self) -> tuple[str, ...]:
@@ -303,11 +316,11 @@ def _rules(spec: SkillSpec, entry: dict[str, Any], where: str, location: tuple[s
     )
 
 
-def parse_catalog(raw: Any) -> Catalog:
-    """Validate a decoded catalog document and build the frozen ``Catalog``."""
+def parse_catalog(raw: Any, limits: Limits = LIMITS) -> Catalog:
+    """Validate a decoded catalog document and build the frozen ``Catalog`` (bounded by ``limits``)."""
     if not isinstance(raw, dict):
         raise CatalogError(f"catalog: expected a JSON object, got {type(raw).__name__}")
-    for field in ("key_order", "key_aliases", "every_skill", "skills"):
+    for field in ("key_order", "key_aliases", "every_skill", "skills", "key_limits"):
         if field not in raw:
             raise CatalogError(f"catalog: missing field {field!r}")
     key_order = tuple(raw["key_order"])
@@ -367,13 +380,64 @@ def parse_catalog(raw: Any) -> Catalog:
             exactly_one_of=MappingProxyType(one_of),
         )
         skills[name] = _rules(spec, entry, where, default_location)
+    types = {key: t for key, (t, _) in key_types.items()}
+    key_limits = _key_limits(raw["key_limits"], types, limits)
+    for spec in skills.values():
+        _check_fits(spec, key_limits, limits, raw["skills"][spec.name].get("defaults", {}))
     return Catalog(
         skills=MappingProxyType(skills),
         key_order=key_order,
         key_aliases=MappingProxyType(dict(aliases)),
-        key_types=MappingProxyType({key: t for key, (t, _) in key_types.items()}),
+        key_types=MappingProxyType(types),
         location=default_location,
+        limits=limits.args,
+        key_limits=key_limits,
     )
+
+
+def _key_limits(raw: Any, types: Mapping[str, str], limits: Limits) -> Mapping[str, Limit]:
+    """``key_limits``: every integer argument key -> the limit of ``limits.args`` that bounds its value."""
+    where = "catalog.key_limits"
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{where}: expected an object mapping integer argument keys to limits of limits.json's args")
+    ints = sorted(k for k, t in types.items() if t == "positive_int")
+    if sorted(raw) != ints:
+        raise CatalogError(f"{where}: expected exactly the integer argument keys {ints}, got {sorted(raw)}")
+    out = {}
+    for key, name in raw.items():
+        if name not in limits.args:
+            raise CatalogError(f"{where}.{key}: {name!r} is not a limit of limits.json's args; expected one of "
+                               f"{sorted(limits.args)}")
+        out[key] = limits.args[name]
+    return MappingProxyType(out)
+
+
+def _check_fits(spec: SkillSpec, key_limits: Mapping[str, Limit], limits: Limits, defaults: Mapping[str, Any]) -> None:
+    """Every value the contract lets through fits each op argument it lowers into (and every default fits
+    its key's limit), so that an agent's input can never be refused by a world's check of a compiled call."""
+    names = limits.args["name_chars"]
+    for i, case in enumerate(spec.lowering):
+        for j, step in enumerate(case.steps):
+            for arg, slot in step.args:
+                if slot.source != "arg":
+                    continue
+                op_type = OP_ARGS[step.op][arg]
+                limit = key_limits.get(slot.name, names)
+                low = max(limit.min, 1) if slot.name in key_limits else limit.min  # positive_int: >= 1
+                kind = "int" if slot.name in key_limits else "string"
+                if op_type.kind == "item" and kind == "string":
+                    continue  # an item argument is a known item name (contract: not_minecraft_item)
+                if op_type.kind != kind or low < op_type.min or limit.max > op_type.max:
+                    raise CatalogError(
+                        f"catalog.skills.{spec.name}.lower[{i}].ops[{j}].args.{arg}: ${slot.name} may be "
+                        f"{'an int' if kind == 'int' else 'a string of'} {low} to {limit.max}"
+                        f"{'' if kind == 'int' else ' characters'} ({limit.cite()}), but {step.op}.{arg} takes "
+                        f"{op_type.expected()} (skill_ops.json); make the limit fit the op argument")
+    for key, value in defaults.items():
+        limit = key_limits.get(key)
+        if limit is not None and value not in limit:
+            raise CatalogError(f"catalog.skills.{spec.name}.defaults.{key}: {value!r} is not within {limit.cite()} "
+                               f"[{limit.min}, {limit.max}]")
 
 
 def load_catalog(path: Path = CATALOG_PATH) -> Catalog:

@@ -3,7 +3,10 @@
 The parser accepts any identifier-shaped key and any primitive value; this stage decides whether the
 proposal means something executable in this episode: every skill gets only its catalog keys, each with
 the right type, quantities are positive, agents, references and bindings exist in the episode, and
-items are Minecraft items the episode allows. It returns *every* violation with a reason, because an
+items are Minecraft items the episode allows. Every value is within the limits of ``data/limits.json``
+(``over_limit``: quantities, ticks, name lengths, arguments per task; ``path_too_long``), the numbers the
+worlds and the Node sidecar check compiled calls against, so that agent input never reaches a world it
+could make fail other than as an agent's mistake. It returns *every* violation with a reason, because an
 agent's mistake is data (it becomes ``FailureCode.CONTRACT_REJECT`` with these reasons in the trace),
 never an exception.
 
@@ -15,13 +18,13 @@ never an exception.
 """
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gencoord_env.catalog import CATALOG, Catalog, SkillSpec, minecraft_items
+from gencoord_env.suggest import close_match
 from gencoord_env.types import PeerRequest, Proposal, Task, Value
-from gencoord_env.dsl.syntax import ATOM_RE, MAX_PATH_TASKS
+from gencoord_env.dsl.syntax import ATOM_RE, shorten
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,7 @@ VIOLATION_CODES = frozenset(
         "empty_plan",
         "path_too_long",
         "too_many_requests",
+        "over_limit",
     }
 )
 
@@ -120,6 +124,10 @@ def check(proposal: Proposal, scope: PublicScope, catalog: Catalog = CATALOG) ->
             raise TypeError(f"Expected a PeerRequest but got {type(request).__name__}")
         where = f"peer_requests[{index}]"
         target = request.target
+        long = _too_long("the target", target, catalog)
+        if long is not None:
+            found.append(Violation(f"{where}.target", "over_limit", long))
+            continue
         if target == scope.agent:
             found.append(
                 Violation(
@@ -138,7 +146,8 @@ def check(proposal: Proposal, scope: PublicScope, catalog: Catalog = CATALOG) ->
                 )
             )
         if not request.requested_plan:
-            found.append(Violation(f"{where}.requested_plan", "empty_plan", "a peer request needs 1 to 5 tasks"))
+            most = catalog.limits["path_tasks"].max
+            found.append(Violation(f"{where}.requested_plan", "empty_plan", f"a peer request needs 1 to {most} tasks"))
         _check_path(request.requested_plan, f"{where}.requested_plan", target, scope, catalog, found)
     return tuple(found)
 
@@ -150,9 +159,10 @@ def _peers(scope: PublicScope, actor: str) -> list[str]:
 def _check_path(
     tasks: tuple[Task, ...], where: str, actor: str, scope: PublicScope, catalog: Catalog, found: list[Violation]
 ) -> None:
-    if len(tasks) > MAX_PATH_TASKS:
+    limit = catalog.limits["path_tasks"]
+    if len(tasks) > limit.max:
         found.append(
-            Violation(where, "path_too_long", f"a path has at most {MAX_PATH_TASKS} tasks; got {len(tasks)}")
+            Violation(where, "path_too_long", f"a path has at most {limit.max} tasks ({limit.cite()}); got {len(tasks)}")
         )
     for index, task in enumerate(tasks):
         if not isinstance(task, Task):
@@ -165,23 +175,31 @@ def _check_task(
 ) -> None:
     spec = catalog.skills.get(task.skill)
     if spec is None:
-        found.append(
-            Violation(f"{where}.skill", "unknown_skill", f"unknown skill {task.skill!r}{_suggest(task.skill, catalog.skills)}")
-        )
+        found.append(Violation(f"{where}.skill", "unknown_skill",
+                               f"unknown skill {shorten(task.skill)}{_suggest(task.skill, catalog.skills, catalog)}"))
+        return
+    most = catalog.limits["task_args"]
+    if len(task.args) > most.max:
+        found.append(Violation(where, "over_limit", f"{spec.name} has {len(task.args)} arguments; a task has at most "
+                                                    f"{most.max} ({most.cite()})"))
         return
     for key, value in task.args.items():
+        long = _too_long("a key", key, catalog)
+        if long is not None:
+            found.append(Violation(f"{where}.{key[:16]}...", "over_limit", long))
+            continue
         type_name = spec.key_type(key)
         if type_name is None:
             found.append(
                 Violation(
                     f"{where}.{key}",
                     "unknown_key",
-                    f"{spec.name} takes no key {key!r}{_suggest(key, spec.keys)}; "
+                    f"{spec.name} takes no key {key!r}{_suggest(key, spec.keys, catalog)}; "
                     f"expected keys: {', '.join(_ordered_keys(spec, catalog))}",
                 )
             )
             continue
-        violation = _check_value(type_name, key, value, actor, scope)
+        violation = _check_value(type_name, key, value, actor, scope, catalog)
         if violation is not None:
             code, message = violation
             found.append(Violation(f"{where}.{key}", code, message))
@@ -203,9 +221,17 @@ def _ordered_keys(spec: SkillSpec, catalog: Catalog) -> list[str]:
     return sorted(spec.keys, key=lambda key: (rank.get(key, len(rank)), key))
 
 
-def _suggest(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+def _suggest(word: str, choices: Iterable[str], catalog: Catalog = CATALOG) -> str:
+    close = close_match(word, choices) if len(word) <= catalog.limits["name_chars"].max else None
+    return f" (did you mean {close!r}?)" if close else ""
+
+
+def _too_long(what: str, name: str, catalog: Catalog) -> str | None:
+    """A message if the string ``name`` has more characters than a name may have, else ``None``."""
+    limit = catalog.limits["name_chars"]
+    if len(name) <= limit.max:
+        return None
+    return f"{what} {shorten(name)} has {len(name)} characters; a name has at most {limit.max} ({limit.cite()})"
 
 
 _TYPE_TEXT = {
@@ -226,20 +252,34 @@ def _show(value: Value) -> str:
     if isinstance(value, bool):
         return "true (a boolean)" if value else "false (a boolean)"
     if isinstance(value, str):
-        return f"{value!r} (a string)"
-    return f"{value!r} (a {type(value).__name__})"
+        return f"{shorten(value)} (a string)"
+    return f"{_number(value)} (a {type(value).__name__})"
 
 
-def _check_value(type_name: str, key: str, value: Value, actor: str, scope: PublicScope) -> tuple[str, str] | None:
+def _number(value: Value) -> str:
+    """``repr`` of a number, cut so that a message stays one line (an int may have 4,300 digits)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+
+
+def _check_value(type_name: str, key: str, value: Value, actor: str, scope: PublicScope,
+                 catalog: Catalog = CATALOG) -> tuple[str, str] | None:
     """``(code, message)`` if ``value`` does not fit ``type_name`` in ``scope``, else ``None``."""
     if type_name == "positive_int":
         if type(value) is not int:
             return "wrong_type", f"{key} must be a positive integer, got {_show(value)}"
         if value <= 0:
-            return "non_positive", f"{key} must be a positive integer, got {value}"
+            return "non_positive", f"{key} must be a positive integer, got {_number(value)}"
+        limit = catalog.limit_of(key)
+        if limit is not None and not limit.min <= value <= limit.max:
+            return "over_limit", (f"{key} must be an integer in [{max(limit.min, 1)}, {limit.max}] "
+                                  f"({limit.cite()}: {limit.about}), got {_number(value)}")
         return None
     if not isinstance(value, str):
         return "wrong_type", f"{key} must be {_TYPE_TEXT[type_name]} (a string), got {_show(value)}"
+    long = _too_long(key, value, catalog)
+    if long is not None:
+        return "over_limit", long
     if type_name in ("agent", "peer"):
         candidates = _peers(scope, actor) if type_name == "peer" else list(scope.agents)
         if type_name == "peer" and value == actor:
@@ -252,7 +292,7 @@ def _check_value(type_name: str, key: str, value: Value, actor: str, scope: Publ
             return (
                 "unknown_reference",
                 f"{key}={value!r} is not a grounding reference of this episode"
-                f"{_suggest(value, scope.references)}; expected one of {sorted(scope.references)}",
+                f"{_suggest(value, scope.references, catalog)}; expected one of {sorted(scope.references)}",
             )
         return None
     if type_name == "binding":
@@ -267,7 +307,7 @@ def _check_value(type_name: str, key: str, value: Value, actor: str, scope: Publ
             hint = (
                 "; write item names without the 'minecraft:' namespace"
                 if value.startswith("minecraft:")
-                else _suggest(value, minecraft_items())
+                else _suggest(value, minecraft_items(), catalog)
             )
             return "not_minecraft_item", f"{key}={value!r} is not a Minecraft 1.21.4 item name{hint}"
         if scope.items is not None and value not in scope.items:

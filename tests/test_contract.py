@@ -95,6 +95,7 @@ def test_any_minecraft_item_when_scope_items_is_none() -> None:
         ("SELF control.wait(loc=nowhere)\nREQ -", [("self_plan[0].loc", "unknown_reference")]),
         ("SELF transform.supply_input(q=1,item=raw_iron,station=furnace_b)\nREQ -",
          [("self_plan[0].station", "unknown_reference")]),
+        ("SELF resource.obtain(q=2305,item=oak_planks)\nREQ -", [("self_plan[0].q", "over_limit")]),
     ],
 )
 def test_each_violation_code(text: str, expected: list[tuple[str, str]]) -> None:
@@ -196,6 +197,110 @@ def test_public_scope_validation() -> None:
     scope = PublicScope(["agent_a", "agent_b"], "agent_a", {"r"}, {"b"}, {"coal"})  # type: ignore[arg-type]
     assert scope.agents == ("agent_a", "agent_b") and scope.references == frozenset({"r"})
     assert isinstance(scope.items, frozenset)
+
+
+# ---- limits (data/limits.json) ------------------------------------------------------------------
+
+ANY_ITEM = PublicScope(("agent_a", "agent_b"), "agent_a", frozenset({"order_chest"}), frozenset({"B2"}))
+BIG = 2**64
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "message"),
+    [
+        ("SELF resource.obtain(q=2305,item=oak_planks)\nREQ -", "self_plan[0].q",
+         "q must be an integer in [1, 2304] (limits.args.count: items one task or skill call moves (q, count): at "
+         "least one, at most a full inventory (36 stacks of 64)), got 2305"),
+        (f"SELF resource.obtain(q={BIG},item=oak_planks)\nREQ -", "self_plan[0].q",
+         "q must be an integer in [1, 2304] (limits.args.count: items one task or skill call moves (q, count): at "
+         "least one, at most a full inventory (36 stacks of 64)), got 18446744073709551616"),
+        ("SELF control.wait(ticks=1201)\nREQ -", "self_plan[0].ticks",
+         "ticks must be an integer in [1, 1200] (limits.args.ticks: game ticks one wait lasts (20 a second): at most "
+         "one minute), got 1201"),
+        (f"SELF -\nREQ agent_b craft.item(q={10**4000},item=crafting_table)", "peer_requests[0].requested_plan[0].q",
+         f"q must be an integer in [1, 2304] (limits.args.count: items one task or skill call moves (q, count): at "
+         f"least one, at most a full inventory (36 stacks of 64)), got {str(10**4000)[:20]}... (4001 characters)"),
+        (f"SELF craft.item(q=-{10**4000},item=crafting_table)\nREQ -", "self_plan[0].q",
+         f"q must be a positive integer, got -{str(10**4000)[:19]}... (4002 characters)"),
+        ("SELF resource.obtain(q=1,item=" + "a" * 1_000_000 + ")\nREQ -", "self_plan[0].item",
+         "item 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'... has 1000000 characters; a name has at most 128 "
+         "(limits.args.name_chars)"),
+        ("SELF resource.obtain(q=1,item=oak_planks,loc=" + "o" * 129 + ")\nREQ -", "self_plan[0].loc",
+         "loc 'oooooooooooooooooooooooooooooooooooooooo'... has 129 characters; a name has at most 128 "
+         "(limits.args.name_chars)"),
+        ("SELF -\nREQ " + "b" * 5000 + " control.wait()", "peer_requests[0].target",
+         "the target 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb'... has 5000 characters; a name has at most 128 "
+         "(limits.args.name_chars)"),
+        ("SELF control.wait(" + "k" * 200 + "=1)\nREQ -", "self_plan[0].kkkkkkkkkkkkkkkk...",
+         "a key 'kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk'... has 200 characters; a name has at most 128 "
+         "(limits.args.name_chars)"),
+        ("SELF control.wait(" + ",".join(f"k{i}=1" for i in range(17)) + ")\nREQ -", "self_plan[0]",
+         "control.wait has 17 arguments; a task has at most 16 (limits.args.task_args)"),
+    ],
+)
+def test_values_beyond_the_limits_are_over_limit(text: str, where: str, message: str) -> None:
+    found = check(parse(text), ANY_ITEM)
+    assert [(v.where, v.code, v.message) for v in found] == [(where, found[0].code, message)]
+    assert found[0].code in ("over_limit", "non_positive")
+
+
+def test_limits_come_from_the_limits_table_and_fit_every_op_argument() -> None:
+    """The contract's bounds are limits.json's, and within them every value lowers into a valid skill call."""
+    from gencoord_env.limits import LIMITS
+    from gencoord_env.pipeline.compile import lower
+    from gencoord_env.pipeline.types import DispatchTask
+    from gencoord_env.world.types import OP_ARGS
+
+    assert CATALOG.limit_of("q") is LIMITS.args["count"] and CATALOG.limit_of("ticks") is LIMITS.args["ticks"]
+    assert CATALOG.limit_of("item") is None
+    q, ticks, name = LIMITS.args["count"].max, LIMITS.args["ticks"].max, "o" * LIMITS.args["name_chars"].max
+    scope = PublicScope(("agent_a", "agent_b"), "agent_a", frozenset({name}), frozenset())
+    record = parse(f"SELF resource.obtain(q={q},item=oak_planks,loc={name}) > control.wait(ticks={ticks}) > "
+                   f"craft.item(q={q},item=crafting_table,station={name}) > resource.deliver(q={q},item=coal,to=agent_b)"
+                   f"\nREQ -")
+    assert check(record, scope) == ()
+    calls = [c for t in record.self_plan for c in lower(DispatchTask("t", "", "agent_a", t, name, ()))]
+    assert {op for _, op, _ in calls} == {"goto", "withdraw", "wait", "craft", "give", "await_handoff"}
+    items = minecraft_items()
+    assert all(OP_ARGS[op][k].accepts(v, items) for _, op, args in calls for k, v in args.items()), calls
+    over = parse(f"SELF resource.obtain(q={q + 1},item=oak_planks) > control.wait(ticks={ticks + 1})\nREQ -")
+    assert [v.code for v in check(over, scope)] == ["over_limit", "over_limit"]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda c: c["key_limits"].pop("ticks"),
+         "catalog.key_limits: expected exactly the integer argument keys ['q', 'ticks'], got ['q']"),
+        (lambda c: c["key_limits"].update(q="counts"),
+         "catalog.key_limits.q: 'counts' is not a limit of limits.json's args; expected one of "
+         "['count', 'name_chars', 'path_tasks', 'task_args', 'ticks']"),
+        (lambda c: c["key_limits"].update(ticks="count"),
+         "catalog.skills.control.wait.lower[0].ops[0].args.ticks: $ticks may be an int 1 to 2304 (limits.args.count), "
+         "but wait.ticks takes an int in [0, 1200] (skill_ops.json); make the limit fit the op argument"),
+        (lambda c: c["skills"]["control.wait"].update(defaults={"ticks": 5000}),
+         "catalog.skills.control.wait.defaults.ticks: 5000 is not within limits.args.ticks [0, 1200]"),
+    ],
+)
+def test_catalog_limits_validation(mutate, message: str) -> None:  # type: ignore[no-untyped-def]
+    raw = json.loads(CATALOG_PATH.read_text(encoding="utf-8"))
+    mutate(raw)
+    with pytest.raises(CatalogError, match=re.escape(message)):
+        parse_catalog(raw)
+
+
+def test_did_you_mean_over_every_item_name() -> None:
+    """The item index suggests what difflib over all 1,385 names suggests, on typos of every kind."""
+    import difflib
+
+    names = sorted(minecraft_items())
+    typos = ["oak_plank", "crafting_tabel", "iron_ingto", "cobblestonee", "furnase", "raw_irn", "diamondpickaxe",
+             "redstone_tourch", "glas_pane", "sticck", "qqqqzzzz"]
+    for word in typos:
+        expected = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+        found = check(parse(f"SELF resource.obtain(q=1,item={word})\nREQ -"), ANY_ITEM)[0].message
+        hint = f" (did you mean {expected[0]!r}?)" if expected else ""
+        assert found == f"item={word!r} is not a Minecraft 1.21.4 item name{hint}"
 
 
 # ---- skill catalog ---------------------------------------------------------------------------

@@ -26,7 +26,8 @@ SEPARATOR_RE = re.compile(r" *> *")
 TOKEN_RE = re.compile(r"[^,)\n]*")
 SPACES_RE = re.compile(r" *")
 
-MAX_PATH_TASKS = 5
+#: Tasks of one path (``data/limits.json``, ``args.path_tasks``), the bound the contract checks too.
+MAX_PATH_TASKS: int = CATALOG.limits["path_tasks"].max
 SKILLS: frozenset[str] = frozenset(CATALOG.skill_names)
 SKILL_ORDER: tuple[str, ...] = CATALOG.skill_names
 #: alias -> compact key; compact keys are not listed (``KEY_ALIASES.get(k, k)`` canonicalizes).

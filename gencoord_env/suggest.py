@@ -1,0 +1,74 @@
+"""'Did you mean': the closest name of a set, as ``difflib.get_close_matches(word, names, n=1)`` finds it.
+
+``difflib`` compares the word with every name, about 12 microseconds each: 17-24 ms over the 1,385 Minecraft
+item names, for every misspelled item. A large set is indexed once by the character pairs of its names
+(each padded with ``^`` and ``$``); a word is compared with difflib only against the ``CANDIDATES`` names
+that share the most pairs with it (Dice coefficient), which on ordinary typos (a letter dropped, added,
+changed or two swapped) are where difflib's best match is. ``benchmarks/did_you_mean.py`` measures the
+time and the agreement with the full comparison.
+
+>>> close_match("oak_plank", frozenset({"oak_planks", "oak_log", "stone"}))
+'oak_planks'
+"""
+from __future__ import annotations
+
+import difflib
+import heapq
+from collections import Counter
+from collections.abc import Iterable
+from itertools import chain
+
+from gencoord_env.caches import cache
+
+#: Names a word is compared with by difflib, out of an indexed set.
+CANDIDATES = 12
+#: Sets up to this size are compared whole (the index would not pay for itself).
+SMALL = 64
+
+
+def close_match(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The name of ``choices`` closest to ``word`` with a difflib ratio of at least ``cutoff``, else ``None``.
+
+    A ``frozenset`` of more than ``SMALL`` names is indexed once (memoized by the set); other choices are
+    compared whole.
+    """
+    if isinstance(choices, frozenset) and len(choices) > SMALL:
+        names = _index(choices).candidates(word)
+    else:
+        names = sorted(choices)
+    close = difflib.get_close_matches(word, names, n=1, cutoff=cutoff)
+    return close[0] if close else None
+
+
+def _pairs(name: str) -> set[str]:
+    padded = f"^{name}$"
+    return {padded[i : i + 2] for i in range(len(padded) - 1)}
+
+
+class NameIndex:
+    """The names of a set by the character pairs they contain."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.names = tuple(sorted(names))
+        self.sizes = [len(_pairs(name)) for name in self.names]
+        by_pair: dict[str, list[int]] = {}
+        for i, name in enumerate(self.names):
+            for pair in _pairs(name):
+                by_pair.setdefault(pair, []).append(i)
+        self.by_pair = {pair: tuple(ids) for pair, ids in by_pair.items()}
+
+    def candidates(self, word: str, k: int = CANDIDATES) -> list[str]:
+        """The ``k`` names sharing the most character pairs with ``word``, relative to both sizes."""
+        pairs = _pairs(word)
+        shared = Counter(chain.from_iterable(self.by_pair.get(p, ()) for p in pairs))  # counted in C
+        n, sizes = len(pairs), self.sizes
+        best = heapq.nlargest(k, shared.items(), key=lambda item: item[1] / (n + sizes[item[0]]))
+        return [self.names[i] for i, _ in best]
+
+
+@cache(maxsize=8)
+def _index(choices: frozenset[str]) -> NameIndex:
+    return NameIndex(choices)
+
+
+__all__ = ["CANDIDATES", "NameIndex", "close_match"]
