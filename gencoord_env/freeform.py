@@ -280,8 +280,11 @@ def say(proposal: Proposal) -> str:
     return " ".join(out)
 
 
-def parse(utterance: str) -> Proposal:
-    """The proposal one utterance states (its last SELF and its requests); raises ``DSLSyntaxError``."""
+def parse(utterance: str, max_requests: int = 1) -> Proposal:
+    """The proposal one utterance states (its last SELF and its requests); raises ``DSLSyntaxError``.
+
+    As in the Short DSL, at most ``max_requests`` requests (a team of n: n - 1).
+    """
     found = statements(utterance)
     bad = next((s for s in found if s.kind == "unreadable"), None)
     if bad is not None:
@@ -289,7 +292,12 @@ def parse(utterance: str) -> Proposal:
     if not found:
         raise DSLSyntaxError("expected an 'I will ...' or '<agent>, please ...' sentence", utterance, 0)
     own = [s for s in found if s.kind == "self"]
-    return Proposal(own[-1].tasks if own else (), tuple(PeerRequest(s.target, s.tasks) for s in found if s.kind == "request"))
+    requests = [s for s in found if s.kind == "request"]
+    if len(requests) > max_requests:
+        extra = requests[max_requests]
+        raise DSLSyntaxError(f"at most {max_requests} '<agent>, please ...' request(s); found {len(requests)}",
+                             utterance, utterance.find(extra.text))
+    return Proposal(own[-1].tasks if own else (), tuple(PeerRequest(s.target, s.tasks) for s in requests))
 
 
 __all__ = ["Extraction", "Statement", "clarifies", "extract", "handoff_to", "is_question", "parse", "read_path",

@@ -50,6 +50,14 @@ _PLAIN = frozenset(CHARSET) - {"\n"}
 _ESCAPES = {"\n": "\\n", "\r": "\\r"}
 
 
+def _escape(char: str) -> str:
+    """A character outside the observation's charset as Python writes it in a string literal."""
+    code = ord(char)
+    if char in _ESCAPES:
+        return _ESCAPES[char]
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def shown(utterance: str, limit: int = MAX_ECHO) -> str:
     """What the peers see of ``utterance``: printable ASCII on one line, at most ``limit`` characters.
 
@@ -60,8 +68,7 @@ def shown(utterance: str, limit: int = MAX_ECHO) -> str:
     """
     if len(utterance) <= limit and all(c in _PLAIN for c in utterance):
         return utterance
-    text = "".join(c if c in _PLAIN else _ESCAPES.get(c) or c.encode("ascii", "backslashreplace").decode("ascii")
-                   for c in utterance)
+    text = "".join(c if c in _PLAIN else _escape(c) for c in utterance)
     if len(text) <= limit:
         return text
     marker = f" [... {len(text)} characters not shown]"  # an upper bound of its length once cut
