@@ -26,6 +26,7 @@ recorded. ``observation()`` has no side effects.
 """
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -41,6 +42,7 @@ from gencoord_env.envs.gencoord.surfaces import Surface
 from gencoord_env.messages import Done, Message, ProposalMessage, RequestMessage, Response, ResponseMessage
 from gencoord_env.outcomes import FailureCode
 from gencoord_env.pipeline.materialize import MaterializationError, materialize_step
+from gencoord_env.pipeline.resolve import resolve_step
 from gencoord_env.pipeline.response import response_valid
 from gencoord_env.pipeline.types import Delivery, DispatchPlan, Resolution
 from gencoord_env.tasks.contexts import Context, build_context, render, uploads
@@ -68,10 +70,10 @@ def unreadable(action: Any) -> str | None:
 
 
 def traced(action: Any) -> Any:
-    """``action`` as the trace keeps it (JSON-safe): a str, float or machine-sized int as it is, anything else
-    as a short ``repr`` (``interface.brief``)."""
-    if action is None or isinstance(action, (str, bool, float)):
-        return action
+    """``action`` as the trace keeps it (strict JSON): a str, finite float or machine-sized int as it is,
+    anything else as a short ``repr`` (``interface.brief``)."""
+    if action is None or isinstance(action, (str, bool)) or (isinstance(action, float) and math.isfinite(action)):
+        return action  # NaN and infinities are not JSON
     if isinstance(action, int) and -(1 << 63) <= action < (1 << 63):
         return action
     return brief(action)
@@ -378,6 +380,10 @@ class EpisodeSession:
         """Single-step: the one SELF task is discharged in the world before the rest is decided."""
         task = q.self_plan[0]
         step = len(self.progress.executed) + 1
+        conflict = resolve_step(self.progress.executed, task, agent, self.episode)
+        if conflict is not None:  # not a next task of the public DAG: it never reaches the world
+            self._commit(conflict)
+            return
         try:
             plan = materialize_step(task, agent, self.episode, step)
         except MaterializationError as e:
