@@ -1,9 +1,10 @@
-"""``gencoord train data|tokenizer|sft|grpo|evaluate|transfer``: SFT data, training and closed-loop evaluation
+"""``gencoord train data|tokenizer|sft|grpo|evaluate|transfer|tables``: SFT data, training and closed-loop evaluation
 (also ``python -m gencoord_env.train <command>``).
 
 Each command is also a function taking ``argv`` (:func:`data_main`, :func:`tokenizer_main`, :func:`sft_main`,
-:func:`grpo_main`, :func:`evaluate_main`, :func:`transfer_main`). ``tokenizer``, ``sft`` and ``evaluate``
-need the ``lm`` extra, ``grpo`` the ``lm`` and ``rl`` extras, ``transfer`` the ``lm`` and ``experiments`` extras.
+:func:`grpo_main`, :func:`evaluate_main`, :func:`transfer_main`, :func:`tables_main`). ``tokenizer``, ``sft`` and
+``evaluate`` need the ``lm`` extra, ``grpo`` the ``lm`` and ``rl`` extras, ``transfer`` and ``tables`` the ``lm`` and
+``experiments`` extras.
 
 Examples::
 
@@ -16,6 +17,7 @@ Examples::
     gencoord train grpo --model runs/scratch/final --pool train --route forward --out runs/grpo --steps 200
     gencoord train evaluate --model runs/scratch/final --pool heldout --route forward --out runs/heldout.json
     gencoord train transfer --out runs/transfer --budget tiny
+    gencoord train tables --out runs/tables --budget tiny --seeds 2026073101
 """
 from __future__ import annotations
 
@@ -245,6 +247,58 @@ def transfer_main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def tables_main(argv: Sequence[str] | None = None) -> int:
+    import dataclasses
+
+    from gencoord_env.train.tables import BUDGETS, PAPER_SEEDS, TABLES, TablesConfig, run, summarize
+
+    p = argparse.ArgumentParser(
+        prog=f"{PROG} tables",
+        description="Learned rows of the paper's tables: per table, train the model of each learned condition for "
+                    "every seed, play every condition closed-loop on the sim with the experiment harness, and write "
+                    "OUT/<table>/results.json, <table>.png, provenance.json and OUT/TABLES.md.")
+    p.add_argument("--out", required=True, help="results directory")
+    p.add_argument("--work", help="checkpoints, data and lane files (default: OUT/work)")
+    p.add_argument("--tables", nargs="+", default=list(TABLES), metavar="NAME",
+                   help=f"tables to produce: {' | '.join(TABLES)} (default: all)")
+    p.add_argument("--seeds", nargs="+", type=int, default=list(PAPER_SEEDS), help="training seeds (default: the paper's three)")
+    p.add_argument("--budget", choices=sorted(BUDGETS), default="tiny",
+                   help="tiny: every table on a CPU in well under a minute, a subset of each pool; full: every episode, "
+                        "sized for one machine of 4 H100s with --jobs 21 (default: tiny)")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--scratch", choices=["qwen3", "qwen3_5"], help="build every model from random weights (default: qwen3)")
+    src.add_argument("--init", metavar="CHECKPOINT_DIR", help="start every model from this checkpoint (e.g. a procedural-pretrained one)")
+    p.add_argument("--device", help="torch device of every lane; cuda on a machine of several GPUs spreads the lanes over them")
+    p.add_argument("--jobs", type=positive_int, default=1, help="lanes (seed x model) run at once, one process each (default 1)")
+    overrides = p.add_argument_group("budget overrides")
+    for flag, kind in (("hidden-size", int), ("num-layers", int), ("epoch-scale", float), ("init-epoch-scale", float),
+                       ("steps", int), ("micro-batch", int), ("grad-accum", int), ("lr", float), ("eval-episodes", int),
+                       ("eval-batch", int), ("timing-episodes", int), ("rule-episodes", int), ("max-new-tokens", int)):
+        overrides.add_argument(f"--{flag}", type=kind)
+    p.add_argument("--summarize-only", action="store_true",
+                   help="rewrite the tables from WORK's lane files (e.g. of a run cut short); trains nothing")
+    p.add_argument("--quiet", action="store_true")
+    a = p.parse_args(argv)
+    changes = {f.name: getattr(a, f.name) for f in dataclasses.fields(BUDGETS[a.budget])
+               if hasattr(a, f.name) and f.name != "name" and getattr(a, f.name) is not None}
+    budget = dataclasses.replace(BUDGETS[a.budget], **changes)
+    try:
+        config = TablesConfig(out=a.out, tables=tuple(a.tables), seeds=tuple(a.seeds), budget=budget,
+                              scratch=None if a.init else (a.scratch or "qwen3"), init=a.init, work=a.work,
+                              device=a.device, jobs=a.jobs, progress=not a.quiet)
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    summary = summarize(config) if a.summarize_only else run(config, list(argv) if argv is not None else sys.argv[1:])
+    for name, res in summary["tables"].items():
+        cells = [f"{r['condition']} {100 * (r['success_rate'] or 0):.1f}%" for r in res["conditions"] if r["model"]]
+        print(f"{name:15s} " + ", ".join(cells))
+    if summary["failures"]:
+        print(f"error: {len(summary['failures'])} lane(s) failed; see provenance.json 'failures'", file=sys.stderr)
+        return 1
+    return 0
+
+
 COMMANDS: dict[str, tuple[Callable[[Sequence[str] | None], int], str]] = {
     "data": (data_main, "write the programmatic SFT sets and their manifest"),
     "tokenizer": (tokenizer_main, "train one offline BPE tokenizer for scratch runs to share (needs the lm extra)"),
@@ -252,6 +306,7 @@ COMMANDS: dict[str, tuple[Callable[[Sequence[str] | None], int], str]] = {
     "grpo": (grpo_main, "GRPO from an SFT checkpoint, rewarded by env replay (needs the lm and rl extras)"),
     "evaluate": (evaluate_main, "closed-loop evaluation of a checkpoint in the env (needs the lm extra)"),
     "transfer": (transfer_main, "procedural pretraining vs the paper's rows only, every seed and backend (lm + experiments extras)"),
+    "tables": (tables_main, "learned rows of every paper table: train each condition's model per seed, evaluate (lm + experiments extras)"),
 }
 
 

@@ -60,11 +60,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
-import platform
-import subprocess
 import time
-import traceback
 import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -73,6 +69,7 @@ from pathlib import Path
 from typing import Any
 
 from gencoord_env.caches import cache
+from gencoord_env.train.lanes import device_name, git_commit, lane_device, run_lanes, threads_per_lane, versions
 
 __all__ = [
     "ARMS", "BACKENDS", "BUDGETS", "COVERAGE_POOLS", "PAPER_SEEDS", "POOLS", "TARGETS", "Budget", "Lane",
@@ -468,29 +465,18 @@ def run_lane(lane: Lane) -> dict[str, Any]:
             fine.checkpoint, lane.backend, lane.pools, b, lane.device))
     else:
         raise ValueError(f"unknown chain {lane.chain!r}; expected 'protocol' or 'pretrained'")
-    on_cuda = lane.device.startswith("cuda") if lane.device else torch.cuda.is_available()
-    device = torch.cuda.get_device_name(torch.device(lane.device or "cuda")) if on_cuda else "cpu"
     result = {"key": key, "lane": lane.name, "seed": lane.seed, "backend": lane.backend, "chain": lane.chain,
-              "device": device, "seconds": seconds, "arms": arms}
+              "device": device_name(lane.device), "seconds": seconds, "arms": arms}
     result_path.parent.mkdir(parents=True, exist_ok=True)
     result_path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return result
 
 
-def _init_worker(threads: int) -> None:
-    # Before torch starts its thread pool: concurrent lanes share the cores. The tokenizers' pool stays
-    # whole: lanes tokenize at their start, before their training loops compete for the cores.
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(threads)
-
-
 def _run_lanes(lanes: Sequence[Lane], jobs: int, log: Callable[[str], None], after: Callable[[], None]) -> list[str]:
     """Run every lane (``jobs`` at a time); returns the failures. Each lane writes its own result file."""
-    failures: list[str] = []
 
     def done(lane: Lane, result: dict[str, Any] | None, error: str | None) -> None:
         if error is not None:
-            failures.append(f"{lane.name}: {error}")
             log(f"lane {lane.name} FAILED: {error.strip().splitlines()[-1]}")
             return
         assert result is not None
@@ -499,26 +485,7 @@ def _run_lanes(lanes: Sequence[Lane], jobs: int, log: Callable[[str], None], aft
         log(f"lane {lane.name}{' (reused)' if result.get('reused') else ''}: {summary}")
         after()
 
-    if jobs == 1:
-        for lane in lanes:
-            try:
-                done(lane, run_lane(lane), None)
-            except Exception:  # noqa: BLE001 - one lane's failure is reported, the others still run
-                done(lane, None, traceback.format_exc())
-        return failures
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_init_worker, initargs=(lanes[0].threads,)) as pool:
-        futures = {pool.submit(run_lane, lane): lane for lane in lanes}
-        for future in as_completed(futures):
-            lane = futures[future]
-            try:
-                done(lane, future.result(), None)
-            except Exception:  # noqa: BLE001
-                done(lane, None, traceback.format_exc())
-    return failures
+    return run_lanes(run_lane, lanes, jobs, lanes[0].threads, done)
 
 
 # --------------------------------------------------------------------------- analysis
@@ -624,32 +591,6 @@ def coverage(lane_results: Sequence[Mapping[str, Any]], inputs: Mapping[str, Any
 # --------------------------------------------------------------------------- outputs
 
 
-def _versions() -> dict[str, str]:
-    import tokenizers
-    import torch
-    import transformers
-
-    import gencoord_env
-
-    out = {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
-           "tokenizers": tokenizers.__version__, "gencoord_env": gencoord_env.__version__}
-    if torch.cuda.is_available():
-        out["cuda"] = str(torch.version.cuda)
-    return out
-
-
-def _git_commit() -> str | None:
-    try:
-        root = Path(__file__).resolve().parent
-        proc = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if proc.returncode != 0:
-        return None
-    return proc.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-
-
 def _tokens_and_time(lane_results: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
     tokens: dict[str, Any] = {}
     for r in lane_results:
@@ -748,22 +689,12 @@ def plot(summary: Mapping[str, Any], path: Path) -> None:
 
 
 def lanes_for(config: TransferConfig, out: Path, work: Path, data: Path, tokenizer: Path) -> list[Lane]:
-    threads = max(1, (os.cpu_count() or 1) // config.jobs)
+    threads = threads_per_lane(config.jobs)
     # Longest chains first, so the slowest lanes are not left for last.
     order = [(chain, seed, backend) for chain in ("pretrained", "protocol") for seed in config.seeds for backend in config.backends]
     return [Lane(seed, backend, chain, str(out), str(work), str(data), str(tokenizer), config.budget,
-                 tuple(config.pools), _lane_device(config.device, k), threads)
+                 tuple(config.pools), lane_device(config.device, k), threads)
             for k, (chain, seed, backend) in enumerate(order)]
-
-
-def _lane_device(device: str | None, k: int) -> str | None:
-    """``--device cuda`` on a machine of several GPUs spreads the lanes over them, round robin."""
-    if device != "cuda":
-        return device
-    import torch
-
-    count = torch.cuda.device_count()
-    return f"cuda:{k % count}" if count > 1 else device
 
 
 def run(config: TransferConfig, argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -789,7 +720,7 @@ def run(config: TransferConfig, argv: Sequence[str] | None = None) -> dict[str, 
     inputs.update(
         pool_tokens={name: {str(t): n for t, n in sorted(counts.items())} for name, counts in pool_tokens.items()},
         token_strings=dict(zip(map(str, ids), tokenizer.convert_ids_to_tokens(ids))),
-        versions=_versions(), git_commit=_git_commit(),
+        versions=versions(), git_commit=git_commit(),
         command=" ".join(["gencoord", "train", "transfer", *argv]) if argv is not None else None,
     )
     (out / "inputs.json").write_text(json.dumps(inputs, indent=1, sort_keys=True) + "\n", encoding="utf-8")

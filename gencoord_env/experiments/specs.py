@@ -179,10 +179,10 @@ HORIZON = Experiment(
     group_by="family",
     conditions=(
         Condition("multi-step", "horizon", "rule", subject=True,
-                  paper={"success_rate": 0.981, "decisions_per_episode": 1.981,
+                  paper={"success_rate": 0.981, "decisions_per_episode": 1.981, "input_tokens_per_episode": 1146.5,
                          "groups": {"destination": 1.0, "recipe": 1.0, "allocation": 0.925, "active_branch": 1.0}}),
         Condition("single-step", "horizon", "rule", route="single_step", subject=True, versus="multi-step",
-                  paper={"success_rate": 0.913, "decisions_per_episode": 2.913,
+                  paper={"success_rate": 0.913, "decisions_per_episode": 2.913, "input_tokens_per_episode": 1689.1,
                          "paired": versus_minus_condition(0.069, (0.029, 0.108), -0.931, (-0.971, -0.892)),
                          "groups": {"destination": 1.0, "recipe": 1.0, "allocation": 0.833, "active_branch": 0.817}}),
     ),

@@ -1,0 +1,238 @@
+"""Outputs of ``gencoord train tables``: per table ``results.json``, ``<table>.png`` and ``provenance.json``,
+and ``TABLES.md`` with every table (ours, the paper's figure in parentheses).
+
+The numbers are the experiment harness's (:func:`gencoord_env.experiments.analysis.analyze`: per condition,
+success with its cluster-bootstrap interval, strict clusters with their exact interval, decisions, tokens,
+bytes, TTC, ``versus`` minus condition), over every seed's rows of a learned condition. Beside them each
+record says which model played it (``model``, ``seeds``, ``success_by_seed``), how many episodes it played
+of how many its selection holds (``episodes``, ``pool_episodes``; ``subset`` when fewer), and, in the
+timing tables, which pool its costs come from (``cost``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gencoord_env.experiments.runner import EpisodeRow
+
+__all__ = ["COST_KEYS", "markdown", "table_records", "write_all"]
+
+#: Record keys the timing tables take from the batch-1 timing pool instead of the whole pool.
+COST_KEYS: tuple[str, ...] = (
+    "calls_per_episode", "model_calls_per_episode", "input_tokens_per_episode", "output_tokens_per_episode",
+    "request_bytes_mean", "request_bytes_p95", "response_bytes_mean", "response_bytes_p95", "wire_bytes_mean",
+    "wire_bytes_p95", "time_to_commitment_p50", "time_to_commitment_p95", "episode_seconds_p50", "episode_seconds_p95",
+)
+
+
+def _rows(raw: Sequence[Mapping[str, Any]]) -> list[EpisodeRow]:
+    return [EpisodeRow(**r) for r in raw]
+
+
+def table_records(name: str, lanes: Sequence[Mapping[str, Any]], rules: Mapping[str, Any], pool_seed: int = 0) -> list[dict[str, Any]]:
+    """One record per condition of table ``name`` that has rows: learned conditions pool every seed's lane."""
+    from gencoord_env.experiments.analysis import analyze
+    from gencoord_env.experiments.runner import episode_indices
+    from gencoord_env.train.tables import TABLES, TIMING_CLUSTERS
+
+    table = TABLES[name]
+    quality: dict[str, list[EpisodeRow]] = {}
+    timing: dict[str, list[EpisodeRow]] = {}
+    names: dict[str, str] = {}
+    seeds: dict[str, dict[int, float]] = {}
+    for c in table.experiment.conditions:
+        key = f"{name}/{c.name}"
+        model = table.models.get(c.name)
+        if model is None:
+            if key in rules["conditions"]:
+                quality[c.name] = _rows(rules["conditions"][key])
+                names[c.name] = c.policy
+            continue
+        mine = [lane for lane in lanes if lane["model"] == model and key in lane["conditions"]]
+        if not mine:
+            continue
+        names[c.name] = f"model:{model}"
+        quality[c.name] = [r for lane in mine for r in _rows(lane["conditions"][key]["quality"])]
+        if table.timing:
+            timing[c.name] = [r for lane in mine for r in _rows(lane["conditions"][key]["timing"])]
+        seeds[c.name] = {}
+        for lane in mine:
+            rows = lane["conditions"][key]["quality"]
+            seeds[c.name][lane["seed"]] = sum(r["outcome"] == "SUCCESS" for r in rows) / len(rows) if rows else None
+    records = analyze(table.experiment, quality, names)
+    costs = {r["condition"]: r for r in analyze(table.experiment, timing, names)} if timing else {}
+    by_name = {c.name: c for c in table.experiment.conditions}
+    for r in records:
+        c = by_name[r["condition"]]
+        model = table.models.get(c.name)
+        runs = len(seeds[c.name]) if model else 1
+        r["model"] = model
+        r["seeds"] = sorted(seeds[c.name]) if model else []
+        r["success_by_seed"] = {str(k): v for k, v in sorted(seeds[c.name].items())} if model else {}
+        r["pool_episodes"] = len(episode_indices(c, None, pool_seed)) * runs
+        r["subset"] = r["episodes"] < r["pool_episodes"]
+        if c.name in costs:
+            cost = costs[c.name]
+            r.update({k: cost.get(k) for k in COST_KEYS})
+            r["cost"] = {"pool": f"timing pool: {TIMING_CLUSTERS} clusters x 2 roles at batch 1 (the harness's serial path)",
+                         "episodes": cost["episodes"], "clusters": cost["clusters"], "success_rate": cost["success_rate"]}
+        elif model:
+            r["cost"] = {"pool": "the quality pool, played in lockstep batches (no time to commitment)"}
+    return records
+
+
+def _lane_provenance(lane: Mapping[str, Any]) -> dict[str, Any]:
+    return {**lane["run"], "device": lane["device"], "decode": lane["decode"],
+            "static_decode_failure": lane["static_decode_failure"], "seconds": lane["seconds"]}
+
+
+def _provenance(config: Any, name: str, run_info: Mapping[str, Any], rules: Mapping[str, Any],
+                lanes: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    from gencoord_env.train.tables import MODELS, TABLES
+
+    table = TABLES[name]
+    models = sorted(set(table.models.values()), key=list(MODELS).index)
+    mine = [lane for lane in lanes if lane["model"] in models]
+    phases: dict[str, dict[str, float]] = {}
+    for lane in mine:
+        for phase, s in lane["seconds"].items():
+            p = phases.setdefault(phase, {"sum": 0.0, "max": 0.0})
+            p["sum"] += s
+            p["max"] = max(p["max"], s)
+    files = run_info["manifest"]["files"]
+    return {
+        "table": name,
+        "experiment": table.experiment.name,
+        "command": run_info["command"],
+        "git_commit": run_info["git_commit"],
+        "versions": run_info["versions"],
+        "budget": dataclasses.asdict(config.budget),
+        "seeds": list(config.seeds),
+        "source": {"scratch": config.scratch} if config.scratch else {"init": run_info["init"]},
+        "data": {"pool_seed": run_info["manifest"]["pool_seed"],
+                 "files": {MODELS[m].data: files[MODELS[m].data] for m in models}},
+        "tokenizer": run_info["tokenizer"],
+        "models": {m: {"about": MODELS[m].about, "data": MODELS[m].data, "policy": MODELS[m].policy,
+                       "conditions": [c for c, x in table.models.items() if x == m],
+                       "seeds": {str(lane["seed"]): _lane_provenance(lane) for lane in mine if lane["model"] == m}}
+                   for m in models},
+        "lanes": {"expected": len(config.seeds) * len(models), "done": len(mine)},
+        "devices": sorted({lane["device"] for lane in mine}),
+        "seconds": {"phases": phases, "lanes": {f"{lane['seed']}/{lane['model']}": lane["seconds"] for lane in mine},
+                    "rules_all_tables": rules["seconds"], **{k: v for k, v in run_info["seconds"].items() if k != "rules"},
+                    "note": "wall seconds per lane on its device (train, eval_quality, eval_timing); lanes share "
+                            "devices, so they overlap"},
+        "rule_conditions": {r["condition"]: r["episodes"] for r in records if not r["model"]},
+        "failures": [f for f in run_info.get("failures", []) if f.split(":", 1)[0].split("/")[-1] in models],
+    }
+
+
+def _results(config: Any, name: str, records: list[dict[str, Any]]) -> dict[str, Any]:
+    from gencoord_env.experiments.analysis import matrix
+    from gencoord_env.train.tables import TABLES
+
+    table = TABLES[name]
+    subset = any(r["subset"] for r in records)
+    b = config.budget
+    out: dict[str, Any] = {
+        "table": name,
+        "title": table.experiment.title,
+        "paper_source": table.experiment.paper_source,
+        "backend": "sim",
+        "budget": b.name,
+        "seeds": list(config.seeds),
+        "columns": [list(c) for c in table.columns],
+        "subset": subset,
+        "note": ((f"budget {b.name}: each learned condition plays at most {b.eval_episodes} episodes a seed and each "
+                  f"rule condition at most {b.rule_episodes}, the harness's deterministic subset (both roles of "
+                  "each picked cluster); 'episodes' of 'pool_episodes' says how many")
+                 if subset else "every episode of every condition's selection (all clusters, both roles, every seed)"),
+        "conditions": records,
+    }
+    if table.experiment.matrix_rows:
+        out["matrix"] = matrix(table.experiment, records)
+    return out
+
+
+def _cell(key: str, record: Mapping[str, Any]) -> str:
+    from gencoord_env.experiments.report import fmt
+
+    ours, paper = fmt(key, record.get(key), record), fmt(key, record.get("paper", {}).get(key))
+    return ours if paper == "\u2014" else f"{ours} ({paper})"
+
+
+def _paired(record: Mapping[str, Any]) -> str:
+    def one(effect: Mapping[str, Any] | None) -> str | None:
+        if not effect:
+            return None
+        ci = effect.get("ci95")
+        return f"{100 * effect['versus_minus_condition']:+.1f} pp" + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else "")
+
+    ours = one((record.get("paired") or {}).get("success"))
+    paper = one((record.get("paper", {}).get("paired") or {}).get("success"))
+    if ours is None:
+        return "\u2014"
+    return ours if paper is None else f"{ours} ({paper})"
+
+
+def markdown(results: Sequence[Mapping[str, Any]], header: Mapping[str, Any]) -> str:
+    """Every table as markdown: each cell ours, then the paper's figure in parentheses."""
+    from gencoord_env.experiments.report import fmt, fmt_ci
+
+    lines = ["# Learned rows of the paper's tables", "",
+             f"Budget `{header['budget']}`, seeds {', '.join(map(str, header['seeds']))}, models from "
+             f"{header['source']}, sim backend, closed loop. Each cell: ours (the paper's figure). "
+             "Intervals: 95% cluster bootstrap (seeds and roles averaged within a cluster).", ""]
+    if header.get("command"):
+        lines += ["    " + header["command"], ""]
+    for res in results:
+        lines += [f"## {res['title']} (`{res['table']}`)", "", f"Paper: {res['paper_source']}. {res['note'][0].upper()}{res['note'][1:]}.", ""]
+        cols = [tuple(c) for c in res["columns"]]
+        head = ["condition", "model", "episodes", *(h for _, h in cols), "95% CI (cluster)", "versus \u2212 this"]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in res["conditions"]:
+            episodes = f"{r['episodes']}" + (f" of {r['pool_episodes']}" if r["subset"] else "")
+            if r.get("cost", {}).get("episodes") is not None:
+                episodes += f"; cost {r['cost']['episodes']}"
+            cells = [r["condition"], r["model"] or f"rule: {r['policy']}", episodes, *(_cell(k, r) for k, _ in cols),
+                     fmt_ci(r.get("success_ci95")), _paired(r)]
+            lines.append("| " + " | ".join(cells) + " |")
+        if "matrix" in res:
+            m = res["matrix"]
+            lines += ["", "| method | " + " | ".join(m["columns"]) + " |", "|" + "---|" * (len(m["columns"]) + 1)]
+            for i, row in enumerate(m["rows"]):
+                cells = []
+                for j in range(len(m["columns"])):
+                    ours, paper = fmt("success_rate", m["success"][i][j]), fmt("success_rate", m["paper"][i][j])
+                    cells.append(ours if paper == "\u2014" else f"{ours} ({paper})")
+                lines.append(f"| {row} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_all(config: Any, run_info: Mapping[str, Any], rules: Mapping[str, Any], lanes: Sequence[Mapping[str, Any]],
+              quiet: bool = False) -> dict[str, Any]:
+    """Write every asked table's folder and ``TABLES.md``; returns ``{"tables": {name: results}, ...}``."""
+    from gencoord_env.experiments.plot import plot
+    from gencoord_env.train.tables import TABLES
+
+    out = Path(config.out)
+    everything = []
+    for name in config.tables:
+        records = table_records(name, lanes, rules, config.data_seed)
+        folder = out / name
+        folder.mkdir(parents=True, exist_ok=True)
+        results = _results(config, name, records)
+        (folder / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+        prov = _provenance(config, name, run_info, rules, lanes, records)
+        (folder / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        if records:
+            plot(TABLES[name].experiment, records, "sim", folder / f"{name}.png")
+        everything.append(results)
+    header = {"budget": config.budget.name, "seeds": list(config.seeds), "command": run_info["command"],
+              "source": f"scratch ({config.scratch})" if config.scratch else f"the checkpoint {run_info['init']['dir']}"}
+    (out / "TABLES.md").write_text(markdown(everything, header), encoding="utf-8")
+    return {"tables": {r["table"]: r for r in everything}, "failures": list(run_info.get("failures", [])), "out": str(out)}
