@@ -10,6 +10,7 @@
 
 const { World } = require('./world')
 const { ProtocolError, badRequest } = require('./protocol')
+const { MAX_AGENTS } = require('./spec')
 
 /** Blocks between the origins of neighbouring arenas (along x). */
 const ARENA_SPACING = 64
@@ -50,6 +51,8 @@ class ArenaPool {
    * first free existing arena or a new one. Connects `agents`' bots if given. Resolves to the entry.
    */
   async open ({ name = null, agents = [] } = {}) {
+    // each agent is a bot joining the server: checked before any is connected
+    if (agents.length > MAX_AGENTS) throw badRequest(`open_arena names ${agents.length} agents; an arena holds at most ${MAX_AGENTS} bots`)
     let entry = null
     if (name !== null) {
       if (typeof name !== 'string' || !ARENA_NAME.test(name)) {

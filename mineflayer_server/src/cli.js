@@ -1,11 +1,9 @@
 'use strict'
 // Command-line arguments of the sidecar (kept apart from the entry point, which takes over stdout).
 
-const { DEFAULT_MAX_BYTES } = require('./protocol')
-
 const USAGE = 'usage: node src/sidecar.js --endpoint tcp://127.0.0.1:<port>|ipc://<path> --rules DIR [--agents a,b] ' +
   '[--server embedded|external] [--mc-host 127.0.0.1] [--mc-port 0] [--arenas 1] [--max-arenas 16] [--arena-x0 0] ' +
-  '[--cook-ticks 200] [--max-bytes 1048576] [--skill-timeout-ms 20000] [--parent-pid PID] [--test-ops]'
+  '[--cook-ticks 200] [--skill-timeout-ms 20000] [--parent-pid PID] [--client-key HEX] [--test-ops]'
 
 const DEFAULTS = Object.freeze({
   endpoint: null,
@@ -18,9 +16,9 @@ const DEFAULTS = Object.freeze({
   'max-arenas': '16',
   'arena-x0': '0',
   'cook-ticks': '200',
-  'max-bytes': String(DEFAULT_MAX_BYTES),
   'skill-timeout-ms': '20000',
-  'parent-pid': ''
+  'parent-pid': '',
+  'client-key': ''
 })
 /** Flags without a value. */
 const SWITCHES = Object.freeze(['test-ops'])
@@ -58,8 +56,13 @@ function parseArgs (argv) {
   if (opts.server === 'embedded' && opts['mc-host'] !== DEFAULTS['mc-host']) {
     throw new Error(`--mc-host applies to --server external; the embedded server listens on 127.0.0.1 only\n${USAGE}`)
   }
+  const endpoint = checkEndpoint(opts.endpoint)
+  if (endpoint.startsWith('tcp://') && !/^[0-9a-fA-F]{64}$/.test(opts['client-key'])) {
+    throw new Error(`a tcp endpoint needs --client-key: the CURVE public key (64 hex digits) of the only client the sidecar admits\n${USAGE}`)
+  }
+  if (!endpoint.startsWith('tcp://') && opts['client-key']) throw new Error(`--client-key applies to a tcp endpoint; an ipc socket is guarded by its folder\n${USAGE}`)
   return {
-    endpoint: checkEndpoint(opts.endpoint),
+    endpoint,
     rulesDir: opts.rules,
     agents: opts.agents.split(',').filter(Boolean),
     server: opts.server,
@@ -69,9 +72,9 @@ function parseArgs (argv) {
     maxArenas,
     arenaX0,
     cookTicks: int('cook-ticks'),
-    maxBytes: int('max-bytes'),
     skillTimeoutMs: int('skill-timeout-ms'),
     parentPid: opts['parent-pid'] ? int('parent-pid') : null,
+    clientKey: opts['client-key'] || null,
     testOps: switches.has('test-ops')
   }
 }

@@ -7,7 +7,6 @@
 const { encode, decode } = require('@msgpack/msgpack')
 
 const PROTOCOL_VERSION = 2
-const DEFAULT_MAX_BYTES = 1024 * 1024
 /**
  * `ArenaFault`: the arena named in the request lost its episode (a bot disconnected, the reset or the
  * read-back failed); the next reset of that arena rebuilds it. `ArenaBusy`: the arena asked for is held
@@ -26,13 +25,40 @@ class ProtocolError extends Error {
 }
 
 const badRequest = message => new ProtocolError('BadRequest', message)
+/** A request over a limit of limits.json (a reset spec over `spec.*`): refused before any work. */
+const tooLarge = message => new ProtocolError('TooLarge', message)
+
+/** The limit names each wire section of limits.json must hold (the Python side reads the same). */
+const WIRE_LIMITS = Object.freeze({ transport: ['message_bytes'], spec: ['stations', 'site_cells', 'item_kinds'] })
+
+/**
+ * The maxima of limits.json's `transport` and `spec` sections (`rules.limits`, as rules.js read it):
+ * `{transport: {message_bytes}, spec: {stations, site_cells, item_kinds}}`. Throws naming the entry to fix.
+ */
+function wireLimits (limits) {
+  const out = {}
+  for (const [section, names] of Object.entries(WIRE_LIMITS)) {
+    out[section] = {}
+    for (const name of names) {
+      const l = limits && limits[section] && limits[section][name]
+      if (!l || !Number.isInteger(l.min) || !Number.isInteger(l.max) || l.min < 0 || l.min > l.max) {
+        throw new Error(`limits.json: ${section}.${name} needs {min, max} integers with 0 <= min <= max, got ${JSON.stringify(l)}`)
+      }
+      out[section][name] = l.max
+    }
+    Object.freeze(out[section])
+  }
+  return Object.freeze(out)
+}
 const isMap = v => v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Uint8Array)
 
 /**
  * Decode and check one request. Returns `{id, op, args}`; throws ProtocolError whose `id` is set when the
- * request id could be read, so the reply can still be matched by the client.
+ * request id could be read, so the reply can still be matched by the client. `maxBytes`: the socket drops a
+ * larger message before it gets here (socket.js); this check only guards a socket opened without the cap.
  */
-function decodeRequest (payload, maxBytes = DEFAULT_MAX_BYTES) {
+function decodeRequest (payload, maxBytes) {
+  if (!Number.isInteger(maxBytes)) throw new Error('decodeRequest needs the message cap (limits.json transport.message_bytes)')
   if (payload.length > maxBytes) {
     throw new ProtocolError('TooLarge', `message of ${payload.length} bytes exceeds the ${maxBytes}-byte cap; send less per request`)
   }
@@ -66,10 +92,12 @@ function encodeError (id, type, message) {
 
 module.exports = {
   PROTOCOL_VERSION,
-  DEFAULT_MAX_BYTES,
   ERROR_TYPES,
+  WIRE_LIMITS,
   ProtocolError,
   badRequest,
+  tooLarge,
+  wireLimits,
   isMap,
   decodeRequest,
   encodeResult,

@@ -5,16 +5,16 @@
 //
 //   node src/sidecar.js --endpoint tcp://127.0.0.1:5555 --rules DIR [--agents agent_a,agent_b] [--server embedded|external]
 //                       [--mc-host H] [--mc-port 0] [--arenas 1] [--max-arenas 16] [--arena-x0 0]
-//                       [--cook-ticks 200] [--max-bytes 1048576] [--skill-timeout-ms 20000] [--parent-pid PID] [--test-ops]
+//                       [--cook-ticks 200] [--skill-timeout-ms 20000] [--parent-pid PID] [--client-key HEX] [--test-ops]
 //
 // The server holds `--arenas` arenas from the start (each with the `--agents` bots connected), and up to
-// `--max-arenas` once clients open more (arenaPool.js).
+// `--max-arenas` once clients open more (arenaPool.js). Who may use the socket and how large a message may
+// be: socket.js. With `--parent-pid` the sidecar exits by itself once that process is gone.
 
 // stdout belongs to the READY line alone: flying-squid's console prompt and any library chatter go to stderr.
 const writeStdout = process.stdout.write.bind(process.stdout)
 process.stdout.write = (chunk, encoding, cb) => process.stderr.write(chunk, encoding, cb)
 
-const zmq = require('zeromq')
 const { createLogger } = require('./log')
 const { startServer, stopServer, MINECRAFT_VERSION } = require('./server')
 const { ArenaPool } = require('./arenaPool')
@@ -24,14 +24,43 @@ const { createOps, SIDECAR_VERSION } = require('./ops')
 const { parseArgs } = require('./cli')
 const { loadRules } = require('./rules')
 const { MAX_AGENTS } = require('./spec')
-const { PROTOCOL_VERSION, ProtocolError, decodeRequest, encodeResult, encodeError } = require('./protocol')
+const { PROTOCOL_VERSION, ProtocolError, decodeRequest, encodeResult, encodeError, wireLimits } = require('./protocol')
+const { bindSocket } = require('./socket')
 const { SerialQueue } = require('./util')
+
+/** How often the parent is looked for, and how long a shutdown may take before the process just exits. */
+const PARENT_POLL_MS = 250
+const SHUTDOWN_DEADLINE_MS = 3000
+
+/**
+ * Call `onGone` once process `pid` is gone. Our parent's death shows at once as a new parent pid (we are
+ * handed to init or a subreaper), even while it is an unreaped zombie, which `kill(pid, 0)` still finds;
+ * for a `pid` that is not our parent, `kill(pid, 0)` failing is the sign.
+ */
+function watchParent (pid, log, onGone) {
+  const isParent = process.ppid === pid
+  const gone = () => {
+    if (isParent) return process.ppid !== pid
+    try { process.kill(pid, 0); return false } catch (err) { return err.code === 'ESRCH' }
+  }
+  const timer = setInterval(() => {
+    if (!gone()) return
+    clearInterval(timer)
+    log('sidecar', `parent process ${pid} is gone; exiting`)
+    onGone()
+  }, PARENT_POLL_MS)
+  timer.unref()
+}
 
 async function main () {
   const started = Date.now()
   const opts = parseArgs(process.argv.slice(2))
   const log = createLogger()
+  // until there is something to shut down, stopping is just exiting
+  let shutdown = async (code = 0) => process.exit(code)
+  if (opts.parentPid) watchParent(opts.parentPid, log, () => shutdown(0))
   const rules = loadRules(opts.rulesDir)
+  const limits = wireLimits(rules.limits)
   log('sidecar', `rule tables from ${rules.dir}`)
   let serv = null
   let makeArena
@@ -52,35 +81,30 @@ async function main () {
   await Promise.all(first.map(entry => entry.world.ensureBots(opts.agents)))
   if (server.floorY === null && first.length) server.floorY = first[0].world.floorY
 
-  const sock = new zmq.Router()
-  await sock.bind(opts.endpoint)
-  const endpoint = sock.lastEndpoint
+  const socket = await bindSocket({ endpoint: opts.endpoint, maxBytes: limits.transport.message_bytes, clientKey: opts.clientKey, log })
+  const { sock, endpoint } = socket
   const sendQueue = new SerialQueue() // a zeromq.js socket allows one pending send at a time
 
   let stopping = false
-  async function shutdown (code = 0) {
+  shutdown = async (code = 0) => {
     if (stopping) return
     stopping = true
     log('sidecar', 'shutting down')
+    setTimeout(() => process.exit(code), SHUTDOWN_DEADLINE_MS).unref() // a hung bot or server never keeps us alive
     await sendQueue.run(() => {})
     await pool.closeAll()
     if (serv) await Promise.race([stopServer(serv), new Promise(resolve => setTimeout(resolve, 1000))])
-    sock.close()
+    socket.close()
     process.exit(code)
   }
   const ops = createOps(pool, () => shutdown(0), { testOps: opts.testOps })
   process.on('SIGTERM', () => shutdown(0))
   process.on('SIGINT', () => shutdown(0))
-  if (opts.parentPid) {
-    setInterval(() => {
-      try { process.kill(opts.parentPid, 0) } catch (err) { log('sidecar', `parent ${opts.parentPid} is gone`); shutdown(0) }
-    }, 1000).unref()
-  }
 
   async function handle (payload) {
     let id = null
     try {
-      const request = decodeRequest(payload, opts.maxBytes)
+      const request = decodeRequest(payload, limits.transport.message_bytes)
       id = request.id
       const op = Object.hasOwn(ops, request.op) ? ops[request.op] : null
       if (!op) throw new ProtocolError('BadRequest', `unknown op ${JSON.stringify(request.op)}; ops are ${Object.keys(ops).join(', ')}`)
@@ -104,7 +128,8 @@ async function main () {
     mc_port: server.port,
     floor_y: server.floorY,
     pid: process.pid,
-    startup_ms: Date.now() - started
+    startup_ms: Date.now() - started,
+    ...(socket.serverKey ? { curve_server_key: socket.serverKey } : {})
   }) + '\n')
 
   for await (const frames of sock) {

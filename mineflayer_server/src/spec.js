@@ -1,8 +1,9 @@
 'use strict'
 // Reset specs (the WorldSpec of the Python side) checked and normalized. Positions stay relative to
-// the arena floor here; the world adds the floor height.
+// the arena floor here; the world adds the floor height. Sizes are checked first, against limits.json's
+// `spec` section, so a spec too large to arrange is refused (TooLarge) before anything else is done.
 
-const { badRequest } = require('./protocol')
+const { badRequest, isMap, tooLarge, wireLimits } = require('./protocol')
 const { check } = require('./validate')
 
 const STATION_KINDS = Object.freeze(['chest', 'crafting_table', 'furnace', 'site'])
@@ -10,10 +11,33 @@ const STATION_KINDS = Object.freeze(['chest', 'crafting_table', 'furnace', 'site
 const MAX_AGENTS = 5
 const SPEC_FIELDS = ['agents', 'stations', 'positions', 'inventories', 'containers', 'cook_ticks']
 
-/** Check a reset spec; returns `{agents, stations, positions, inventories, containers, cookTicks}`. */
-function parseSpec (registry, raw) {
+/**
+ * TooLarge when the spec holds more than `limits.spec` allows: stations, site cells (all sites together) or
+ * distinct items of one inventory or container. Reads only lengths, so it costs nothing however large the spec.
+ */
+function checkSizes (raw, max) {
+  const over = []
+  const stations = Array.isArray(raw.stations) ? raw.stations : []
+  if (stations.length > max.stations) over.push(`${stations.length} stations (limits.spec.stations: at most ${max.stations})`)
+  let cells = 0
+  for (const s of stations) if (isMap(s) && Array.isArray(s.cells)) cells += s.cells.length
+  if (cells > max.site_cells) over.push(`${cells} site cells (limits.spec.site_cells: at most ${max.site_cells})`)
+  for (const field of ['inventories', 'containers']) {
+    let kinds = 0
+    for (const m of isMap(raw[field]) ? Object.values(raw[field]) : []) if (isMap(m)) kinds = Math.max(kinds, Object.keys(m).length)
+    if (kinds > max.item_kinds) over.push(`${kinds} distinct items in one of its ${field} (limits.spec.item_kinds: at most ${max.item_kinds})`)
+  }
+  if (over.length) throw tooLarge(`reset spec holds ${over.join(', ')}; nothing was done: send a smaller layout`)
+}
+
+/**
+ * Check a reset spec against `limits` (rules.limits: limits.json as rules.js read it); returns
+ * `{agents, stations, positions, inventories, containers, cookTicks}`.
+ */
+function parseSpec (registry, raw, limits) {
   check.map(raw, 'reset spec')
   check.keys(raw, SPEC_FIELDS, 'reset spec')
+  checkSizes(raw, wireLimits(limits).spec)
   if (!Array.isArray(raw.agents) || raw.agents.length < 1 || raw.agents.length > MAX_AGENTS) {
     throw badRequest(`agents must be a list of 1-${MAX_AGENTS} names`)
   }

@@ -190,7 +190,7 @@ class World {
    * running on them end at once) and let them join afresh, as after an ArenaFault.
    */
   async reset (rawSpec, { rebuild = false } = {}) {
-    const spec = parseSpec(this.registry, rawSpec)
+    const spec = parseSpec(this.registry, rawSpec, this.rules.limits)
     this.checkFits(spec)
     if (rebuild) await this.dropAll()
     return this.exclusive(async () => {

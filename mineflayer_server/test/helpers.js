@@ -47,10 +47,36 @@ async function startArena ({ cookTicks = 2, operators = [] } = {}) {
   }
 }
 
-/** Start `src/sidecar.js` and connect a DEALER; `call(op, args)` returns the decoded reply. */
+const Z85 = '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#'
+
+/** Z85 text -> bytes (ZeroMQ RFC 32), e.g. a CURVE key as zeromq.js makes it -> the 32 bytes --client-key takes in hex. */
+function z85Decode (text) {
+  const out = Buffer.alloc(text.length / 5 * 4)
+  for (let i = 0; i < text.length; i += 5) {
+    let value = 0
+    for (let j = 0; j < 5; j++) value = value * 85 + Z85.indexOf(text[i + j])
+    out.writeUInt32BE(value, i / 5 * 4)
+  }
+  return out
+}
+
+/** A DEALER speaking CURVE with `keys` (`{publicKey, secretKey}`, or null for none) to the sidecar at `ready`. */
+function dealer (ready, keys, options = {}) {
+  const curve = keys ? { curveServerKey: ready.curve_server_key, curvePublicKey: keys.publicKey, curveSecretKey: keys.secretKey } : {}
+  const sock = new zmq.Dealer({ linger: 0, ...curve, ...options })
+  sock.connect(ready.endpoint)
+  return sock
+}
+
+/**
+ * Start `src/sidecar.js` on tcp with a fresh client key pair (the sidecar admits only it) and connect a DEALER
+ * with it; `call(op, args)` returns the decoded reply. `keys` is that pair, for tests that open more sockets.
+ */
 async function startSidecar (extraArgs = []) {
   const started = Date.now()
-  const argv = [path.join(__dirname, '..', 'src', 'sidecar.js'), '--endpoint', 'tcp://127.0.0.1:0', '--rules', RULES_DIR, ...extraArgs]
+  const keys = zmq.curveKeyPair()
+  const argv = [path.join(__dirname, '..', 'src', 'sidecar.js'), '--endpoint', 'tcp://127.0.0.1:0', '--rules', RULES_DIR,
+    '--client-key', z85Decode(keys.publicKey).toString('hex'), ...extraArgs]
   const child = spawn(process.execPath, argv, {
     stdio: ['ignore', 'pipe', 'pipe']
   })
@@ -62,8 +88,7 @@ async function startSidecar (extraArgs = []) {
     child.on('exit', code => reject(new Error(`sidecar exited with ${code}: ${stderr.join('')}`)))
   })
   const startupMs = Date.now() - started
-  const sock = new zmq.Dealer({ receiveTimeout: 60000 })
-  sock.connect(ready.endpoint)
+  const sock = dealer(ready, keys, { receiveTimeout: 60000 })
   let nextId = 0
   const pending = new Map()
   ;(async () => {
@@ -87,7 +112,7 @@ async function startSidecar (extraArgs = []) {
     return sendRaw(encode({ v, id, op, args }), id)
   }
   return {
-    child, ready, startupMs, stderr, call, sendRaw,
+    child, ready, startupMs, stderr, call, sendRaw, keys,
     nextId: () => ++nextId,
     async close () {
       if (child.exitCode === null) {
@@ -99,4 +124,4 @@ async function startSidecar (extraArgs = []) {
   }
 }
 
-module.exports = { startArena, startSidecar, countOf, waitFor, RULES, RULES_DIR }
+module.exports = { startArena, startSidecar, dealer, z85Decode, countOf, waitFor, RULES, RULES_DIR }

@@ -3,8 +3,8 @@
 
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
-const { encode } = require('@msgpack/msgpack')
-const { startSidecar } = require('./helpers')
+const { encode, decode } = require('@msgpack/msgpack')
+const { startSidecar, dealer, RULES } = require('./helpers')
 
 let sc
 
@@ -27,6 +27,16 @@ const SPEC = {
 const A = 'a0'
 /** Args of an arena op: reset takes {arena, spec}; observe, barrier and drop_bot {arena, ...}. */
 const onArena = (op, args = {}) => (op === 'reset' ? { arena: A, spec: args } : (['observe', 'barrier', 'drop_bot'].includes(op) ? { arena: A, ...args } : args))
+
+/** A ping request of exactly `bytes` bytes (its args padded); `padded.id` is its id. */
+function padded (bytes) {
+  padded.id = sc.nextId()
+  const bare = encode({ v: 2, id: padded.id, op: 'ping', args: { pad: '' } }).length
+  // a msgpack str of n >= 65536 bytes has a 5-byte header instead of the empty string's 1
+  const payload = encode({ v: 2, id: padded.id, op: 'ping', args: { pad: 'x'.repeat(bytes - bare - 4) } })
+  assert.equal(payload.length, bytes)
+  return payload
+}
 
 let callCounter = 0
 async function execute (actor, op, args) {
@@ -75,9 +85,14 @@ test('protocol errors are typed: unknown op, bad version, oversized, bad args', 
   const version = await sc.call('ping', {}, 1)
   assert.deepEqual([version.ok, version.error.type], [false, 'VersionMismatch'])
 
-  const id = sc.nextId()
-  const big = await sc.sendRaw(encode({ v: 2, id, op: 'ping', args: { pad: 'x'.repeat(1024 * 1024 + 10) } }), null)
-  assert.deepEqual([big.ok, big.error.type, big.id], [false, 'TooLarge', null])
+  // just over the cap: through the socket, refused as TooLarge before it is decoded (its id unread)
+  const cap = RULES.limits.transport.message_bytes.max
+  const over = await sc.sendRaw(padded(cap + 1), null)
+  assert.deepEqual([over.ok, over.error.type, over.id], [false, 'TooLarge', null])
+  // exactly the cap (on tcp the CURVE frame is longer than the message): read and answered
+  const atCap = await sc.sendRaw(padded(cap), padded.id)
+  assert.deepEqual([atCap.ok, atCap.error.type], [false, 'BadRequest'])
+  assert.match(atCap.error.message, /ping takes no args/)
 
   const badItem = await sc.call('execute', { arena: A, call: { id: 'x', actor: 'agent_a', op: 'craft', args: { item: 'oak_plank', count: 1, station: '' } } })
   assert.equal(badItem.error.type, 'BadRequest')
@@ -95,6 +110,36 @@ test('protocol errors are typed: unknown op, bad version, oversized, bad args', 
   const flat = await sc.call('reset', { arena: A, ...SPEC })
   assert.match(flat.error.message, /reset args has unknown field\(s\) agents/)
   assert.equal(await result('ping'), 'pong', 'the sidecar keeps serving after refusals')
+})
+
+test('a message far over the cap is dropped by the socket, with its connection; the sidecar goes on', async () => {
+  const sock = dealer(sc.ready, sc.keys, { receiveTimeout: 1500 })
+  try {
+    await sock.send(Buffer.alloc(8 * RULES.limits.transport.message_bytes.max))
+    await assert.rejects(sock.receive(), /timed out|Socket temporarily unavailable|EAGAIN/i)
+    // the dropped peer's DEALER reconnects; a proper request on it is answered
+    await sock.send(encode({ v: 2, id: 1, op: 'ping', args: {} }))
+    const [reply] = await sock.receive()
+    assert.equal(decode(reply).result, 'pong')
+  } finally {
+    sock.close()
+  }
+  assert.equal((await sc.call('ping')).result, 'pong', 'other clients never notice')
+})
+
+test('on tcp only the client key the sidecar was started for gets in', async () => {
+  const zmq = require('zeromq')
+  for (const keys of [null, zmq.curveKeyPair()]) { // no CURVE at all; CURVE with another key pair
+    const sock = dealer(sc.ready, keys, { receiveTimeout: 1000 })
+    try {
+      await sock.send(encode({ v: 2, id: 1, op: 'ping', args: {} }))
+      await assert.rejects(sock.receive(), /timed out|Socket temporarily unavailable|EAGAIN/i)
+    } finally {
+      sock.close()
+    }
+  }
+  assert.match(sc.stderr.join(''), /refused a CURVE connection from 127\.0\.0\.1.*not the client key this sidecar was started for/)
+  assert.match(sc.ready.curve_server_key, /^.{40}$/)
 })
 
 test('reset twice without reconnecting the bots; observe reads the reset state', async () => {

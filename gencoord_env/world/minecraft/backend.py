@@ -20,7 +20,7 @@ Servers:
 Arenas: a sidecar's server holds several arenas, disjoint regions of one world, each with its own bots.
 A ``MinecraftWorld`` holds one: by default of a sidecar of its own; with ``pool=SidecarPool(...)`` of a
 sidecar shared with other worlds of this process (one thread each); with ``endpoint=...`` of a sidecar
-another process started. ``arena="name"`` asks for a named arena (``ArenaBusy`` if another world holds it).
+another process started (``secret=`` that pool's ``secret`` when it listens on tcp). ``arena="name"`` asks for a named arena (``ArenaBusy`` if another world holds it).
 
 Agent mistakes are values (failed events); infrastructure faults raise the typed exceptions of
 ``errors.py``. After an ``ArenaFault`` the next ``reset()`` rebuilds this world's arena (the sidecar and its
@@ -37,7 +37,7 @@ from pathlib import Path
 from ..types import GroundTruth, SkillCall, WorldEvent, WorldSpec
 from . import schedule
 from .client import SidecarClient
-from .errors import ProtocolMismatch, SidecarDied, SidecarTimeout
+from .errors import EpisodeLost, ProtocolMismatch, RequestRefused, SidecarDied, SidecarTimeout
 from .pool import SERVERS, SidecarPool
 from .protocol import arena_from_map, events_from_result, execute_args, ground_truth_from_map, reset_args
 from .runtime import Runtime
@@ -71,19 +71,22 @@ class MinecraftWorld:
         arena: str | None = None,
         pool: SidecarPool | None = None,
         endpoint: str | None = None,
+        secret: str | None = None,
     ) -> None:
         own_options = dict(server=server, host=host, port=port, jar=jar, accept_eula=accept_eula, operators=operators,
                            log_dir=log_dir, transport=transport, timeouts=timeouts, ready_timeout_s=ready_timeout_s,
                            runtime=runtime, sidecar_args=sidecar_args)
         if pool is not None and endpoint is not None:
             raise ValueError("pass pool=... (a sidecar of this process) or endpoint=... (one of another process), not both")
+        if secret is not None and endpoint is None:
+            raise ValueError("secret goes with endpoint=... (a tcp sidecar another process started: pass its pool.secret)")
         if pool is not None or endpoint is not None:
             given = [k for k, v in own_options.items() if v not in (None, (), False, "embedded", 90.0)]
             if given:
                 raise ValueError(f"{', '.join(given)} belong to the shared sidecar's SidecarPool, not to a world of it")
         if pool is None:
             if endpoint is not None:
-                pool = SidecarPool(endpoint=endpoint, **own_options)  # type: ignore[arg-type]
+                pool = SidecarPool(endpoint=endpoint, secret=secret, **own_options)  # type: ignore[arg-type]
             else:
                 # on a server shared with others, connect no bots before this world's own arena is opened:
                 # pre-made arenas' bots (a0_agent_a, ...) could share names with another sidecar's
@@ -162,14 +165,18 @@ class MinecraftWorld:
         if self._spec is None:
             raise RuntimeError("call reset(spec) before run() or observe()")
         if self._broken:
-            raise RuntimeError("the sidecar failed earlier in this episode; call reset(spec) to start a fresh one")
+            raise EpisodeLost("the sidecar failed earlier in this episode (that error was raised then); "
+                              "call reset(spec), which starts a fresh sidecar if it no longer answers")
         if self._lost or self._client_ is None:
-            raise RuntimeError("this world's arena lost its episode earlier; call reset(spec), which rebuilds it")
+            raise EpisodeLost("this world's arena lost its episode earlier (that error was raised then); "
+                              "call reset(spec), which rebuilds the arena")
         return self._client_
 
     def _guard(self, exc: BaseException) -> None:
         # A dead or hung sidecar cannot be trusted again; reset() replaces it (or, if it still answers,
         # rebuilds this arena). An ArenaFault is the sidecar's to mend: it rebuilds the arena at the next reset.
+        if isinstance(exc, RequestRefused):  # refused before any work: the sidecar is fine
+            return
         if isinstance(exc, (SidecarDied, SidecarTimeout, ProtocolMismatch)):
             self._broken = True
 

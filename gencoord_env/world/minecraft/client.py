@@ -6,16 +6,37 @@ idempotent op (``hello``, ``ping``, ``observe``, ``barrier``) that times out is 
 resent, because doing it twice would corrupt the episode. While waiting, the client polls the sidecar
 process every ``poll_s`` so a crash surfaces as SidecarDied within a fraction of a second instead of
 after the request timeout.
+
+Lifetime: every client of this process shares one ZeroMQ context, which is never terminated (terminating a
+context blocks until all its sockets are closed, which is how a dropped client used to hang the garbage
+collector). A client's socket is closed with linger 0 by ``close()`` or, for a client dropped without
+``close()``, by a ``weakref.finalize`` that holds only the socket, so collecting a client never blocks.
+
+On tcp the sidecar admits only CURVE clients holding the per-launch key pair it was started for
+(``CurveKeys``); on ipc the socket lies in a private folder and needs no key.
 """
 from __future__ import annotations
 
+import os
+import threading
 import time
+import weakref
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import zmq
 
-from .errors import ArenaBusy, ArenaFault, ProtocolMismatch, SidecarDied, SidecarError, SidecarTimeout
+from .errors import (
+    ArenaBusy,
+    ArenaFault,
+    EpisodeLost,
+    ProtocolMismatch,
+    RequestTooLarge,
+    SidecarDied,
+    SidecarError,
+    SidecarTimeout,
+)
 from .protocol import IDEMPOTENT_OPS, Reply, decode_reply, encode_request
 
 #: Seconds to wait for one reply, per op. ``execute`` covers pathfinding and the sidecar's own skill
@@ -25,6 +46,78 @@ DEFAULT_TIMEOUTS: Mapping[str, float] = {
     "reset": 60.0, "execute": 120.0, "shutdown": 3.0, "drop_bot": 10.0,
 }
 _REFUSALS = frozenset({"BadRequest", "TooLarge", "VersionMismatch"})
+
+
+_CONTEXTS: dict[int, zmq.Context[zmq.Socket[bytes]]] = {}
+_CONTEXT_LOCK = threading.Lock()
+
+
+def shared_context() -> zmq.Context[zmq.Socket[bytes]]:
+    """This process's ZeroMQ context for sidecar sockets (a forked child gets its own; the parent's is left alone)."""
+    pid = os.getpid()
+    with _CONTEXT_LOCK:
+        ctx = _CONTEXTS.get(pid)
+        if ctx is None:
+            ctx = _CONTEXTS[pid] = zmq.Context()
+        return ctx
+
+
+@dataclass(frozen=True)
+class CurveKeys:
+    """The CURVE keys of one tcp sidecar launch (z85 text): the sidecar's public key and this side's key pair.
+
+    ``token`` packs what another process needs to attach (``SidecarPool(endpoint=..., secret=token)``); the
+    repr never shows the secret key.
+
+    >>> keys = CurveKeys.generate(server_public="0" * 40)
+    >>> CurveKeys.from_token(keys.token) == keys
+    True
+    """
+
+    server_public: str
+    public: str
+    secret: str = field(repr=False)
+
+    @classmethod
+    def generate(cls, server_public: str = "") -> CurveKeys:
+        """A fresh client key pair (``server_public`` is filled in once the sidecar reports its key)."""
+        public, secret = zmq.curve_keypair()
+        return cls(server_public, public.decode("ascii"), secret.decode("ascii"))
+
+    def with_server(self, server_public: str) -> CurveKeys:
+        return CurveKeys(server_public, self.public, self.secret)
+
+    @property
+    def public_hex(self) -> str:
+        """The client's public key as 64 hex digits (how the sidecar's ``--client-key`` takes it)."""
+        from zmq.utils import z85
+
+        return z85.decode(self.public.encode("ascii")).hex()
+
+    @property
+    def token(self) -> str:
+        """``<sidecar public key><client secret key>``, 80 characters of z85."""
+        return self.server_public + self.secret
+
+    @classmethod
+    def from_token(cls, token: str) -> CurveKeys:
+        """The keys of a ``token``; ValueError naming what is expected if it is not one."""
+        if not isinstance(token, str) or len(token) != 80:
+            raise ValueError("secret must be the 80-character `secret` of the SidecarPool that started the sidecar "
+                             f"(pool.secret), got {type(token).__name__} of length {len(token) if isinstance(token, str) else '?'}")
+        server, secret = token[:40], token[40:]
+        try:
+            public = zmq.curve_public(secret.encode("ascii")).decode("ascii")
+        except Exception:  # noqa: BLE001 - libzmq reports a bad key in several ways
+            raise ValueError("secret is not a sidecar secret (its key part is not a z85 CURVE secret key); "
+                             "pass the `secret` of the SidecarPool that started the sidecar") from None
+        return cls(server, public, secret)
+
+
+def _close_sockets(box: list[zmq.Socket[bytes]]) -> None:
+    """Close every socket in ``box`` at once (linger 0); the finalizer of a client dropped without ``close()``."""
+    while box:
+        box.pop().close(linger=0)
 
 
 def _no_exit() -> int | None:
@@ -39,7 +132,8 @@ class SidecarClient:
     """Talks to one sidecar endpoint.
 
     ``exit_code`` returns the sidecar process's exit code, or None while it runs; ``describe_log`` returns
-    text (e.g. the log path and its last lines) appended to fault messages.
+    text (e.g. the log path and its last lines) appended to fault messages; ``curve``: the keys a tcp
+    sidecar requires (None for ipc).
     """
 
     def __init__(
@@ -51,6 +145,7 @@ class SidecarClient:
         timeouts: Mapping[str, float] | None = None,
         retries: int = 2,
         poll_s: float = 0.1,
+        curve: CurveKeys | None = None,
     ) -> None:
         self.endpoint = endpoint
         self._exit_code = exit_code
@@ -58,8 +153,10 @@ class SidecarClient:
         self.timeouts = {**DEFAULT_TIMEOUTS, **(timeouts or {})}
         self.retries = retries
         self.poll_s = poll_s
-        self._ctx = zmq.Context()
+        self._curve = curve
         self._sock: zmq.Socket[bytes] | None = None
+        self._socks: list[zmq.Socket[bytes]] = []  # the open socket, for the finalizer (which must not hold self)
+        self._finalizer = weakref.finalize(self, _close_sockets, self._socks)
         self._next_id = 0
         self._ops: dict[int, str] = {}       # in-flight id -> op
         self._early: dict[int, Reply] = {}   # replies that arrived while waiting for another id
@@ -68,21 +165,24 @@ class SidecarClient:
     # ---- socket ---------------------------------------------------------------------------------
 
     def _connect(self) -> None:
-        if self._sock is not None:
-            self._sock.close(linger=0)
-        sock = self._ctx.socket(zmq.DEALER)
+        _close_sockets(self._socks)
+        self._sock = None
+        sock: zmq.Socket[bytes] = shared_context().socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
+        if self._curve is not None:
+            sock.curve_secretkey = self._curve.secret.encode("ascii")
+            sock.curve_publickey = self._curve.public.encode("ascii")
+            sock.curve_serverkey = self._curve.server_public.encode("ascii")
         sock.connect(self.endpoint)
+        self._socks.append(sock)
         self._sock = sock
 
     def close(self) -> None:
-        """Close the socket and context; pending requests are forgotten."""
-        if self._sock is not None:
-            self._sock.close(linger=0)
-            self._sock = None
+        """Close the socket (linger 0); pending requests are forgotten. Never blocks."""
+        self._finalizer()
+        self._sock = None
         self._ops.clear()
         self._early.clear()
-        self._ctx.term()
 
     @property
     def closed(self) -> bool:
@@ -93,7 +193,7 @@ class SidecarClient:
     def submit(self, op: str, args: Mapping[str, Any] | None = None) -> int:
         """Send one request without waiting; returns its id for ``wait``."""
         if self._sock is None:
-            raise RuntimeError("SidecarClient is closed")
+            raise EpisodeLost(f"the connection to the sidecar at {self.endpoint} was closed; call reset(spec) to open a new one")
         self._next_id += 1
         rid = self._next_id
         self._sock.send(encode_request(rid, op, args))
@@ -111,7 +211,7 @@ class SidecarClient:
                 self._ops.pop(rid, None)
                 return self._early.pop(rid)
         if self._sock is None:
-            raise RuntimeError("SidecarClient is closed")
+            raise EpisodeLost(f"the connection to the sidecar at {self.endpoint} was closed; call reset(spec) to open a new one")
         ops = sorted({self._ops.get(i, "?") for i in ids})
         if timeout is None:
             timeout = max(self.timeouts.get(op, 30.0) for op in ops)
@@ -165,6 +265,9 @@ class SidecarClient:
             raise ArenaFault(f"{op} failed: {reply.error_message}" + self._log_suffix())
         if reply.error_type == "ArenaBusy":
             raise ArenaBusy(f"{op} refused: {reply.error_message}")
+        if reply.error_type == "TooLarge":
+            raise RequestTooLarge(text + "; nothing was done and the sidecar goes on: send less per request "
+                                  "(the limits are gencoord_env/data/limits.json, read by both sides)")
         if reply.error_type in _REFUSALS:
             raise ProtocolMismatch(
                 text + "; the request did not match what the sidecar expects: the Python package and "

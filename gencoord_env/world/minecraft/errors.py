@@ -35,6 +35,21 @@ class ProtocolMismatch(MinecraftBackendError):
     """The sidecar's reply was malformed, of another protocol version, or refused our request as invalid."""
 
 
+class RequestRefused(ProtocolMismatch):
+    """A request refused before any work, here or by the sidecar (it cannot be encoded, or is too large); the
+    sidecar and its arenas go on."""
+
+
+class RequestTooLarge(RequestRefused):
+    """A request over the sidecar's limits (``data/limits.json``, sections ``transport`` and ``spec``): a message
+    over ``limits.transport.message_bytes`` or a reset spec over ``limits.spec.*``."""
+
+
+class EpisodeLost(MinecraftBackendError):
+    """This world's episode already ended with an infrastructure fault (raised earlier); nothing more of it may
+    run. ``reset()`` starts the next episode (rebuilding the arena, or restarting the sidecar, as needed)."""
+
+
 class ServerUnreachable(MinecraftBackendError):
     """The Minecraft server the bots should join cannot be reached."""
 

@@ -7,8 +7,10 @@ at once on one server.
 
 - In one process: ``pool = SidecarPool(arenas=4)``, then ``pool.world()`` per env (each world gets its
   own socket, so each may run in its own thread).
-- In other processes: ``MinecraftWorld(endpoint=pool.endpoint)`` (a tcp or ipc endpoint of a sidecar this
-  process started) opens an arena of that sidecar.
+- In other processes: ``MinecraftWorld(endpoint=pool.endpoint)`` (the ipc endpoint of a sidecar this
+  process started: a socket in a folder only this user may enter) opens an arena of that sidecar. A tcp
+  sidecar admits only clients holding its per-launch CURVE keys: ``MinecraftWorld(endpoint=pool.endpoint,
+  secret=pool.secret)``.
 
 Faults stay local. An ``ArenaFault`` ends one world's episode and the sidecar rebuilds that arena at the
 world's next reset. A dead or hung sidecar is restarted once for all its worlds, by whichever world
@@ -27,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .client import SidecarClient
+from .client import CurveKeys, SidecarClient
 from .errors import SidecarDied, SidecarTimeout
 from .protocol import check_hello
 from .runtime import Runtime, locate
@@ -60,6 +62,7 @@ class SidecarPool:
         accept_eula: bool = False,
         operators: Sequence[str] = (),
         endpoint: str | None = None,
+        secret: str | None = None,
         max_arenas: int = 16,
         arena_x0: int = 0,
         agents: Sequence[str] = DEFAULT_AGENTS,
@@ -77,6 +80,13 @@ class SidecarPool:
                 raise ValueError(f"endpoint must be tcp://127.0.0.1:<port> or ipc://<path> of a running sidecar, got {endpoint!r}")
             if server != "embedded" or host or port or jar:
                 raise ValueError("endpoint attaches to a running sidecar: its server options were given where it was started")
+            if endpoint.startswith("tcp://") and secret is None:
+                raise ValueError(f"endpoint {endpoint} is tcp: a tcp sidecar admits only clients holding its per-launch "
+                                 "keys; pass secret=pool.secret of the SidecarPool that started it")
+            if endpoint.startswith("ipc://") and secret is not None:
+                raise ValueError("secret applies to a tcp endpoint; an ipc sidecar is guarded by its private folder")
+        elif secret is not None:
+            raise ValueError("secret goes with endpoint=... (attaching to a tcp sidecar another process started)")
         if server == "external" and (not host or not port):
             raise ValueError("server='external' needs host=... and port=... of a Minecraft 1.21.4 server in offline mode")
         if server == "vanilla":
@@ -107,6 +117,7 @@ class SidecarPool:
         self.ready_timeout_s = ready_timeout_s
         self.sidecar_args = tuple(sidecar_args)
         self._endpoint = endpoint
+        self._curve = CurveKeys.from_token(secret) if secret is not None else None
         # an attached pool runs nothing here; a started one fails now, with the fixing command, not at a reset
         self.runtime = None if endpoint is not None else (runtime or locate())
         self._sidecar: Sidecar | None = None
@@ -137,6 +148,18 @@ class SidecarPool:
         return self._endpoint
 
     @property
+    def secret(self) -> str | None:
+        """What another process needs besides ``endpoint`` to attach to this tcp sidecar (None on ipc).
+
+        It grants full control of the sidecar: hand it only to processes you trust, never log it.
+        """
+        if self.attached:
+            return self._curve.token if self._curve else None
+        self.start()
+        curve = self._sidecar.curve if self._sidecar else None
+        return curve.token if curve else None
+
+    @property
     def log_path(self) -> Path | None:
         return self._sidecar.log_path if self._sidecar else None
 
@@ -146,13 +169,15 @@ class SidecarPool:
             if self.attached:
                 if self._attached is None:
                     assert self._endpoint is not None
-                    self._attached = SidecarClient(self._endpoint, timeouts=self.timeouts)
+                    self._attached = SidecarClient(self._endpoint, timeouts=self.timeouts, curve=self._curve)
                     try:
                         check_hello(self._attached.call("hello"))
                     except SidecarTimeout:
                         self._attached.close()
                         self._attached = None
-                        raise SidecarTimeout(f"no sidecar answers at {self._endpoint}: start it first "
+                        keys = (" with the secret given (a tcp sidecar ignores clients without its keys: pass the "
+                                "secret of the pool that started this one)") if self._curve else ""
+                        raise SidecarTimeout(f"no sidecar answers at {self._endpoint}{keys}: start it first "
                                              f"(SidecarPool(...).endpoint in the process that owns it)") from None
                     self.generation += 1
                 return self.generation
@@ -205,9 +230,8 @@ class SidecarPool:
             sidecar = self._sidecar
             assert self._endpoint is not None
             if sidecar is None:
-                return SidecarClient(self._endpoint, timeouts=self.timeouts)
-            return SidecarClient(sidecar.endpoint, exit_code=sidecar.exit_code, describe_log=sidecar.describe_log,
-                                 timeouts=sidecar.options.timeouts)
+                return SidecarClient(self._endpoint, timeouts=self.timeouts, curve=self._curve)
+            return sidecar.new_client()
 
     def hello(self) -> dict[str, Any]:
         """The sidecar's ``hello``: versions and its arenas (``{name, slot, origin, held, agents}`` each)."""

@@ -12,6 +12,10 @@ one with ``open_arena`` and names it in every op that touches a world (``reset``
 
 Encoding turns frozen world values into maps; decoding checks shape and version and turns maps back
 into frozen values, raising ProtocolMismatch on anything else so a malformed reply never leaks inward.
+
+Sizes: ``data/limits.json`` bounds a message (``limits.transport.message_bytes``) and a reset spec
+(``limits.spec.*``); the sidecar reads the same file. A request beyond them is refused here, before it is
+sent (RequestTooLarge), so the sidecar's own checks fire only on a bug.
 """
 from __future__ import annotations
 
@@ -21,12 +25,32 @@ from typing import Any
 
 import msgpack
 
+from gencoord_env.limits import LIMITS, Limit, LimitsError
+
 from ..types import EXECUTOR_ACTIONS, GroundTruth, SkillCall, WorldEvent, WorldSpec
-from .errors import ProtocolMismatch
+from .errors import ProtocolMismatch, RequestRefused, RequestTooLarge
+
+
+def wire_limit(section: str, name: str) -> Limit:
+    """``limits.<section>.<name>`` of ``data/limits.json`` (sections ``transport`` and ``spec``).
+
+    >>> wire_limit("transport", "message_bytes").max
+    1048576
+    """
+    entry = LIMITS.sections.get(section, {}).get(name) if isinstance(LIMITS.sections.get(section), dict) else None
+    low, high = (entry.get("min"), entry.get("max")) if isinstance(entry, dict) else (None, None)
+    if type(low) is not int or type(high) is not int or not 0 <= low <= high:
+        raise LimitsError(f"limits.{section}.{name}: expected {{min, max, about}} with integers 0 <= min <= max, "
+                          f"got {entry!r}; the sidecar's socket and reset specs are bounded by it")
+    return Limit(name, low, high, str(entry.get("about", "")))
+
 
 PROTOCOL_VERSION = 2
 MINECRAFT_VERSION = "1.21.4"
-MAX_MESSAGE_BYTES = 1 << 20  # the sidecar refuses larger messages (TooLarge); refuse them here first
+#: The sidecar's socket drops a larger message before receiving it whole; refuse one here first.
+MAX_MESSAGE_BYTES = wire_limit("transport", "message_bytes").max
+#: What one reset spec may hold (the sidecar refuses more, before any work).
+SPEC_LIMITS: Mapping[str, Limit] = {n: wire_limit("spec", n) for n in ("stations", "site_cells", "item_kinds")}
 OPS: frozenset[str] = frozenset({"hello", "ping", "open_arena", "close_arena", "reset", "execute", "observe",
                                  "barrier", "shutdown", "drop_bot"})
 #: Ops a sidecar serves only when started with ``--test-ops`` (fault injection for tests); refused otherwise.
@@ -63,9 +87,14 @@ def encode_request(request_id: int, op: str, args: Mapping[str, Any] | None = No
     """
     if op not in OPS:
         raise ValueError(f"unknown sidecar op {op!r}; expected one of {sorted(OPS)}")
-    payload: bytes = msgpack.packb({"v": PROTOCOL_VERSION, "id": request_id, "op": op, "args": dict(args or {})})
+    try:
+        payload: bytes = msgpack.packb({"v": PROTOCOL_VERSION, "id": request_id, "op": op, "args": dict(args or {})})
+    except (TypeError, ValueError, OverflowError) as e:  # e.g. an int beyond 64 bits
+        raise RequestRefused(f"{op} args cannot be sent ({type(e).__name__}: {e}); nothing was sent: the sidecar "
+                             "takes maps, lists, strings, booleans and ints of at most 64 bits") from None
     if len(payload) > MAX_MESSAGE_BYTES:
-        raise ValueError(f"{op} request is {len(payload)} bytes, over the sidecar's cap of {MAX_MESSAGE_BYTES}")
+        raise RequestTooLarge(f"{op} request is {len(payload)} bytes, over limits.transport.message_bytes "
+                              f"({MAX_MESSAGE_BYTES}); it was not sent: send less per request")
     return payload
 
 
@@ -148,8 +177,26 @@ def call_to_map(call: SkillCall) -> dict[str, Any]:
     return {"id": call.id, "actor": call.actor, "op": call.op, "args": dict(call.args)}
 
 
+def check_spec_size(spec: WorldSpec) -> None:
+    """RequestTooLarge if ``spec`` holds more than ``limits.spec.*`` allows (the sidecar would refuse it)."""
+    sizes = {
+        "stations": len(spec.stations),
+        "site_cells": sum(len(s.cells) for s in spec.stations),
+        "item_kinds": max((len(c) for c in [*spec.inventories.values(), *spec.containers.values()]), default=0),
+    }
+    over = [f"{sizes[name]} {name.replace('_', ' ')} (limits.spec.{name}: at most {limit.max})"
+            for name, limit in SPEC_LIMITS.items() if sizes[name] > limit.max]
+    if over:
+        raise RequestTooLarge(f"the reset spec holds {', '.join(over)}; it was not sent: build a smaller layout "
+                              "(the limits are gencoord_env/data/limits.json, section spec, read by both sides)")
+
+
 def reset_args(arena: str, spec: WorldSpec, rebuild: bool = False) -> dict[str, Any]:
-    """The ``reset`` args: the arena, its episode spec, and whether to rebuild it first."""
+    """The ``reset`` args: the arena, its episode spec, and whether to rebuild it first.
+
+    RequestTooLarge, before anything is sent, for a spec over ``limits.spec.*``.
+    """
+    check_spec_size(spec)
     return {"arena": arena, "spec": spec_to_map(spec), "rebuild": bool(rebuild)}
 
 

@@ -5,12 +5,21 @@ Each sidecar gets a private endpoint (an ipc path in its own temporary directory
 stdout once its socket is bound and its bots are in the world; everything else it prints goes to a log
 file whose path fault messages quote: by default in the per-user cache (``~/.cache/gencoord_env/logs/``),
 without terminal escape codes, where only the newest ``LOG_KEEP`` logs of the last ``LOG_MAX_AGE_S`` are
-kept. The process is shut down by ``close()``, by garbage collection of
-the Sidecar, and at interpreter exit (``weakref.finalize``: SIGTERM, then SIGKILL after 2 s). The
-sidecar is also told our pid (``--parent-pid``) so it exits by itself if this process is killed.
+kept. The process is shut down by ``close()``; a Sidecar dropped without ``close()`` is stopped when it is
+collected (SIGTERM at once, then a background thread reaps it, with SIGKILL after 2 s: collecting it never
+blocks), and any still running at interpreter exit are stopped then (SIGTERM, SIGKILL after 2 s). Nothing
+that stops or describes the process refers back to its Sidecar, so a dropped one is freed by reference
+counting alone. The sidecar is also told our pid (``--parent-pid``) and exits by itself within a second if
+this process dies without stopping it (SIGKILL, a crash).
+
+Security of the socket: on ipc it lies in a per-launch folder only this user can enter (mode 0700); on tcp
+(loopback only) the sidecar admits nothing but a CURVE client holding the key pair generated here for this
+launch (``--client-key`` names its public key; the sidecar reports its own public key in READY).
 """
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
 import re
@@ -26,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from .client import SidecarClient
+from .client import CurveKeys, SidecarClient
 from .errors import ProtocolMismatch, SidecarDied, SidecarTimeout
 from .protocol import check_hello
 from .runtime import Runtime, cache_dir
@@ -85,11 +94,14 @@ def free_tcp_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def sidecar_argv(runtime: Runtime, endpoint: str, options: SidecarOptions, parent_pid: int | None = None) -> list[str]:
+def sidecar_argv(
+    runtime: Runtime, endpoint: str, options: SidecarOptions, parent_pid: int | None = None, client_key: str = ""
+) -> list[str]:
     """The command line that starts the sidecar.
 
     ``--rules`` names the directory of the rule tables the sidecar reads (``runtime.rules_dir``);
-    ``--parent-pid`` lets the sidecar exit by itself if this process dies without closing it.
+    ``--parent-pid`` lets the sidecar exit by itself if this process dies without closing it;
+    ``--client-key`` (tcp) is the public CURVE key (hex) of the only client it admits.
 
     >>> argv = sidecar_argv(rt, "ipc:///run/gencoord/s.sock", SidecarOptions(agents=("A", "B")), 42)
     >>> argv[2:4], argv[6:]
@@ -102,6 +114,8 @@ def sidecar_argv(runtime: Runtime, endpoint: str, options: SidecarOptions, paren
         argv += ["--agents", ",".join(options.agents)]
     if parent_pid is not None:
         argv += ["--parent-pid", str(parent_pid)]
+    if client_key:
+        argv += ["--client-key", client_key]
     if options.server == "external":
         argv += ["--server", "external", "--mc-host", options.mc_host, "--mc-port", str(options.mc_port)]
     defaults = SidecarOptions()
@@ -158,32 +172,92 @@ def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def _stop_process(
-    proc: subprocess.Popen[bytes], sock_path: str, workdir: str = "", pumps: Sequence[threading.Thread] = ()
-) -> None:
-    """Terminate (the sidecar shuts down cleanly on SIGTERM), kill if that takes over 2 s, clean up."""
-    try:
-        if proc.poll() is None:
-            proc.terminate()
+class _Running:
+    """What stopping one sidecar process needs: its process, socket path, folder and log pumps.
+
+    It holds nothing of the Sidecar, so it can be the Sidecar's finalizer and outlive it. ``stop`` blocks
+    (at most ~2 s for SIGTERM, then SIGKILL); ``stop_soon`` never does: it sends SIGTERM and leaves the
+    rest to a daemon thread. Every running one is stopped at interpreter exit (``_stop_all``).
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes], sock_path: str, workdir: str,
+                 pumps: Sequence[threading.Thread]) -> None:
+        self.proc = proc
+        self.sock_path = sock_path
+        self.workdir = workdir
+        self.pumps = pumps
+        self._lock = threading.Lock()
+        self.done = False
+        _RUNNING.add(self)
+
+    def stop(self) -> None:
+        """Terminate (the sidecar shuts down cleanly on SIGTERM), kill if that takes over 2 s, clean up."""
+        with self._lock:
+            if self.done:
+                return
             try:
-                proc.wait(2.0)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5.0)
-        for pump in pumps:  # the log is complete once they have copied the last lines
+                _terminate(self.proc)
+                for pump in self.pumps:  # the log is complete once they have copied the last lines
+                    if pump is not threading.current_thread():
+                        pump.join(2.0)
+                for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                    if stream is not None:
+                        stream.close()
+            finally:
+                self.done = True
+                _RUNNING.discard(self)
+                if self.sock_path:
+                    try:
+                        os.unlink(self.sock_path)
+                    except OSError:
+                        pass
+                if self.workdir:
+                    shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def stop_soon(self) -> None:
+        """SIGTERM now; waiting, SIGKILL and clean-up in a daemon thread. Safe inside garbage collection."""
+        if self.done:
+            return
+        try:
+            if self.proc.poll() is None:
+                self.proc.terminate()
+        except OSError:
+            pass
+        try:
+            threading.Thread(target=self.stop, name="sidecar-stop", daemon=True).start()
+        except RuntimeError:  # no new threads at interpreter shutdown: _stop_all (atexit) stops it
+            pass
+
+
+def _terminate(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(2.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5.0)
+
+
+_RUNNING: set[_Running] = set()
+
+
+@atexit.register
+def _stop_all() -> None:
+    """Stop every sidecar of this process still running at interpreter exit (no garbage collection then)."""
+    for running in list(_RUNNING):
+        running.stop()
+
+
+def _describe_log(proc: subprocess.Popen[bytes], log_path: Path, pumps: Sequence[threading.Thread]) -> str:
+    """The log path and its last lines, for fault messages."""
+    if proc.poll() is not None:
+        for pump in pumps:  # the process is gone: its last lines are still on their way to the log
             if pump is not threading.current_thread():
-                pump.join(2.0)
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
-    finally:
-        if sock_path:
-            try:
-                os.unlink(sock_path)
-            except OSError:
-                pass
-        if workdir:
-            shutil.rmtree(workdir, ignore_errors=True)
+                pump.join(1.0)
+    tail = _tail(log_path)
+    text = f"sidecar log: {log_path}"
+    return text + (f"; last lines:\n{tail}" if tail else "")
 
 
 def _pump_stderr(err: IO[bytes] | None, log_path: Path) -> None:
@@ -232,15 +306,22 @@ class Sidecar:
         self.ready_info: dict[str, Any] = {}
         self.hello: dict[str, Any] = {}
         self.client: SidecarClient | None = None
+        #: The CURVE keys of this launch (tcp); None on ipc.
+        self.curve: CurveKeys | None = None
         self._ready = threading.Event()
         self._pumps: list[threading.Thread] = []
-        self._stop = weakref.finalize(self, _stop_process, proc, sock_path, workdir, self._pumps)
+        self._running = _Running(proc, sock_path, workdir, self._pumps)
+        #: ``describe_log`` without a reference to this Sidecar, for its clients' fault messages.
+        self.log_view = functools.partial(_describe_log, proc, log_path, self._pumps)
+        self._finalizer = weakref.finalize(self, self._running.stop_soon)
+        self._finalizer.atexit = False  # at exit, _stop_all stops it and waits
 
     @classmethod
     def start(cls, runtime: Runtime, options: SidecarOptions | None = None) -> Sidecar:
         """Launch the sidecar, wait for ``READY``, connect and check ``hello``."""
         options = options or SidecarOptions()
         workdir = Path(tempfile.mkdtemp(prefix="gencoord-sidecar-"))
+        os.chmod(workdir, 0o700)  # mkdtemp makes it so; the ipc socket's privacy rests on it
         log_dir = Path(options.log_dir) if options.log_dir else default_log_dir()
         log_dir.mkdir(parents=True, exist_ok=True)
         prune_logs(log_dir)
@@ -251,7 +332,9 @@ class Sidecar:
         else:
             sock_path = ""
             endpoint = "tcp://127.0.0.1:0"  # the sidecar binds a free port and reports it in READY
-        argv = sidecar_argv(runtime, endpoint, options, parent_pid=os.getpid())
+        curve = CurveKeys.generate() if options.transport == "tcp" else None
+        argv = sidecar_argv(runtime, endpoint, options, parent_pid=os.getpid(),
+                            client_key=curve.public_hex if curve else "")
         log = log_path.open("ab", buffering=0)
         shown_env = "".join(f"{k}={v} " for k, v in runtime.env().items())
         log.write(f"$ {shown_env}{' '.join(argv)}\n".encode())
@@ -277,12 +360,9 @@ class Sidecar:
             pump.start()
         try:
             sidecar._await_ready()
-            sidecar.client = SidecarClient(
-                sidecar.endpoint,
-                exit_code=proc.poll,
-                describe_log=sidecar.describe_log,
-                timeouts=options.timeouts,
-            )
+            if curve is not None:
+                sidecar.curve = curve.with_server(sidecar._server_key())
+            sidecar.client = sidecar.new_client()
             sidecar.hello = check_hello(sidecar.client.call("hello"))
         except BaseException:
             sidecar.kill()
@@ -312,6 +392,21 @@ class Sidecar:
                 raise ProtocolMismatch(f"the sidecar bound {endpoint!r}, which is not loopback or ipc")
             self.endpoint = endpoint
 
+    def _server_key(self) -> str:
+        key = self.ready_info.get("curve_server_key")
+        if not isinstance(key, str) or len(key) != 40:
+            raise ProtocolMismatch(
+                f"the sidecar started on tcp without reporting its CURVE key (READY curve_server_key: {key!r:.60}); "
+                "mineflayer_server/ is older than this package: reinstall both from one checkout and run "
+                "`gencoord setup`; " + self.describe_log()
+            )
+        return key
+
+    def new_client(self) -> SidecarClient:
+        """A client with its own socket; it refers to this Sidecar's process and log, not to the Sidecar."""
+        return SidecarClient(self.endpoint, exit_code=self.process.poll, describe_log=self.log_view,
+                             timeouts=self.options.timeouts, curve=self.curve)
+
     def exit_code(self) -> int | None:
         """The process's exit code, or None while it runs."""
         return self.process.poll()
@@ -322,13 +417,7 @@ class Sidecar:
 
     def describe_log(self) -> str:
         """The log path and its last lines, for fault messages."""
-        if self.process.poll() is not None:
-            for pump in self._pumps:  # the process is gone: its last lines are still on their way to the log
-                if pump is not threading.current_thread():
-                    pump.join(1.0)
-        tail = _tail(self.log_path)
-        text = f"sidecar log: {self.log_path}"
-        return text + (f"; last lines:\n{tail}" if tail else "")
+        return self.log_view()
 
     def close(self) -> None:
         """Ask the sidecar to shut down, wait ``kill_after_s`` for it to exit, then terminate or kill it."""
@@ -340,7 +429,8 @@ class Sidecar:
                 except Exception:
                     pass  # stopped below regardless
             self.client.close()
-        self._stop()
+        self._finalizer.detach()
+        self._running.stop()
 
     def kill(self) -> None:
         """Stop the process now, without asking."""
@@ -348,7 +438,8 @@ class Sidecar:
             self.process.kill()
         if self.client is not None and not self.client.closed:
             self.client.close()
-        self._stop()
+        self._finalizer.detach()
+        self._running.stop()
 
     def __enter__(self) -> Sidecar:
         return self

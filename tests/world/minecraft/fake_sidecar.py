@@ -27,6 +27,18 @@ import msgpack
 import zmq
 
 
+class _OnlyKey:
+    """ZAP credentials check admitting one CURVE public key."""
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+
+    def callback(self, domain: str, z85_key: bytes) -> bool:
+        from zmq.utils import z85
+
+        return z85.decode(z85_key) == self.key
+
+
 def main() -> None:
     argv = sys.argv[1:]
     endpoint = argv[argv.index("--endpoint") + 1]
@@ -38,6 +50,19 @@ def main() -> None:
         sys.exit(2)
     ctx = zmq.Context()
     sock = ctx.socket(zmq.ROUTER)
+    ready: dict[str, Any] = {}
+    if "--client-key" in argv:  # as the real one on tcp: CURVE, admitting only the client key it was given
+        from zmq.auth.thread import ThreadAuthenticator
+
+        client_key = bytes.fromhex(argv[argv.index("--client-key") + 1])
+        auth = ThreadAuthenticator(ctx)
+        auth.start()
+        auth.configure_curve_callback("*", credentials_provider=_OnlyKey(client_key))
+        public, secret = zmq.curve_keypair()
+        sock.curve_secretkey = secret
+        sock.curve_publickey = public
+        sock.curve_server = True
+        ready["curve_server_key"] = public.decode()
     sock.bind(endpoint.replace(":0", ":*") if endpoint.startswith("tcp://") else endpoint)
     endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT)
     agents = argv[argv.index("--agents") + 1].split(",") if "--agents" in argv else ["agent_a", "agent_b"]
@@ -45,7 +70,7 @@ def main() -> None:
         time.sleep(3600)
     first = int(argv[argv.index("--arenas") + 1]) if "--arenas" in argv else 1
     arenas: dict[str, dict[str, Any]] = {f"a{k}": {"held": False, "spec": {}, "broken": False} for k in range(first)}
-    print("READY " + json.dumps({"endpoint": endpoint, "protocol": 2, "arenas": list(arenas)}), flush=True)
+    print("READY " + json.dumps({"endpoint": endpoint, "protocol": 2, "arenas": list(arenas), **ready}), flush=True)
     drop_pings = int(flags.get("drop_pings", 0))
     busy: set[str] = set()
     due: list[tuple[float, int, bytes, bytes, str]] = []

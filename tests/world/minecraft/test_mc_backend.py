@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gencoord_env.world.minecraft import MinecraftWorld, ServerUnreachable, SidecarDied
+from gencoord_env.world.minecraft import EpisodeLost, MinecraftWorld, ServerUnreachable, SidecarDied
 from gencoord_env.world.minecraft.runtime import Runtime
 from gencoord_env.world.minecraft.schedule import check
 from gencoord_env.world.types import SkillCall, Station, WorldSpec
@@ -106,7 +106,7 @@ def test_killed_sidecar_raises_within_10s_and_reset_recovers(world: MinecraftWor
     with pytest.raises(SidecarDied, match="call reset\\(\\) to start a fresh sidecar"):
         world.run([wait("a1", "A", 999), wait("b1", "B", 400)])
     assert time.monotonic() - t0 < 10
-    with pytest.raises(RuntimeError, match="failed earlier in this episode"):
+    with pytest.raises(EpisodeLost, match="failed earlier in this episode"):
         world.observe()
     world.reset(SPEC)
     assert world.sidecar is not first and world.restarts == 1

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gencoord_env.world.minecraft import ArenaBusy, ArenaFault, MinecraftWorld, SidecarDied, SidecarPool
+from gencoord_env.world.minecraft import ArenaBusy, ArenaFault, EpisodeLost, MinecraftWorld, SidecarDied, SidecarPool
 from gencoord_env.world.minecraft.runtime import Runtime
 from gencoord_env.world.types import SkillCall, Station, WorldSpec
 
@@ -63,8 +63,10 @@ def test_arena_fault_ends_the_episode_and_the_next_reset_rebuilds(pool: SidecarP
     b.reset(SPEC)
     with pytest.raises(ArenaFault, match="arena a0: B's bot is disconnected"):
         a.run([wait("a1", "A", 40), wait("b1", "B", 997)])
-    with pytest.raises(RuntimeError, match="lost its episode earlier; call reset"):
+    with pytest.raises(EpisodeLost, match=r"lost its episode earlier \(that error was raised then\); call reset"):
         a.observe()
+    with pytest.raises(EpisodeLost):
+        a.run([wait("a2", "A", 1)])
     assert all(e.ok for e in b.run([wait("c1", "A", 1)])), "the neighbour goes on"
     a.reset(SPEC)
     assert a.rebuilt and a.arena == "a0" and pool.restarts == 0

@@ -5,9 +5,11 @@ import re
 import msgpack
 import pytest
 
-from gencoord_env.world.minecraft.errors import ProtocolMismatch
+from gencoord_env.limits import LIMITS
+from gencoord_env.world.minecraft.errors import ProtocolMismatch, RequestRefused, RequestTooLarge
 from gencoord_env.world.minecraft.protocol import (
     MAX_MESSAGE_BYTES,
+    SPEC_LIMITS,
     arena_from_map,
     check_hello,
     call_to_map,
@@ -46,9 +48,38 @@ def test_unknown_op_is_refused_before_sending() -> None:
         encode_request(1, "pong")
 
 
-def test_oversized_request_is_refused() -> None:
-    with pytest.raises(ValueError, match="over the sidecar's cap"):
+def test_oversized_request_is_refused_before_sending() -> None:
+    assert MAX_MESSAGE_BYTES == LIMITS.sections["transport"]["message_bytes"]["max"]
+    with pytest.raises(RequestTooLarge, match=re.escape(f"over limits.transport.message_bytes ({MAX_MESSAGE_BYTES}); "
+                                                        "it was not sent")):
         encode_request(1, "reset", {"blob": "x" * (MAX_MESSAGE_BYTES + 1)})
+
+
+def test_unencodable_args_are_refused_not_leaked_as_msgpack_errors() -> None:
+    with pytest.raises(RequestRefused, match="execute args cannot be sent .*ints of at most 64 bits"):
+        encode_request(1, "execute", {"q": 2**64})
+    with pytest.raises(RequestRefused):
+        encode_request(1, "execute", {"q": object()})
+
+
+def _spec(stations: tuple[Station, ...] = (), inventory: dict[str, int] | None = None) -> WorldSpec:
+    return WorldSpec(agents=("a",), stations=stations, positions={"a": (0, 0, 0)}, inventories={"a": inventory or {}},
+                     containers={})
+
+
+def test_a_spec_over_the_spec_limits_is_refused_before_sending() -> None:
+    cells = tuple((x % 20, 0, x // 20 % 20) for x in range(SPEC_LIMITS["site_cells"].max + 1))
+    with pytest.raises(RequestTooLarge, match=re.escape(
+            f"{len(cells)} site cells (limits.spec.site_cells: at most {SPEC_LIMITS['site_cells'].max})")):
+        reset_args("a0", _spec((Station("s", "site", (0, 0, 0), cells=cells),)))
+    stations = tuple(Station(f"c{i}", "chest", (i % 40 - 20, 0, i // 40)) for i in range(SPEC_LIMITS["stations"].max + 1))
+    with pytest.raises(RequestTooLarge, match=re.escape("stations (limits.spec.stations")):
+        reset_args("a0", _spec(stations))
+    kinds = {f"item{i}": 1 for i in range(SPEC_LIMITS["item_kinds"].max + 1)}
+    with pytest.raises(RequestTooLarge, match=re.escape("item kinds (limits.spec.item_kinds")):
+        reset_args("a0", _spec(inventory=kinds))
+    at_limit = _spec((Station("s", "site", (0, 0, 0), cells=cells[:-1]),))
+    assert len(reset_args("a0", at_limit)["spec"]["stations"][0]["cells"]) == SPEC_LIMITS["site_cells"].max
 
 
 def test_reply_ok_and_error_decode() -> None:
