@@ -129,6 +129,36 @@ def resolve_edges(records: Mapping[str, Proposal], obligations: Mapping[Edge, Pe
     return _merged(plans if plans is not None else {a: q.self_plan for a, q in records.items()}, episode)
 
 
+def resolve_step(done: Sequence[Task], task: Task, actor: str, episode: Episode) -> Resolution | None:
+    """Single-step: ``None`` when ``task``, run by ``actor`` after the tasks ``done``, is a task of its role on
+    a branch of the public task DAG whose predecessors have all run; else the conflict.
+
+    The route runs the task before any commitment, so it is matched here the way the merge matches every
+    task of a commitment (``merge``), and one that is not a next task of the plan never reaches the world.
+    """
+    role = episode.role_of[actor]
+    path = (*done, task)
+    chosen = {b for b in (t.args.get("bind") for t in path) if isinstance(b, str)}
+    expected: set[str] = set()
+    for binding in episode.template.bindings:
+        if chosen and binding not in chosen:
+            continue
+        nodes = [n for n in episode.branch_nodes(binding) if n.role == role]
+        used: list[str] = []
+        for t in path:
+            ready = [n for n in nodes if n.id not in used and all(p in used for p in n.preds)]
+            hit = next((n for n in ready if n.task == t), None)
+            if hit is None:
+                if t is task:
+                    expected.update(format_task(n.task) for n in ready)
+                break
+            used.append(hit.id)
+        else:
+            return None
+    return _conflict(f"single-step task {len(done)} {format_task(task)} is not a next {role} task of the public task "
+                     f"DAG (expected one of: {', '.join(sorted(expected)) or 'none'})")
+
+
 def resolve_joint(q: Proposal, episode: Episode) -> Resolution:
     """One-call routes (centralized, requester-only): the proposal itself is the joint plan (a team: one
     request to each other agent)."""
