@@ -266,8 +266,8 @@ class SidecarClient:
         if reply.error_type == "ArenaBusy":
             raise ArenaBusy(f"{op} refused: {reply.error_message}")
         if reply.error_type == "TooLarge":
-            raise RequestTooLarge(text + "; nothing was done and the sidecar goes on: send less per request "
-                                  "(the limits are gencoord_env/data/limits.json, read by both sides)")
+            raise RequestTooLarge(text + " (the sidecar goes on; the limits are gencoord_env/data/limits.json, "
+                                  "read by both sides)")
         if reply.error_type in _REFUSALS:
             raise ProtocolMismatch(
                 text + "; the request did not match what the sidecar expects: the Python package and "
