@@ -273,7 +273,8 @@ def tables_main(argv: Sequence[str] | None = None) -> int:
     overrides = p.add_argument_group("budget overrides")
     for flag, kind in (("hidden-size", int), ("num-layers", int), ("epoch-scale", float), ("init-epoch-scale", float),
                        ("steps", int), ("micro-batch", int), ("grad-accum", int), ("lr", float), ("eval-episodes", int),
-                       ("eval-batch", int), ("timing-episodes", int), ("rule-episodes", int), ("max-new-tokens", int)):
+                       ("eval-batch", int), ("timing-episodes", int), ("rule-episodes", int), ("max-new-tokens", int),
+                       ("threads", int)):
         overrides.add_argument(f"--{flag}", type=kind)
     p.add_argument("--summarize-only", action="store_true",
                    help="rewrite the tables from WORK's lane files (e.g. of a run cut short); trains nothing")

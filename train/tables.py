@@ -197,6 +197,7 @@ class Budget:
     init_epoch_scale: float = 1.0  # from --init: the paper's schedule
     steps: int | None = None  # optimizer steps of every model (overrides the epochs)
     arch_vocab: int = 2048  # the scratch tokenizer's vocabulary
+    tokenizer_rows: int | None = None  # rows of each set the scratch tokenizer trains on; None: every row
     micro_batch: int = 16  # the paper's effective batch
     grad_accum: int = 1
     lr: float | None = None  # None: sft.default_lr (scratch 1e-3, a scratch-lineage checkpoint 1e-4, else 1e-5)
@@ -206,6 +207,9 @@ class Budget:
     rule_episodes: int | None = None  # per rule condition; None: the whole selection
     max_new_tokens: int = 256
     max_length: int = 2048
+    #: CPU threads of each lane; None: the machine's cores shared by the concurrent lanes. A tiny model gains
+    #: nothing from several, and on a busy machine their spin-waiting makes each step ten times slower.
+    threads: int | None = None
 
 
 #: ``tiny``: the whole pipeline on a CPU in well under a minute (a 1-layer model, 4 steps, 4 episodes a
@@ -213,8 +217,8 @@ class Budget:
 #: scratch (the recipe that reached 100% on held-out clusters of the training templates), every episode,
 #: sized for one machine of 4 H100s with ``--jobs 21`` (3 seeds x 7 models) in about 8 minutes.
 BUDGETS: dict[str, Budget] = {
-    "tiny": Budget(name="tiny", hidden_size=32, num_layers=1, epoch_scale=1.0, steps=4, arch_vocab=512, micro_batch=4,
-                   eval_episodes=4, eval_batch=4, timing_episodes=2, rule_episodes=4, max_new_tokens=24),
+    "tiny": Budget(name="tiny", hidden_size=32, num_layers=1, epoch_scale=1.0, steps=4, arch_vocab=512, tokenizer_rows=160, micro_batch=4,
+                   eval_episodes=4, eval_batch=4, timing_episodes=2, rule_episodes=4, max_new_tokens=24, threads=1),
     "full": Budget(name="full", hidden_size=256, num_layers=6, epoch_scale=8.0),
 }
 
@@ -290,9 +294,15 @@ class Lane:
     def key(self) -> str:
         """What the lane's results depend on (not where or how fast it runs)."""
         d = dataclasses.asdict(self)
-        for k in ("work", "tokenizer", "device", "threads", "init"):
+        for k in ("work", "tokenizer", "device", "threads", "init", "tables"):
             d.pop(k)
+        d["budget"].pop("threads")
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
+
+    def conditions(self) -> list[tuple[str, Condition]]:
+        """``(table/condition, condition)`` of every condition of the lane's tables that its model plays."""
+        return [(f"{name}/{c.name}", c) for name in self.tables for c in TABLES[name].experiment.conditions
+                if TABLES[name].models.get(c.name) == self.model]
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -418,14 +428,25 @@ def run_lane(lane: Lane) -> dict[str, Any]:
     key = lane.key()
     if lane.result_path.is_file():
         previous = json.loads(lane.result_path.read_text(encoding="utf-8"))
-        if previous.get("key") == key:
+        if previous.get("key") == key and {k for k, _ in lane.conditions()} <= set(previous["conditions"]):
             previous["reused"] = True
             return previous
     import torch
     from transformers.utils import logging as hf_logging
 
-    torch.set_num_threads(lane.threads)
     hf_logging.disable_progress_bar()
+    before = torch.get_num_threads()
+    torch.set_num_threads(lane.threads)
+    try:
+        result = _train_and_play(lane, key)
+    finally:  # a lane run in the calling process (jobs 1) leaves its thread count as it was
+        torch.set_num_threads(before)
+    lane.result_path.parent.mkdir(parents=True, exist_ok=True)
+    lane.result_path.write_text(json.dumps(result, sort_keys=True) + "\n", encoding="utf-8")
+    return result
+
+
+def _train_and_play(lane: Lane, key: str) -> dict[str, Any]:
     work = Path(lane.work)
     model = MODELS[lane.model]
     b = lane.budget
@@ -436,30 +457,23 @@ def run_lane(lane: Lane) -> dict[str, Any]:
     player = _Player(trained.checkpoint, model.policy, b, lane.device)
     played: dict[tuple[str, str], list[EpisodeRow]] = {}  # (kind, setup) -> rows: a setup in two tables plays once
     conditions: dict[str, Any] = {}
-    for table_name in lane.tables:
-        table = TABLES[table_name]
-        for c in table.experiment.conditions:
-            if table.models.get(c.name) != lane.model:
-                continue
-            entry: dict[str, Any] = {}
-            kinds = [("quality", b.eval_episodes)] + ([("timing", b.timing_episodes)] if table.timing else [])
-            for kind, cap in kinds:
-                cache_key = (kind, _setup(c) + f"|{cap}")
-                if cache_key not in played:
-                    t0 = time.perf_counter()
-                    if kind == "quality":
-                        played[cache_key] = player.play(lambda p, c=c, cap=cap: batched_rows(c, p, cap, b.eval_batch))
-                    else:
-                        played[cache_key] = player.play(lambda p, c=c, cap=cap: _timing_rows(c, p, cap))
-                    seconds[f"eval_{kind}"] += time.perf_counter() - t0
-                entry[kind] = [dataclasses.replace(r, condition=c.name).to_json() for r in played[cache_key]]
-            conditions[f"{table_name}/{c.name}"] = entry
-    result = {"key": key, "lane": lane.name, "seed": lane.seed, "model": lane.model, "device": device_name(lane.device),
-              "decode": player.policy.generator.backend, "static_decode_failure": player.fallback,
-              "seconds": seconds, "run": _run_summary(trained, work), "conditions": conditions}
-    lane.result_path.parent.mkdir(parents=True, exist_ok=True)
-    lane.result_path.write_text(json.dumps(result, sort_keys=True) + "\n", encoding="utf-8")
-    return result
+    for name, c in lane.conditions():
+        entry: dict[str, Any] = {}
+        kinds = [("quality", b.eval_episodes)] + ([("timing", b.timing_episodes)] if TABLES[name.split("/")[0]].timing else [])
+        for kind, cap in kinds:
+            cache_key = (kind, _setup(c) + f"|{cap}")
+            if cache_key not in played:
+                t0 = time.perf_counter()
+                if kind == "quality":
+                    played[cache_key] = player.play(lambda p, c=c, cap=cap: batched_rows(c, p, cap, b.eval_batch))
+                else:
+                    played[cache_key] = player.play(lambda p, c=c, cap=cap: _timing_rows(c, p, cap))
+                seconds[f"eval_{kind}"] += time.perf_counter() - t0
+            entry[kind] = [dataclasses.replace(r, condition=c.name).to_json() for r in played[cache_key]]
+        conditions[name] = entry
+    return {"key": key, "lane": lane.name, "seed": lane.seed, "model": lane.model, "device": device_name(lane.device),
+            "decode": player.policy.generator.backend, "static_decode_failure": player.fallback,
+            "seconds": seconds, "run": _run_summary(trained, work), "conditions": conditions}
 
 
 # --------------------------------------------------------------------------- shared inputs
@@ -490,19 +504,19 @@ def _tokenizer(config: TablesConfig, manifest: Mapping[str, Any], data: Path, ou
     from gencoord_env.train.sft import tree_sha256
 
     sets = sorted({MODELS[m].data for m in config.models()})
-    corpus_id = {"sets": {s: manifest["files"][s]["sha256"] for s in sets}, "vocab_size": config.budget.arch_vocab,
-                 "max_length": config.budget.max_length}
+    b = config.budget
+    corpus_id = {"sets": {s: manifest["files"][s]["sha256"] for s in sets}, "vocab_size": b.arch_vocab,
+                 "max_length": b.max_length, "rows_per_set": b.tokenizer_rows}
     stamp = out / "corpus.json"
     if not ((out / "tokenizer.json").is_file() and stamp.is_file()
             and json.loads(stamp.read_text(encoding="utf-8")) == corpus_id):
         prompts: dict[str, None] = {}
         targets: list[str] = []
         for s in sets:
-            rows = load_rows(data / f"{s}.jsonl")
+            rows = load_rows(data / f"{s}.jsonl")[: b.tokenizer_rows]
             prompts.update((r.prompt, None) for r in rows)
             targets += [r.target for r in rows]
-        tokenizer = train_tokenizer([*prompts, *targets], vocab_size=config.budget.arch_vocab,
-                                    model_max_length=config.budget.max_length)
+        tokenizer = train_tokenizer([*prompts, *targets], vocab_size=b.arch_vocab, model_max_length=b.max_length)
         tokenizer.save_pretrained(out)
         stamp.write_text(json.dumps(corpus_id, sort_keys=True) + "\n", encoding="utf-8")
         log(f"tokenizer: vocabulary {len(tokenizer)} from {len(prompts)} prompts and {len(targets)} targets")
@@ -535,7 +549,7 @@ def lanes_for(config: TablesConfig, inputs: str, tokenizer: Path | None) -> list
     from gencoord_env.train.data import EXPECTED_ROWS
 
     models = sorted(config.models(), key=lambda m: -EXPECTED_ROWS[MODELS[m].data] * MODELS[m].epochs)
-    threads = threads_per_lane(config.jobs)
+    threads = config.budget.threads or threads_per_lane(config.jobs)
     order = [(seed, m) for m in models for seed in config.seeds]
     return [Lane(seed, m, tuple(t for t in config.tables if m in TABLES[t].models.values()), str(config.work_dir),
                  str(tokenizer) if tokenizer else None, config.scratch, config.init, config.budget,
