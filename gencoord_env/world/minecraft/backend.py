@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..types import GroundTruth, SkillCall, WorldEvent, WorldSpec
@@ -44,6 +46,22 @@ from .runtime import Runtime
 from .supervisor import Sidecar
 
 __all__ = ["MinecraftWorld", "SERVERS"]
+
+
+@dataclass
+class _Lease:
+    """The arena a world holds and the client it holds it through, apart from the world, so that a world
+    dropped without ``close()`` still lets go of its arena (``release``, its finalizer)."""
+
+    client: SidecarClient | None = None
+    arena: str | None = None
+
+    def release(self) -> None:
+        """Send ``close_arena`` without waiting and close the socket; never blocks."""
+        if self.client is not None and self.arena is not None:
+            self.client.close_sending("close_arena", {"arena": self.arena})
+        elif self.client is not None:
+            self.client.close()
 
 
 class MinecraftWorld:
@@ -98,8 +116,9 @@ class MinecraftWorld:
         self.server = pool.server
         #: The arena asked for (None: any free one); after the first reset, ``arena`` is the one held.
         self.requested_arena = arena
-        self.arena: str | None = None
-        self._client_: SidecarClient | None = None
+        self._lease = _Lease()
+        # a world dropped without close() lets go of its arena, so a shared sidecar can give it to another
+        self._finalizer = weakref.finalize(self, self._lease.release)
         self._generation = 0
         self._broken = False          # the sidecar died, hung or spoke nonsense: recover it at the next reset
         self._needs_rebuild = False   # this arena's state is unknown (abandoned calls): rebuild it at the next reset
@@ -111,6 +130,23 @@ class MinecraftWorld:
         self.rebuilt = False
 
     # ---- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def arena(self) -> str | None:
+        """The arena this world holds (after its first reset), else None."""
+        return self._lease.arena
+
+    @arena.setter
+    def arena(self, name: str | None) -> None:
+        self._lease.arena = name
+
+    @property
+    def _client_(self) -> SidecarClient | None:
+        return self._lease.client
+
+    @_client_.setter
+    def _client_(self, client: SidecarClient | None) -> None:
+        self._lease.client = client
 
     @property
     def sidecar(self) -> Sidecar | None:

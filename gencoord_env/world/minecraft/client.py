@@ -31,6 +31,7 @@ from .errors import (
     ArenaBusy,
     ArenaFault,
     EpisodeLost,
+    MinecraftBackendError,
     ProtocolMismatch,
     RequestTooLarge,
     SidecarDied,
@@ -183,6 +184,21 @@ class SidecarClient:
         self._sock = None
         self._ops.clear()
         self._early.clear()
+
+    def close_sending(self, op: str, args: Mapping[str, Any] | None = None, linger_s: float = 1.0) -> None:
+        """Send one last request without waiting for its reply, and close. Never blocks: the socket lingers up
+        to ``linger_s`` in the background to deliver it (the shared context is never terminated)."""
+        sock = self._sock
+        if sock is not None and sock in self._socks:
+            self._socks.remove(sock)  # closed here, lingering, rather than at once by close()
+            try:
+                self._next_id += 1
+                sock.send(encode_request(self._next_id, op, args), zmq.NOBLOCK)
+                sock.setsockopt(zmq.LINGER, int(linger_s * 1000))
+            except (zmq.ZMQError, MinecraftBackendError):
+                pass  # best effort: the sidecar may be gone
+            sock.close()
+        self.close()
 
     @property
     def closed(self) -> bool:

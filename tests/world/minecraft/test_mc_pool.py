@@ -1,7 +1,9 @@
 """SidecarPool and arena-holding worlds: arena bookkeeping, local faults and shared recovery, against the fake sidecar."""
 from __future__ import annotations
 
+import gc
 import re
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -52,9 +54,26 @@ def test_worlds_of_one_pool_hold_different_arenas_of_one_sidecar(pool: SidecarPo
 
 
 def test_named_arena_held_elsewhere_is_arena_busy(pool: SidecarPool) -> None:
-    pool.world(arena="a1").reset(SPEC)
+    holder = pool.world(arena="a1")
+    holder.reset(SPEC)
     with pytest.raises(ArenaBusy, match=re.escape("open_arena refused: arena a1 is held by another client")):
         pool.world(arena="a1").reset(SPEC)
+    holder.close()
+
+
+def test_a_world_dropped_without_close_lets_go_of_its_arena(pool: SidecarPool) -> None:
+    world = pool.world(arena="a1")
+    world.reset(SPEC)
+    assert {a["name"]: a["held"] for a in pool.hello()["arenas"]}["a1"]
+    del world
+    gc.collect()
+    deadline = time.monotonic() + 5
+    while {a["name"]: a["held"] for a in pool.hello()["arenas"]}["a1"]:
+        assert time.monotonic() < deadline, "the dropped world still holds its arena"
+        time.sleep(0.02)
+    again = pool.world(arena="a1")
+    again.reset(SPEC)  # free for the next world
+    again.close()
 
 
 def test_arena_fault_ends_the_episode_and_the_next_reset_rebuilds(pool: SidecarPool) -> None:
