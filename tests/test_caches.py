@@ -47,3 +47,50 @@ def test_stats_name_every_registered_cache() -> None:
     summarize(rollout(gencoord_env.parallel_env(backend="sim", pool="heldout"), make_policy("rule"), episodes=4))
     names = set(caches.stats())
     assert {"gencoord_env.tasks.contexts._static", "dsl.parser.tokens", "agents.context_view.compose"} <= names
+
+
+def test_parsing_many_large_inputs_keeps_every_memo_within_its_byte_budget() -> None:
+    """Agent text is a memo key: 1 MB inputs are not kept, and many medium ones push out the oldest."""
+    from gencoord_env import dsl
+    from gencoord_env.dsl import parser
+
+    caches.clear()
+    for i in range(40):  # 1 MB atoms: over the entry bound, parsed but never kept
+        proposal = dsl.parse(f"SELF resource.obtain(q=1,item=x{i}_{'a' * (1 << 20)})\nREQ -")
+        assert len(proposal.self_plan[0].args["item"]) > 1 << 20
+    records = caches.stats()["dsl.parser.records"]
+    assert records.currsize == 0 and records.bytes == 0
+    assert caches.stats()["dsl.parser.tokens"].bytes < 1000  # the token "1" only
+    budget = parser._RECORDS.max_bytes
+    size = parser._RECORDS.max_entry_bytes // 4  # each record kept; together far over the budget
+    n = 3 * budget // size
+    for i in range(n):
+        dsl.parse(f"SELF resource.obtain(q=1,item=y{i}_{'b' * (size // 2 - 64)})\nREQ -")
+    for name, info in caches.stats().items():
+        if info.max_bytes is not None:
+            assert 0 <= info.bytes <= info.max_bytes, (name, info)
+    records = caches.stats()["dsl.parser.records"]
+    assert records.bytes > budget - 2 * size and records.currsize < n  # full, the oldest pushed out
+    assert records.bytes == sum(parser._RECORDS.costs.values())
+    newest = f"SELF resource.obtain(q=1,item=y{n - 1}_{'b' * (size // 2 - 64)})\nREQ -"
+    assert newest in parser._RECORDS and dsl.parse(newest) is parser._RECORDS[newest]
+    caches.clear()
+    assert caches.stats()["dsl.parser.records"].bytes == 0
+
+
+def test_a_memo_drops_its_oldest_entries_to_stay_within_entries_and_bytes() -> None:
+    memo = caches.Memo("tests.memo", maxsize=3, max_bytes=1000, max_entry_bytes=400)
+    try:
+        assert memo.put("a", 1, size=300) == 1 and memo.put("b", 2, size=300) == 2
+        memo.put("c", 3, size=300)
+        memo.put("d", 4, size=300)  # 1,200 bytes would be over: "a" goes
+        assert list(memo) == ["b", "c", "d"] and memo.bytes == 900
+        memo.put("e", 5, size=10)  # three entries at most: "b" goes
+        assert list(memo) == ["c", "d", "e"] and memo.bytes == 610
+        assert memo.put("f", 6, size=401) == 6 and "f" not in memo  # over the entry bound: not kept
+        memo.put("c", 7, size=10)  # already held: unchanged
+        assert memo["c"] == 3 and memo.bytes == 610
+        assert caches.stats()["tests.memo"] == caches.CacheStats(-1, -1, 3, 3, 610, 1000)
+        assert caches.entry_bytes(("k", "x" * 1000)) > 1000
+    finally:
+        caches._REGISTRY.remove(memo)

@@ -21,7 +21,7 @@ from json import JSONDecodeError
 from json.decoder import scanstring  # type: ignore[attr-defined]  # C-accelerated, stdlib
 
 from gencoord_env.dsl.errors import DSLSyntaxError
-from gencoord_env.caches import Memo
+from gencoord_env.caches import Memo, entry_bytes
 from gencoord_env.types import Args, PeerRequest, Proposal, Task, Value
 from gencoord_env.dsl.syntax import (
     ATOM_CHARS,
@@ -44,7 +44,8 @@ Pos = int
 
 #: An argument list with no quoted string, up to its closing parenthesis: handled by the fast path.
 SIMPLE_ARGS_RE = re.compile(r'[^()"\n]*\)')
-# Keys and tokens recur across records (item names, agent ids): the argument shortcut memoizes them.
+# Keys and tokens recur across records (item names, agent ids): the argument shortcut memoizes them. Every
+# memo is bounded in bytes too (caches.Memo), since its keys are agent text.
 _KEYS = Memo("dsl.parser.keys")
 _RECORDS = Memo("dsl.parser.records", maxsize=1 << 14)
 _TOKENS = Memo("dsl.parser.tokens")
@@ -70,7 +71,8 @@ def parse(text: str, max_requests: int = 1) -> Proposal:
     key = text if max_requests == 1 else (max_requests, text)
     proposal = _RECORDS.get(key)
     if proposal is None:
-        proposal = _RECORDS.put(key, parse_full(text, max_requests))
+        # a record holds about its text again; the memo keeps none over its entry bound (caches.Memo)
+        proposal = _RECORDS.put(key, parse_full(text, max_requests), size=2 * entry_bytes(key))
     return proposal  # type: ignore[no-any-return]
 
 
