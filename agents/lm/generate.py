@@ -53,6 +53,8 @@ from transformers import LogitsProcessor, LogitsProcessorList, PreTrainedModel, 
 
 from gencoord_env.agents.lm import kernels
 from gencoord_env.agents.lm.hybrid import HybridState, hybrid_forward, supports_hybrid
+from gencoord_env.agents.lm.prefix import PrefixCache, PrefixState, compute_prefix, splice
+from gencoord_env.agents.lm.prompt import prompt_parts
 
 __all__ = ["GenerationConfig", "GenerationRecord", "Generator", "kernel_report"]
 
@@ -65,6 +67,10 @@ _CHECK_EVERY = 8
 # Prompt widths are rounded up to a multiple of this on CUDA, so one captured prefill serves a range of
 # prompt lengths (left padding is exact: padded positions are masked and leave the state untouched).
 _PREFILL_BUCKET = 64
+# With a shared prefix, the slots before the suffix are this many wide (rounded up), so one captured
+# suffix prefill serves prefixes of several lengths; suffix widths round up to _PREFILL_BUCKET. Both
+# round on every device, so the CPU runs the layout (gaps, padding) that CUDA runs.
+_PREFIX_BUCKET = 128
 
 
 def _allow_recompiles(limit: int = 64) -> None:
@@ -111,6 +117,14 @@ class GenerationConfig:
     seed: int = 0
     # Per-token raw log-probabilities in the records (see the module docstring); None: on when sampling.
     logprobs: bool | None = None
+    # Reuse the state after a prompt's shared head (the prior, laid first by agents.lm.prompt): computed
+    # once per distinct head, each call prefills only what follows it. Static backend; Qwen3.5 through
+    # the hybrid forward, or attention-only models through transformers' forward.
+    prefix_cache: bool = True
+    # Shared heads shorter than this are prefilled with the rest (a cached state would save nothing).
+    min_prefix_tokens: int = 32
+    # Distinct prefix states kept (Qwen3.5-0.8B: ~20 MB each, mostly the float32 recurrent states).
+    max_prefixes: int = 64
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:
@@ -127,6 +141,10 @@ class GenerationConfig:
             raise ValueError(f"temperature must be > 0 (greedy decoding is do_sample=False), got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.min_prefix_tokens < 1:
+            raise ValueError(f"min_prefix_tokens must be >= 1, got {self.min_prefix_tokens}")
+        if self.max_prefixes < 1:
+            raise ValueError(f"max_prefixes must be >= 1, got {self.max_prefixes}")
 
     @property
     def wants_logprobs(self) -> bool:
@@ -280,16 +298,20 @@ class Generator:
         self._rng = torch.Generator().manual_seed(self.config.seed)
         self.backend = self._pick_backend()
         self._graphs = self.config.cuda_graphs and self.device.type == "cuda"
+        self._hybrid = supports_hybrid(self.model) if self.config.hybrid is None else self.config.hybrid
+        self.prefixes: PrefixCache | None = None
+        if self.config.prefix_cache and self.backend == "static" and self._prefix_supported():
+            self.prefixes = PrefixCache(
+                lambda tokens: compute_prefix(self.model, tokens, hybrid=self._hybrid), self.model, self.config.max_prefixes
+            )
+        # Token ids of each shared head text seen (the prior recurs at every decision of its template).
+        self._head_ids: OrderedDict[str, list[int]] = OrderedDict()
 
     # ------------------------------------------------------------------ public API
 
     def prompt_text(self, context: str) -> str:
-        """The model input for one local context: the tokenizer's chat template when it has one."""
-        if self.config.use_chat_template and getattr(self.tokenizer, "chat_template", None):
-            return self.tokenizer.apply_chat_template(
-                [{"role": "user", "content": context}], tokenize=False, add_generation_prompt=True
-            )
-        return context
+        """The model input for one local context (:func:`gencoord_env.agents.lm.prompt.prompt_text`)."""
+        return prompt_parts(self.tokenizer, context, self.config.use_chat_template).text
 
     def generate(self, contexts: Sequence[str], *, seed: int | None = None) -> list[GenerationRecord]:
         """Complete every context in one batched call; records come back in input order.
@@ -299,12 +321,28 @@ class Generator:
         generator's own stream, seeded by ``config.seed``.
         """
         start = time.perf_counter()
-        prompts = [self.tokenizer(self.prompt_text(c), add_special_tokens=False)["input_ids"] for c in contexts]
-        return self._run(prompts, start, seed)
+        prompts, shared = [], []
+        for context in contexts:
+            parts = prompt_parts(self.tokenizer, context, self.config.use_chat_template)
+            ids = self.tokenizer(parts.text, add_special_tokens=False)["input_ids"]
+            prompts.append(ids)
+            shared.append(_common_prefix(ids, self._head(parts.shared)))
+        return self._run(prompts, start, seed, shared)
 
-    def generate_tokens(self, prompts: Sequence[Sequence[int]], *, seed: int | None = None) -> list[GenerationRecord]:
-        """As :meth:`generate`, for prompts already tokenized (benchmarks, cached prompts)."""
-        return self._run([list(p) for p in prompts], time.perf_counter(), seed)
+    def generate_tokens(
+        self, prompts: Sequence[Sequence[int]], *, seed: int | None = None, shared: int | Sequence[int] | None = None
+    ) -> list[GenerationRecord]:
+        """As :meth:`generate`, for prompts already tokenized (benchmarks, cached prompts).
+
+        ``shared``: how many leading tokens of each prompt (one number for all) are a head that other
+        prompts share, whose state the prefix cache may keep; None: no shared head.
+        """
+        rows = [list(p) for p in prompts]
+        if isinstance(shared, int):
+            shared = [shared] * len(rows)
+        if shared is not None and len(shared) != len(rows):
+            raise ValueError(f"got {len(rows)} prompts but {len(shared)} shared lengths")
+        return self._run(rows, time.perf_counter(), seed, None if shared is None else list(shared))
 
     def graph_status(self) -> dict[str, str]:
         """For each compiled (batch, cache length) shape: ``"graph"``, ``"eager"`` or why capture failed."""
@@ -314,6 +352,8 @@ class Generator:
             status[f"{batch}x{length}"] = f"{forward} decode " + ("graph" if d.graph is not None else (d.graph_error or "eager"))
             for width, entry in d.prefills.items():
                 status[f"{batch}x{length} prefill {width}"] = "graph" if entry.graph is not None else (entry.error or "eager")
+            for (start, width), entry in d.extends.items():
+                status[f"{batch}x{length} suffix {start}+{width}"] = "graph" if entry.graph is not None else (entry.error or "eager")
         return status
 
     # ------------------------------------------------------------------ internals
@@ -332,7 +372,28 @@ class Generator:
         rng = self._rng if seed is None else torch.Generator().manual_seed(seed)
         return torch.rand((rows, self.config.max_new_tokens), generator=rng, dtype=torch.float32)
 
-    def _run(self, prompts: list[list[int]], start: float, seed: int | None = None) -> list[GenerationRecord]:
+    def _prefix_supported(self) -> bool:
+        """Whether the static loop can start from a spliced state: the hybrid forward, or attention only."""
+        layer_types = getattr(self.model.config, "layer_types", None) or ["full_attention"]
+        return self._hybrid or all(kind == "full_attention" for kind in layer_types)
+
+    def _head(self, text: str) -> list[int]:
+        """Token ids of a shared head text, memoized (each prior recurs at every decision of its template)."""
+        if not text:
+            return []
+        ids = self._head_ids.get(text)
+        if ids is None:
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+            self._head_ids[text] = ids
+            while len(self._head_ids) > 4 * self.config.max_prefixes:
+                self._head_ids.popitem(last=False)
+        else:
+            self._head_ids.move_to_end(text)
+        return ids
+
+    def _run(
+        self, prompts: list[list[int]], start: float, seed: int | None = None, shared: list[int] | None = None
+    ) -> list[GenerationRecord]:
         if not prompts:
             return []
         if any(len(p) == 0 for p in prompts):
@@ -340,7 +401,7 @@ class Generator:
         noise = self._noise(len(prompts), seed)
         with torch.inference_mode():
             if self.backend == "static":
-                rows, logps = self._decode_static(prompts, noise)
+                rows, logps = self._decode_static(prompts, noise, shared)
             else:
                 rows, logps = self._decode_generate(prompts, noise)
         latency = time.perf_counter() - start
@@ -418,7 +479,23 @@ class Generator:
             logps = raw.gather(-1, new.unsqueeze(-1)).squeeze(-1).cpu().tolist()
         return [row.tolist() for row in new.cpu()], logps
 
-    def _decode_static(self, prompts: list[list[int]], noise: torch.Tensor | None = None) -> tuple[list[list[int]], list[list[float]] | None]:
+    def _prefix_rows(self, prompts: list[list[int]], shared: list[int] | None) -> list[PrefixState | None] | None:
+        """Each prompt's cached head state (None: prefill it whole), or None when no prompt has one."""
+        if self.prefixes is None or shared is None:
+            return None
+        # At least one token after the head, whose logits start the completion.
+        lengths = [min(n, len(p) - 1) for p, n in zip(prompts, shared)]
+        if not any(n >= self.config.min_prefix_tokens for n in lengths):
+            return None
+        self.prefixes.check_weights()
+        return [self.prefixes.get(tuple(p[:n])) if n >= self.config.min_prefix_tokens else None for p, n in zip(prompts, lengths)]
+
+    def _decode_static(
+        self, prompts: list[list[int]], noise: torch.Tensor | None = None, shared: list[int] | None = None
+    ) -> tuple[list[list[int]], list[list[float]] | None]:
+        heads = self._prefix_rows(prompts, shared)
+        if heads is not None:
+            return self._decode_after_prefix(prompts, heads, noise)
         width = max(len(p) for p in prompts)
         if self._graphs:
             width = _round_up(width, _PREFILL_BUCKET)
@@ -431,6 +508,28 @@ class Generator:
         out, logps = decoder.run(ids, mask, self.config, noise)
         return [row.tolist() for row in out[: len(prompts)]], None if logps is None else logps[: len(prompts)].tolist()
 
+    def _decode_after_prefix(
+        self, prompts: list[list[int]], heads: list[PrefixState | None], noise: torch.Tensor | None
+    ) -> tuple[list[list[int]], list[list[float]] | None]:
+        """Splice each row's head state in, prefill only the suffixes (right-padded), then decode."""
+        real, batch = len(prompts), _bucket(len(prompts))
+        # Fill the bucket with copies of the first prompt; their outputs are dropped.
+        heads = heads + [heads[0]] * (batch - len(prompts))
+        prompts = prompts + [prompts[0]] * (batch - len(prompts))
+        start = _round_up(max(h.length if h is not None else 0 for h in heads), _PREFIX_BUCKET)
+        suffixes = [p[h.length if h is not None else 0 :] for p, h in zip(prompts, heads)]
+        width = _round_up(max(len(s) for s in suffixes), _PREFILL_BUCKET)
+        ids = torch.full((batch, width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((batch, width), dtype=torch.bool)
+        for row, suffix in enumerate(suffixes):
+            ids[row, : len(suffix)] = torch.tensor(suffix, dtype=torch.long)
+            mask[row, : len(suffix)] = True
+        base = torch.tensor([h.length if h is not None else 0 for h in heads], dtype=torch.long)
+        cache_len = _round_up(start + width + self.config.max_new_tokens, 256)
+        decoder = self._decoder(batch, cache_len, noise is not None, self.config.wants_logprobs)
+        out, logps = decoder.run(ids, mask, self.config, noise, prefix=_Prefix(heads, start, base))
+        return [row.tolist() for row in out[:real]], None if logps is None else logps[:real].tolist()
+
     def _decoder(self, batch: int, cache_len: int, sample: bool = False, logprobs: bool = False) -> _StaticDecoder:
         key = (batch, cache_len, sample, logprobs)
         if key in self._decoders:
@@ -439,7 +538,7 @@ class Generator:
         while len(self._decoders) >= self.config.max_decoders:
             self._decoders.popitem(last=False)
         compile_step = self.config.compile_decode if self.config.compile_decode is not None else self._graphs
-        hybrid = supports_hybrid(self.model) if self.config.hybrid is None else self.config.hybrid
+        hybrid = self._hybrid
         decoder = _StaticDecoder(
             self.model,
             batch=batch,
@@ -463,6 +562,17 @@ def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
 
+def _common_prefix(ids: Sequence[int], head: Sequence[int]) -> int:
+    """How many leading tokens ``ids`` shares with ``head`` (a head tokenized alone may merge its last
+    token with what follows it in the prompt; only the tokens both agree on are shared)."""
+    count = 0
+    for a, b in zip(ids, head):
+        if a != b:
+            break
+        count += 1
+    return count
+
+
 def _bucket(batch: int) -> int:
     """Batch sizes rounded up to a power of two, so a handful of graphs serve every batch."""
     size = 1
@@ -479,6 +589,27 @@ class _PrefillGraph:
     mask: torch.Tensor
     graph: torch.cuda.CUDAGraph | None = None
     error: str | None = None
+
+
+@dataclass
+class _SuffixGraph:
+    """A captured suffix prefill for one (prefix slots, suffix width): copy ids / mask / base, then replay."""
+
+    ids: torch.Tensor
+    mask: torch.Tensor
+    base: torch.Tensor
+    graph: torch.cuda.CUDAGraph | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class _Prefix:
+    """Where each batch row starts: its head state (None: empty), ``start`` slots before the suffixes,
+    and ``base`` (B,) the position of each row's first suffix token (its head's length)."""
+
+    heads: list[PrefixState | None]
+    start: int
+    base: torch.Tensor
 
 
 class _StaticDecoder:
@@ -553,6 +684,8 @@ class _StaticDecoder:
             self.use_graph = use_graph
             self.prefills: dict[int, _PrefillGraph] = {}
             self._prefill_fn = torch.compile(self._prefill_body, dynamic=False) if (compile_prefill and use_graph) else self._prefill_body
+            self.extends: dict[tuple[int, int], _SuffixGraph] = {}
+            self._extend_fn = torch.compile(self._extend_body, dynamic=False) if (compile_prefill and use_graph) else self._extend_body
             # Why the decode step runs without a graph, when it does (None: graph in use or not asked for).
             self.graph_error: str | None = None
             if use_graph:
@@ -643,6 +776,105 @@ class _StaticDecoder:
         self.positions.copy_(positions[:, -1:] + 1)
         self.slot.fill_(width)
 
+    def _extend_body(self, ids: torch.Tensor, mask: torch.Tensor, base: torch.Tensor, start: int) -> None:
+        """Prefill right-padded suffixes (``mask``: each row's real tokens first) after the state spliced
+        into slots before ``start``; ``base`` (B,) is each row's position of its first suffix token."""
+        width = ids.shape[1]
+        span = start + width
+        self.allowed[:, start:span] = mask
+        self.allowed[:, span:] = True
+        lengths = mask.sum(dim=1)
+        q_index = torch.arange(width, device=self.device)
+        slots = q_index + start
+        positions = base[:, None] + q_index[None, :]
+        self.produced.zero_()
+        self.newlines.zero_()
+        self.finished.zero_()
+        # Keys a token may see: its row's spliced prefix and its own earlier suffix tokens; padding sees
+        # itself only, so its row of the softmax stays finite.
+        keys = self.kv_index if not self.hybrid else self.kv_index[:span]
+        causal = keys[None, :] <= slots[:, None]
+        visible = (self.allowed[:, None, : keys.shape[0]] & causal[None]) | (keys[None, None, :] == slots[None, :, None])
+        if self.hybrid:
+            logits = hybrid_forward(
+                self.model, self.state, ids, positions, slots, visible[:, None], mask, decode=False, extend=True, last=lengths - 1
+            )
+        else:
+            logits = self._forward_rows(ids, positions, visible[:, None], lengths - 1)
+        chosen = self._choose(logits)
+        self.tokens.copy_(chosen.view(-1, 1))
+        self.positions.copy_((base + lengths).view(-1, 1))
+        self.slot.fill_(span)
+
+    def _forward_rows(self, ids: torch.Tensor, positions: torch.Tensor, full_mask: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
+        """transformers' forward over the static cache; logits at column ``last[r]`` of each row."""
+        decoder = getattr(self.model, self.model.base_model_prefix)
+        out = decoder(input_ids=ids, position_ids=positions, attention_mask={"full_attention": full_mask}, cache=self.cache, use_cache=True)
+        hidden = out.last_hidden_state
+        final = hidden.gather(1, last.view(-1, 1, 1).expand(-1, 1, hidden.shape[-1]))
+        return self.model.lm_head(final)[:, -1, :]
+
+    def _splice(self, prefix: _Prefix) -> None:
+        """Put each row's head state (or an empty one) into the cache, before slot ``prefix.start``."""
+        if len(prefix.heads) != self.batch:
+            raise ValueError(f"got head states for {len(prefix.heads)} rows, the decoder has {self.batch}")
+        if self.hybrid:
+            state = self.state
+            splice(prefix.heads, prefix.start, conv=state.conv, recurrent=state.recurrent, keys=state.keys,
+                   values=state.values, allowed=self.allowed)
+            return
+        sample = next(h for h in prefix.heads if h is not None)
+        layers = self.cache.layers
+        for index, layer in enumerate(layers):
+            if not layer.is_initialized:  # allocate the static tensors (transformers does it on first write)
+                k, v = sample.keys[index], sample.values[index]
+                layer.lazy_initialization(k.expand(self.batch, -1, -1, -1), v.expand(self.batch, -1, -1, -1))
+        splice(prefix.heads, prefix.start, conv={}, recurrent={}, keys={i: layer.keys for i, layer in enumerate(layers)},
+               values={i: layer.values for i, layer in enumerate(layers)}, allowed=self.allowed)
+        for layer in layers:  # the suffix's keys and values go right after the prefix slots
+            layer.cumulative_length.fill_(prefix.start)
+
+    def _extend(self, ids: torch.Tensor, mask: torch.Tensor, prefix: _Prefix) -> None:
+        """Splice the heads in, then prefill the suffixes (through a captured graph on CUDA)."""
+        width = ids.shape[1]
+        # Capture first: warming a graph up runs the prefill over whatever the state holds.
+        entry = self._extend_graph(prefix.start, width) if self.use_graph else None
+        self._splice(prefix)
+        base = prefix.base.to(self.device)
+        if entry is not None and entry.graph is not None:
+            entry.ids.copy_(ids)
+            entry.mask.copy_(mask)
+            entry.base.copy_(base)
+            entry.graph.replay()
+        else:
+            self._extend_body(ids, mask, base, prefix.start)
+
+    def _extend_graph(self, start: int, width: int) -> _SuffixGraph:
+        key = (start, width)
+        if key in self.extends:
+            return self.extends[key]
+        entry = _SuffixGraph(
+            ids=torch.full((self.batch, width), self.pad_id, dtype=torch.long, device=self.device),
+            mask=torch.ones((self.batch, width), dtype=torch.bool, device=self.device),
+            base=torch.zeros(self.batch, dtype=torch.long, device=self.device),
+        )
+        self.extends[key] = entry
+        try:
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):  # compile and autotune outside the capture
+                for _ in range(2):
+                    self._extend_fn(entry.ids, entry.mask, entry.base, start)
+            torch.cuda.current_stream().wait_stream(stream)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                self._extend_fn(entry.ids, entry.mask, entry.base, start)
+            entry.graph = graph
+        except RuntimeError as exc:  # same tokens through the eager suffix prefill
+            entry.error = _first_line(exc)
+            warnings.warn(f"suffix prefill without CUDA graphs: {entry.error}", RuntimeWarning, stacklevel=2)
+        return entry
+
     def _prefill(self, ids: torch.Tensor, mask: torch.Tensor) -> None:
         """Prefill through the captured graph for this width when there is one (capturing it on first use)."""
         width = ids.shape[1]
@@ -699,11 +931,12 @@ class _StaticDecoder:
 
     @torch.inference_mode()
     def run(self, ids: torch.Tensor, mask: torch.Tensor, config: GenerationConfig,
-            noise: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Decode a left-padded batch; returns (batch, produced) token ids on the CPU, and their raw
-        log-probabilities when this decoder records them. ``noise`` (rows x max_new_tokens uniforms) drives
-        sampling; rows past it (bucket padding) sample with zeros."""
-        width = ids.shape[1]
+            noise: torch.Tensor | None = None, prefix: _Prefix | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Decode a left-padded batch, or with ``prefix`` right-padded suffixes after spliced head states;
+        returns (batch, produced) token ids on the CPU, and their raw log-probabilities when this decoder
+        records them. ``noise`` (rows x max_new_tokens uniforms) drives sampling; rows past it (bucket
+        padding) sample with zeros."""
+        width = ids.shape[1] + (prefix.start if prefix is not None else 0)
         budget = min(config.max_new_tokens, self.cache_len - width)
         self.min_new.fill_(config.min_new_tokens)
         self.record_lines.fill_(config.record_lines if config.stop_at_record_end else 0)
@@ -714,10 +947,16 @@ class _StaticDecoder:
             self.noise[: noise.shape[0], : noise.shape[1]].copy_(noise[:, : self.cache_len])
             self.temperature.fill_(config.temperature)
             self.top_p.fill_(config.top_p)
-        self._prefill(ids.to(self.device), mask.to(self.device))
+        if prefix is None:
+            self._prefill(ids.to(self.device), mask.to(self.device))
+        else:
+            self._extend(ids.to(self.device), mask.to(self.device), prefix)
+        # Before min_new_tokens only a record end can finish a row: without that rule, no need to ask
+        # the device (each ask is a host-device synchronisation).
+        can_finish = config.stop_at_record_end and config.record_lines > 0
         produced = 1
         while produced < budget:
-            if produced % _CHECK_EVERY == 0 and bool(self.finished.all()):
+            if produced % _CHECK_EVERY == 0 and (can_finish or produced > config.min_new_tokens) and bool(self.finished.all()):
                 break
             if self.graph is not None:
                 self.graph.replay()

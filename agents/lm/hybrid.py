@@ -10,9 +10,17 @@ the model's own submodules and weights, over buffers it owns:
 - per full-attention layer a key and a value cache (B, H_kv, L, head_dim); decode attends with the
   query heads packed per key/value head, so the cache is never repeated.
 
-A prefill starts a fresh sequence at slot 0 (left-padded prompts, ``pad_mask`` marks real tokens); a
-decode step appends one token at ``slot``. Every shape is fixed per (batch, width), so a step can be
-compiled and captured as a CUDA graph.
+Three kinds of call, each with shapes fixed per (batch, width), so each can be compiled and captured
+as a CUDA graph:
+
+- a prefill starts fresh sequences at slot 0 (left-padded prompts, ``pad_mask`` marks real tokens):
+  leading padding is inert because the state it passes through is still zero;
+- an extension continues the sequences already in the state (a shared prefix spliced in by
+  :func:`gencoord_env.agents.lm.prefix.splice`) with a right-padded chunk: each row's real tokens come
+  first, so the short convolution sees the prefix's last inputs right before them; padding after them
+  decays nothing and writes nothing into the recurrent state (its gate and step size are zero), and
+  the convolution window kept for decoding ends at each row's last real token;
+- a decode step appends one token at ``slot``.
 
 Example::
 
@@ -88,7 +96,13 @@ class HybridState:
 
 
 def _gated_delta_net(
-    m: nn.Module, x: torch.Tensor, conv_state: torch.Tensor, state: torch.Tensor, pad_mask: torch.Tensor | None, decode: bool
+    m: nn.Module,
+    x: torch.Tensor,
+    conv_state: torch.Tensor,
+    state: torch.Tensor,
+    pad_mask: torch.Tensor | None,
+    decode: bool,
+    extend: bool = False,
 ) -> torch.Tensor:
     if pad_mask is not None:  # padded positions must not move the conv or recurrent state
         x = (x * pad_mask[:, :, None]).to(x.dtype)
@@ -101,6 +115,13 @@ def _gated_delta_net(
     width = weight.shape[-1]
     if decode:
         mixed = kernels.conv_step(mixed[:, 0], conv_state, weight).unsqueeze(1)
+    elif extend:
+        # The window before this chunk (the last ``width`` inputs so far), then the chunk.
+        joined = torch.cat([conv_state.transpose(1, 2).to(mixed.dtype), mixed], dim=1)
+        lengths = pad_mask.sum(dim=1) if pad_mask is not None else torch.full((batch,), length, device=x.device)
+        ends = (lengths[:, None] + torch.arange(width, device=x.device)[None, :])[:, :, None]
+        conv_state.copy_(joined.gather(1, ends.expand(-1, -1, joined.shape[-1])).transpose(1, 2))
+        mixed = kernels.causal_conv(joined[:, 1:], weight)[:, width - 1 :]
     else:
         tail = mixed[:, -width:].transpose(1, 2)
         if length < width:
@@ -115,6 +136,13 @@ def _gated_delta_net(
     g = -m.A_log.float().exp() * F.softplus(a.float() + m.dt_bias)
     if decode:
         out = kernels.delta_rule_step(query, key, value, g, beta, state)
+    elif extend:
+        if pad_mask is not None:  # padding after a row's tokens: no decay, no write
+            real = pad_mask[:, :, None]
+            g = torch.where(real, g, torch.zeros_like(g))
+            beta = torch.where(real, beta, torch.zeros_like(beta))
+        out, final = kernels.delta_rule_chunk(query, key, value, g, beta, state.float())
+        state.copy_(final)
     else:
         out, final = kernels.delta_rule_chunk(query, key, value, g, beta)
         state.copy_(final)
@@ -132,6 +160,7 @@ def _attention(
     slots: torch.Tensor,
     mask: torch.Tensor | None,
     decode: bool,
+    extend: bool = False,
 ) -> torch.Tensor:
     from transformers.models.qwen3_5.modeling_qwen3_5 import apply_rotary_pos_emb
 
@@ -158,6 +187,14 @@ def _attention(
             scores = scores.masked_fill(~mask, float("-inf"))
         probs = torch.softmax(scores, dim=-1).to(values.dtype)
         out = torch.matmul(probs, values).reshape(batch, heads, 1, m.head_dim)
+    elif extend:
+        # A chunk after cached tokens: attend over the cache up to the mask's width (the slots in use),
+        # query heads packed per key/value head as in decoding, so the cache is not repeated.
+        span = mask.shape[-1]
+        packed = query.reshape(batch, kv_heads, groups * length, m.head_dim)
+        grouped = mask[:, :, None].expand(-1, -1, groups, -1, -1).reshape(batch, 1, groups * length, span)
+        out = F.scaled_dot_product_attention(packed, keys[:, :, :span], values[:, :, :span], attn_mask=grouped, scale=m.scaling)
+        out = out.reshape(batch, heads, length, m.head_dim)
     elif mask is None:
         # Unpadded prefill of a fresh sequence: the keys are exactly this call's tokens.
         out = F.scaled_dot_product_attention(query, key, value, is_causal=True, scale=m.scaling, enable_gqa=True)
@@ -179,15 +216,21 @@ def hybrid_forward(
     pad_mask: torch.Tensor | None = None,
     *,
     decode: bool,
+    extend: bool = False,
+    last: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Logits of the last position, (B, vocab), after writing this call's tokens into ``state``.
+    """Logits of each row's last position, (B, vocab), after writing this call's tokens into ``state``.
 
-    ``decode``: one token continuing the sequences in ``state``; else a prefill of fresh sequences.
-    ``ids``/``positions`` (B, T); ``slots`` (T,) cache slots of the tokens (``arange(T)`` for a prefill,
-    the current slot for a decode step). ``attn_mask``: None for an unpadded prefill (causal), else a
-    boolean mask over keys, (B, 1, T, T) for a prefill and (B, 1, 1, L) for a decode step. ``pad_mask``
-    (B, T): real tokens of a padded prefill.
+    ``decode``: one token continuing the sequences in ``state``; ``extend``: a right-padded chunk
+    continuing them; else a prefill of fresh sequences. ``ids``/``positions`` (B, T); ``slots`` (T,)
+    cache slots of the tokens (``arange(T)`` for a prefill, the current slot for a decode step).
+    ``attn_mask``: None for an unpadded prefill (causal), else a boolean mask over keys, (B, 1, T, T)
+    for a prefill, (B, 1, T, S) over the first S cache slots for an extension and (B, 1, 1, L) for a
+    decode step. ``pad_mask`` (B, T): real tokens of a padded prefill or extension. ``last`` (B,): the
+    column whose logits to return per row (None: the last column).
     """
+    if extend and attn_mask is None:
+        raise ValueError("an extension needs attn_mask over the cache slots it attends to")
     text = _text_model(model)
     hidden = text.embed_tokens(ids)
     cos, sin = text.rotary_emb(hidden, positions[None].expand(3, -1, -1))
@@ -195,10 +238,13 @@ def hybrid_forward(
         residual = hidden
         hidden = layer.input_layernorm(hidden)
         if index in state.recurrent:
-            hidden = _gated_delta_net(layer.linear_attn, hidden, state.conv[index], state.recurrent[index], pad_mask, decode)
+            hidden = _gated_delta_net(layer.linear_attn, hidden, state.conv[index], state.recurrent[index], pad_mask, decode, extend)
         else:
-            hidden = _attention(layer.self_attn, hidden, cos, sin, state.keys[index], state.values[index], slots, attn_mask, decode)
+            hidden = _attention(layer.self_attn, hidden, cos, sin, state.keys[index], state.values[index], slots, attn_mask, decode, extend)
         hidden = residual + hidden
         hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
-    last = text.norm(hidden[:, -1:])
-    return model.lm_head(last)[:, -1, :]
+    if last is None:
+        final = hidden[:, -1:]
+    else:
+        final = hidden.gather(1, last.view(-1, 1, 1).expand(-1, 1, hidden.shape[-1]))
+    return model.lm_head(text.norm(final))[:, -1, :]

@@ -75,32 +75,43 @@ def _causal_conv_fake(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
 # ----------------------------------------------------------------------------- chunked delta rule
 
 
-def _chunk_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _chunk_reference(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, initial: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
     chunk = _reference("torch_chunk_gated_delta_rule")
-    o, state = chunk(q, k, v, g=g, beta=beta, initial_state=None, output_final_state=True, use_qk_l2norm_in_kernel=True)
+    o, state = chunk(q, k, v, g=g, beta=beta, initial_state=initial, output_final_state=True, use_qk_l2norm_in_kernel=True)
     return o.contiguous(), state.float().contiguous()
 
 
 @torch.library.custom_op(
     "gencoord_lm::delta_rule_chunk",
     mutates_args=(),
-    schema="(Tensor q, Tensor k, Tensor v, Tensor g, Tensor beta) -> (Tensor, Tensor)",
+    schema="(Tensor q, Tensor k, Tensor v, Tensor g, Tensor beta, Tensor? initial=None) -> (Tensor, Tensor)",
 )
-def delta_rule_chunk(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Gated delta rule over a fresh sequence (zero initial state): output (B, T, HV, V), float32 final state (B, HV, K, V)."""
-    return _chunk_reference(q, k, v, g, beta)
+def delta_rule_chunk(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, initial: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gated delta rule over a chunk: output (B, T, HV, V) and the float32 final state (B, HV, K, V).
+
+    ``initial`` (float32, B x HV x K x V): the state before the chunk (a cached prefix's); None: zero.
+    """
+    return _chunk_reference(q, k, v, g, beta, initial)
 
 
 @delta_rule_chunk.register_kernel("cuda")
-def _delta_rule_chunk_cuda(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _delta_rule_chunk_cuda(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, initial: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     if _fla_chunk is None:
-        return _chunk_reference(q, k, v, g, beta)
-    o, state = _fla_chunk(q, k, v, g=g, beta=beta, initial_state=None, output_final_state=True, use_qk_l2norm_in_kernel=True)
+        return _chunk_reference(q, k, v, g, beta, initial)
+    o, state = _fla_chunk(q, k, v, g=g, beta=beta, initial_state=initial, output_final_state=True, use_qk_l2norm_in_kernel=True)
     return o.contiguous(), state.float().contiguous()
 
 
 @delta_rule_chunk.register_fake
-def _delta_rule_chunk_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _delta_rule_chunk_fake(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, initial: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     batch, _, heads, v_dim = v.shape
     state = q.new_empty((batch, heads, k.shape[-1], v_dim), dtype=torch.float32)
     return torch.empty_like(v, memory_format=torch.contiguous_format), state

@@ -34,6 +34,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from gencoord_env.agents.context_view import compose, roles
 from gencoord_env.agents.lm.generate import GenerationConfig, GenerationRecord, Generator
 from gencoord_env.agents.lm.loading import load_model
+from gencoord_env.agents.lm.prompt import prompt_text
 from gencoord_env import dsl
 from gencoord_env.tasks.contexts import Context
 from gencoord_env.types import PeerRequest, Proposal
@@ -52,15 +53,6 @@ __all__ = [
 #: The binding-code field the Factor-Code model emits at each learned stage.
 CODE_FIELDS: dict[str, str] = {"sender_initial": "active_binding_id", "receiver_after_request": "accepted_binding_id"}
 _CODE = re.compile(r"^\s*(?:(active_binding_id|accepted_binding_id)\s*=\s*)?([A-Za-z0-9_]+)\s*$")
-
-
-def prompt_text(tokenizer: PreTrainedTokenizerBase, context: str, use_chat_template: bool = True) -> str:
-    """The model input for one local context, as training and :class:`Generator` both build it."""
-    if use_chat_template and getattr(tokenizer, "chat_template", None):
-        return str(tokenizer.apply_chat_template(
-            [{"role": "user", "content": context}], tokenize=False, add_generation_prompt=True
-        ))
-    return context
 
 
 @dataclass(frozen=True)
