@@ -77,7 +77,8 @@ def table_records(name: str, lanes: Sequence[Mapping[str, Any]], rules: Mapping[
         if c.name in costs:
             cost = costs[c.name]
             r.update({k: cost.get(k) for k in COST_KEYS})
-            r["cost"] = {"pool": f"timing pool: {TIMING_CLUSTERS} clusters x 2 roles at batch 1 (the harness's serial path)",
+            r["cost"] = {"pool": f"timing pool: {TIMING_CLUSTERS} clusters x 2 roles at batch 1 (the harness's serial path), "
+                                 "after one unrecorded warm-up pass of the lane",
                          "episodes": cost["episodes"], "clusters": cost["clusters"], "success_rate": cost["success_rate"]}
         elif model:
             r["cost"] = {"pool": "the quality pool, played in lockstep batches (no time to commitment)"}
@@ -86,7 +87,8 @@ def table_records(name: str, lanes: Sequence[Mapping[str, Any]], rules: Mapping[
 
 def _lane_provenance(lane: Mapping[str, Any]) -> dict[str, Any]:
     return {**lane["run"], "device": lane["device"], "decode": lane["decode"],
-            "static_decode_failure": lane["static_decode_failure"], "seconds": lane["seconds"]}
+            "static_decode_failure": lane["static_decode_failure"], "timing_warm_up": lane.get("timing_warm_up"),
+            "seconds": lane["seconds"]}
 
 
 def _provenance(config: Any, name: str, run_info: Mapping[str, Any], rules: Mapping[str, Any],

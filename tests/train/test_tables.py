@@ -70,6 +70,8 @@ def test_numbers_are_those_of_the_played_episodes(run: tuple[Path, Path, dict[st
     _, work, results = run
     lane = json.loads((work / "lanes" / f"{SEED}-direct.json").read_text())
     assert lane["model"] == "direct" and lane["device"] == "cpu"
+    assert lane["timing_warm_up"] == "representation/DSL"  # its first timing pool, played once before the timed pass
+    assert json.loads((work / "lanes" / f"{SEED}-requester.json").read_text())["timing_warm_up"] is None
     assert set(lane["conditions"]) == {f"{t}/{c}" for t, table in TABLES.items() for c, m in table.models.items() if m == "direct"}
     for key, entry in lane["conditions"].items():
         table, condition = key.split("/", 1)
