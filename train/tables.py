@@ -214,9 +214,11 @@ class Budget:
 
 
 #: ``tiny``: the whole pipeline on a CPU in well under a minute (a 1-layer model, 4 steps, 4 episodes a
-#: condition). ``full``: the 6M-parameter model of the transfer runs, 16 epochs of every set from
-#: scratch (the recipe that reached 100% on held-out clusters of the training templates), every episode,
-#: sized for one machine of 4 H100s with ``--jobs 21`` (3 seeds x 7 models) in about 8 minutes.
+#: condition). ``full``: the 6M-parameter model of the transfer runs (hidden 256 x 6 layers), 16 epochs of
+#: every set from scratch at 1e-3 (the transfer experiment's protocol-only recipe: 1,920 updates for the
+#: 1,920 forward rows), every episode; about 37,000 updates for 3 seeds x 7 models, sized for one machine
+#: of 4 H100s with ``--jobs 21`` in an estimated 6-8 minutes (the transfer runs did about 25,000 updates
+#: and 15,000 episodes there in 3.6 minutes).
 BUDGETS: dict[str, Budget] = {
     "tiny": Budget(name="tiny", hidden_size=32, num_layers=1, epoch_scale=1.0, steps=4, arch_vocab=512, tokenizer_rows=160, micro_batch=4,
                    eval_episodes=4, eval_batch=4, timing_episodes=2, rule_episodes=4, max_new_tokens=24, threads=1),
