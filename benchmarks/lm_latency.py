@@ -1,23 +1,38 @@
 """Latency of the learned-agent decoding path on a model of the Qwen3.5-0.8B architecture.
 
 Random weights (no hub here); the shapes, not the values, set the cost. Each call is forced to the
-paper's ~79 output tokens from ~950 input tokens (EOS suppressed, record-end stop off).
+output length (``--output-tokens``; EOS suppressed, record-end stop off) from ``--input-tokens`` (950,
+the paper's) input tokens. Targets: time to commitment p50 <= 0.25 s for Direct Short DSL
+(79 output tokens) and <= 0.1 s for Factor-Code (19); >= 200 commitments/s at batch 64.
 
 - time to commitment: two sequential calls at batch 1 (sender, then receiver), p50 / p95 over reps;
-  target <= 0.4 s p50.
-- commitments per second: two sequential calls of batch 64; target >= 200 / s.
+- commitments per second: two sequential calls of batch 64.
+
+``--prefix-tokens N`` repeats both measurements with the first N input tokens of every prompt one
+shared head (the shared prior, which prompts carry first: ``gencoord_env.agents.lm.prompt``): the
+generator computes the head's state once (timed and printed apart: the one-off cost of a new prior)
+and each call splices it in and prefills only the 950 - N suffix tokens. It prints both figures, full
+prefill and prefix reuse, and their ratio, and the JSON keeps both (``prefix``). In the paper's
+observations the prior is 57-72% of the text (mean 62%, the ``forward`` SFT set), so N = 590 of 950
+is the realistic setting; the receiver's call shares its sender's prior. With ``--profile`` the split
+of prefill / decode step also times the splice plus suffix prefill.
 
 Prints the device, library versions and the kernels transformers bound for the Gated-DeltaNet layers,
 and writes the raw numbers as JSON (``--out``; default ``$OUT/lm_latency.json`` when ``OUT`` is set).
 
-Measured on one NVIDIA H100 80GB HBM3 (torch 2.11 cu130, transformers 5.24, fla 0.6.0), hybrid forward:
-time to commitment p50 0.310 s / p95 0.311 s (prefill 5.4 ms, decode step 1.90 ms); batch 64: 61.8
-commitments/s (prefill 200 ms, decode step 3.8 ms per call). Batch 64 cannot reach 200/s on one H100:
-a commitment's two 950-token prefills are ~2.1 TFLOP, so 64 of them take >= 0.2 s of bf16 matrix work
-at a realistic ~650 TFLOP/s before any decoding.
+Measured on one NVIDIA H100 80GB HBM3 (torch 2.11 cu130, transformers 5.24, fla 0.6.0), hybrid forward,
+full prefill: time to commitment p50 0.308 s Direct / 0.079 s Factor-Code (prefill 5.4 ms, decode step
+1.90 ms); batch 64: 60.3 / 105.8 commitments/s (prefill 200 ms, decode step 3.8 ms per call). A
+commitment's two 950-token prefills are ~2.1 TFLOP, so 64 of them take >= 0.2 s of bf16 matrix work
+at a realistic ~650 TFLOP/s before any decoding; as measured (2 x 200 ms per 64 commitments) the full
+prefills alone cap the rate at 160/s, which is what prefix reuse removes. Prefix reuse
+(``--prefix-tokens``): not yet measured on GPU.
+Expected from the figures above, not measured: the suffix prefill scales with the suffix (~0.4 of the
+prompt at N = 590), so Factor-Code at batch 64 should clear 200/s, while Direct stays bound by its
+decode steps (79 per call) at both batch sizes.
 
-    python benchmarks/lm_latency.py                 # on a CUDA machine
-    python benchmarks/lm_latency.py --tiny --reps 3 # smoke run on a CPU
+    python benchmarks/lm_latency.py --output-tokens 79 --prefix-tokens 590   # on a CUDA machine
+    python benchmarks/lm_latency.py --tiny --reps 3 --prefix-tokens 600      # smoke run on a CPU
 """
 
 from __future__ import annotations
@@ -49,11 +64,13 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-def _prompts(generator: torch.Generator, count: int, length: int, vocab: int, avoid: set[int]) -> list[list[int]]:
-    ids = torch.randint(16, vocab, (count, length), generator=generator)
+def _prompts(generator: torch.Generator, count: int, length: int, vocab: int, avoid: set[int], head: list[int] | None = None) -> list[list[int]]:
+    """``count`` random prompts of ``length`` tokens; with ``head``, each starts with it (a shared prior)."""
+    head = head or []
+    ids = torch.randint(16, vocab, (count, length - len(head)), generator=generator)
     for token in avoid:
         ids[ids == token] = 16
-    return ids.tolist()
+    return [head + row for row in ids.tolist()]
 
 
 def _sync() -> None:
@@ -98,26 +115,51 @@ def _profile(fast: Generator, rng: torch.Generator, vocab: int, avoid: set[int],
             step_table = prof.key_averages().table(sort_by=key, row_limit=18, max_name_column_width=70)
         report[f"batch{batch}"] = {"prefill_s": min(prefill), "step_s": min(step)}
         print(f"[profile] batch {batch}: prefill {min(prefill) * 1000:.1f} ms, decode step {min(step) * 1000:.2f} ms")
+        if args.prefix_tokens and fast.prefixes is not None:
+            # Splice a cached head into every row, then prefill the suffixes (what a call with reuse does first).
+            head = _prompts(rng, 1, args.prefix_tokens, vocab, avoid)[0]
+            entry = fast.prefixes.get(tuple(head))
+            prompts = _prompts(rng, batch, args.input_tokens, vocab, avoid, head)
+            s_ids, s_mask, layout, cache_len = fast._suffix_batch(prompts, [entry] * batch)
+            suffix_decoder = fast._decoder(batch, cache_len)
+            timings = []
+            with torch.inference_mode():
+                for _ in range(3):
+                    _sync()
+                    t0 = time.perf_counter()
+                    suffix_decoder._extend(s_ids.to(suffix_decoder.device), s_mask.to(suffix_decoder.device), layout)
+                    _sync()
+                    timings.append(time.perf_counter() - t0)
+            report[f"batch{batch}"]["splice_and_suffix_prefill_s"] = min(timings)  # type: ignore[index]
+            print(f"[profile] batch {batch}: splice {args.prefix_tokens}-token head + prefill "
+                  f"{s_ids.shape[1]}-wide suffixes {min(timings) * 1000:.1f} ms")
         print(f"[profile] batch {batch} prefill kernels\n{prefill_table}")
         print(f"[profile] batch {batch} eager decode kernels (4 steps)\n{step_table}", flush=True)
     return report
 
 
 def _batch_throughput(
-    gen: Generator, rng: torch.Generator, vocab: int, avoid: set[int], args: argparse.Namespace, label: str
+    gen: Generator, rng: torch.Generator, vocab: int, avoid: set[int], args: argparse.Namespace, label: str,
+    head: list[int] | None = None,
 ) -> dict[str, object]:
-    """Commitments per second: ``batch`` envs, each one sender call then one receiver call."""
+    """Commitments per second: ``batch`` envs, each one sender call then one receiver call; with ``head``
+    every prompt starts with it and the generator starts from its cached state."""
+    shared = len(head) if head else None
+
+    def call() -> list:
+        return gen.generate_tokens(_prompts(rng, args.batch, args.input_tokens, vocab, avoid, head), shared=shared)
+
     start = time.perf_counter()
-    gen.generate_tokens(_prompts(rng, args.batch, args.input_tokens, vocab, avoid))
+    call()
     _sync()
     warmup_s = time.perf_counter() - start
     pairs, calls = [], []
     for _ in range(args.batch_reps):
         _sync()
         t0 = time.perf_counter()
-        first = gen.generate_tokens(_prompts(rng, args.batch, args.input_tokens, vocab, avoid))
+        first = call()
         t1 = time.perf_counter()
-        second = gen.generate_tokens(_prompts(rng, args.batch, args.input_tokens, vocab, avoid))
+        second = call()
         pairs.append(time.perf_counter() - t0)
         calls += [t1 - t0, pairs[-1] - (t1 - t0)]
         assert all(r.output_tokens == args.output_tokens for r in first + second)
@@ -136,6 +178,86 @@ def _batch_throughput(
         flush=True,
     )
     return result
+
+
+def _time_to_commitment(
+    gen: Generator, rng: torch.Generator, vocab: int, avoid: set[int], args: argparse.Namespace, label: str,
+    head: list[int] | None = None,
+) -> dict[str, object]:
+    """Two sequential batch-1 calls (sender, then receiver), p50 / p95 over ``args.reps``; with ``head``
+    both prompts start with it (both agents of an episode see the same prior)."""
+    shared = len(head) if head else None
+
+    def call() -> list:
+        return gen.generate_tokens(_prompts(rng, 1, args.input_tokens, vocab, avoid, head), shared=shared)
+
+    start = time.perf_counter()
+    for _ in range(args.warmup):
+        call()
+    _sync()
+    warmup_s = time.perf_counter() - start
+    pairs, calls, out_tokens = [], [], set()
+    for _ in range(args.reps):
+        _sync()
+        t0 = time.perf_counter()
+        first = call()
+        t1 = time.perf_counter()
+        second = call()
+        t2 = time.perf_counter()
+        pairs.append(t2 - t0)
+        calls += [t1 - t0, t2 - t1]
+        out_tokens.update(r.output_tokens for r in first + second)
+    result = {
+        "label": label,
+        "warmup_s": round(warmup_s, 2),
+        "commit_p50_s": statistics.median(pairs),
+        "commit_p95_s": _percentile(pairs, 95),
+        "call_p50_s": statistics.median(calls),
+        "output_tokens_seen": sorted(out_tokens),
+        "commit_s": pairs,
+    }
+    print(
+        f"batch 1 ({label}): time to commitment p50 {result['commit_p50_s']:.3f} s  p95 {result['commit_p95_s']:.3f} s  "
+        f"(per call p50 {result['call_p50_s'] * 1000:.1f} ms, {len(pairs)} reps, warm-up {warmup_s:.1f} s, "
+        f"output tokens {sorted(out_tokens)})",
+        flush=True,
+    )
+    return result
+
+
+def _prefix_comparison(
+    gen: Generator, rng: torch.Generator, vocab: int, avoid: set[int], args: argparse.Namespace,
+    b1: dict[str, object], bn: dict[str, object],
+) -> dict[str, object]:
+    """The same measurements with ``--prefix-tokens`` of each prompt a shared head whose state is cached."""
+    head = _prompts(rng, 1, args.prefix_tokens, vocab, avoid)[0]
+    _sync()
+    start = time.perf_counter()
+    assert gen.prefixes is not None, "the prefix cache is off for this model / backend"
+    gen.prefixes.get(tuple(head))  # the one-off cost of a new prior: one batch-1 prefill of the head
+    _sync()
+    head_s = time.perf_counter() - start
+    print(f"shared head of {args.prefix_tokens} tokens: computed once in {head_s * 1000:.1f} ms "
+          f"({gen.prefixes.get(tuple(head)).nbytes / 2**20:.1f} MiB)", flush=True)
+    label = f"prefix reuse, {args.prefix_tokens} of {args.input_tokens} tokens shared"
+    reuse_b1 = _time_to_commitment(gen, rng, vocab, avoid, args, label, head)
+    reuse_bn = _batch_throughput(gen, rng, vocab, avoid, args, label, head)
+    ttc_ratio = float(b1["commit_p50_s"]) / float(reuse_b1["commit_p50_s"])
+    rate_ratio = float(reuse_bn["commitments_per_s"]) / float(bn["commitments_per_s"])
+    print(
+        f"prefix reuse ({args.prefix_tokens} of {args.input_tokens} tokens shared): time to commitment p50 "
+        f"{reuse_b1['commit_p50_s']:.3f} s vs {b1['commit_p50_s']:.3f} s full prefill ({ttc_ratio:.2f}x faster); "
+        f"batch {args.batch}: {reuse_bn['commitments_per_s']:.1f} vs {bn['commitments_per_s']:.1f} commitments/s ({rate_ratio:.2f}x)",
+        flush=True,
+    )
+    return {
+        "prefix_tokens": args.prefix_tokens,
+        "head_prefill_s": head_s,
+        "batch1": reuse_b1,
+        "batchN": reuse_bn,
+        "commit_p50_ratio": ttc_ratio,
+        "commitments_per_s_ratio": rate_ratio,
+    }
 
 
 def _prefill_agreement(model: torch.nn.Module, prompt: list[int], device: torch.device) -> dict[str, float]:
@@ -167,10 +289,16 @@ def main() -> None:
     parser.add_argument(
         "--state-variant", action="store_true", help="also time batch N with the recurrent state kept in the model dtype"
     )
+    parser.add_argument(
+        "--prefix-tokens", type=int, default=0,
+        help="also time every measurement with this many of the input tokens a shared head whose state is cached (0: skip)",
+    )
     parser.add_argument("--tiny", action="store_true", help="a tiny Qwen3.5 instead of the 0.8B shape (CPU smoke)")
     parser.add_argument("--profile", action="store_true", help="split prefill / decode time and list the top GPU kernels")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    if not 0 <= args.prefix_tokens < args.input_tokens:
+        parser.error(f"--prefix-tokens must be in [0, --input-tokens={args.input_tokens}), got {args.prefix_tokens}")
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
@@ -195,6 +323,7 @@ def main() -> None:
         cuda_graphs=not args.no_graphs,
         compile_decode=False if args.no_compile else None,
         hybrid=False if args.no_hybrid else None,
+        min_prefix_tokens=1,  # the benchmark says what is shared (--prefix-tokens); calls without it prefill all
     )
     fast = Generator(model, tokenizer, fast_config)
     avoid = set(fast.eos_ids)
@@ -219,39 +348,11 @@ def main() -> None:
     print(json.dumps(info, indent=1), flush=True)
 
     # ---- batch 1: time to commitment = two sequential calls
-    start = time.perf_counter()
-    for _ in range(args.warmup):
-        fast.generate_tokens(_prompts(rng, 1, args.input_tokens, vocab, avoid))
-    _sync()
-    warmup_s = time.perf_counter() - start
-    pairs, calls, out_tokens = [], [], set()
-    for _ in range(args.reps):
-        _sync()
-        t0 = time.perf_counter()
-        first = fast.generate_tokens(_prompts(rng, 1, args.input_tokens, vocab, avoid))
-        t1 = time.perf_counter()
-        second = fast.generate_tokens(_prompts(rng, 1, args.input_tokens, vocab, avoid))
-        t2 = time.perf_counter()
-        pairs.append(t2 - t0)
-        calls += [t1 - t0, t2 - t1]
-        out_tokens.update(r.output_tokens for r in first + second)
-    b1 = {
-        "warmup_s": round(warmup_s, 2),
-        "commit_p50_s": statistics.median(pairs),
-        "commit_p95_s": _percentile(pairs, 95),
-        "call_p50_s": statistics.median(calls),
-        "output_tokens_seen": sorted(out_tokens),
-        "commit_s": pairs,
-    }
-    print(
-        f"batch 1: time to commitment p50 {b1['commit_p50_s']:.3f} s  p95 {b1['commit_p95_s']:.3f} s  "
-        f"(per call p50 {b1['call_p50_s'] * 1000:.1f} ms, {len(pairs)} reps, warm-up {warmup_s:.1f} s, "
-        f"output tokens {sorted(out_tokens)})",
-        flush=True,
-    )
+    b1 = _time_to_commitment(fast, rng, vocab, avoid, args, "full prefill")
 
     # ---- batch N: commitments per second over two sequential calls
     bn = _batch_throughput(fast, rng, vocab, avoid, args, "float32 recurrent state")
+    prefix = _prefix_comparison(fast, rng, vocab, avoid, args, b1, bn) if args.prefix_tokens else {}
     variant: dict[str, object] = {}
     if args.state_variant:
         bf16_state = Generator(model, tokenizer, dataclasses.replace(fast_config, recurrent_state="model"))
@@ -298,7 +399,10 @@ def main() -> None:
         fast._decoders.clear()
         baseline["float32"] = _prefill_agreement(model.float(), prompt[0], device)
         print(f"float32 prefill agreement: {baseline['float32']}", flush=True)
-    result = {"info": info, "profile": profile, "batch1": b1, "batchN": bn, "batchN_state_variant": variant, "baseline": baseline}
+    result = {
+        "info": info, "profile": profile, "batch1": b1, "batchN": bn, "prefix": prefix, "batchN_state_variant": variant,
+        "baseline": baseline,
+    }
     out = args.out or (Path(os.environ["OUT"]) / "lm_latency.json" if os.environ.get("OUT") else None)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -309,6 +413,8 @@ def main() -> None:
         f"commit_p50={b1['commit_p50_s']:.3f}s commit_p95={b1['commit_p95_s']:.3f}s "
         f"batch{args.batch}={bn['commitments_per_s']:.1f}/s"
         + (f" batch{args.batch}_model_dtype_state={variant['commitments_per_s']:.1f}/s" if variant else "")
+        + (f" prefix{args.prefix_tokens}_commit_p50={prefix['batch1']['commit_p50_s']:.3f}s"
+           f" prefix{args.prefix_tokens}_batch{args.batch}={prefix['batchN']['commitments_per_s']:.1f}/s" if prefix else "")
         + f" graphs={info['cuda_graphs']} hybrid={info['hybrid_forward']}"
     )
 

@@ -512,7 +512,17 @@ class Generator:
         self, prompts: list[list[int]], heads: list[PrefixState | None], noise: torch.Tensor | None
     ) -> tuple[list[list[int]], list[list[float]] | None]:
         """Splice each row's head state in, prefill only the suffixes (right-padded), then decode."""
-        real, batch = len(prompts), _bucket(len(prompts))
+        ids, mask, prefix, cache_len = self._suffix_batch(prompts, heads)
+        decoder = self._decoder(ids.shape[0], cache_len, noise is not None, self.config.wants_logprobs)
+        out, logps = decoder.run(ids, mask, self.config, noise, prefix=prefix)
+        real = len(prompts)
+        return [row.tolist() for row in out[:real]], None if logps is None else logps[:real].tolist()
+
+    def _suffix_batch(
+        self, prompts: list[list[int]], heads: list[PrefixState | None]
+    ) -> tuple[torch.Tensor, torch.Tensor, _Prefix, int]:
+        """The suffixes right-padded to one width (ids, mask), where the rows start, and the cache length."""
+        batch = _bucket(len(prompts))
         # Fill the bucket with copies of the first prompt; their outputs are dropped.
         heads = heads + [heads[0]] * (batch - len(prompts))
         prompts = prompts + [prompts[0]] * (batch - len(prompts))
@@ -526,9 +536,7 @@ class Generator:
             mask[row, : len(suffix)] = True
         base = torch.tensor([h.length if h is not None else 0 for h in heads], dtype=torch.long)
         cache_len = _round_up(start + width + self.config.max_new_tokens, 256)
-        decoder = self._decoder(batch, cache_len, noise is not None, self.config.wants_logprobs)
-        out, logps = decoder.run(ids, mask, self.config, noise, prefix=_Prefix(heads, start, base))
-        return [row.tolist() for row in out[:real]], None if logps is None else logps[:real].tolist()
+        return ids, mask, _Prefix(heads, start, base), cache_len
 
     def _decoder(self, batch: int, cache_len: int, sample: bool = False, logprobs: bool = False) -> _StaticDecoder:
         key = (batch, cache_len, sample, logprobs)
