@@ -3,8 +3,9 @@
 ``difflib`` compares the word with every name, about 12 microseconds each: 17-24 ms over the 1,385 Minecraft
 item names, for every misspelled item. A large set is indexed once by the character pairs of its names
 (each padded with ``^`` and ``$``); a word is compared with difflib only against the ``CANDIDATES`` names
-that share the most pairs with it (Dice coefficient), which on ordinary typos (a letter dropped, added,
-changed or two swapped) are where difflib's best match is. ``benchmarks/did_you_mean.py`` measures the
+that share the most pairs with it (Dice coefficient), and a short word also against the names of about its
+length; on ordinary typos (a letter dropped, added, changed or two swapped) that is where difflib's best
+match is. ``benchmarks/did_you_mean.py`` measures the
 time and the agreement with the full comparison.
 
 >>> close_match("oak_plank", frozenset({"oak_planks", "oak_log", "stone"}))
@@ -24,6 +25,9 @@ from gencoord_env.caches import cache
 CANDIDATES = 12
 #: Sets up to this size are compared whole (the index would not pay for itself).
 SMALL = 64
+#: Words up to this length share few pairs with anything (``iar`` and ``air`` share only ``r$``): they are
+#: compared with every name within one character of their length too.
+SHORT = 5
 
 
 def close_match(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
@@ -56,6 +60,9 @@ class NameIndex:
             for pair in _pairs(name):
                 by_pair.setdefault(pair, []).append(i)
         self.by_pair = {pair: tuple(ids) for pair, ids in by_pair.items()}
+        self.by_length: dict[int, list[str]] = {}
+        for name in self.names:
+            self.by_length.setdefault(len(name), []).append(name)
 
     def candidates(self, word: str, k: int = CANDIDATES) -> list[str]:
         """The ``k`` names sharing the most character pairs with ``word``, relative to both sizes."""
@@ -63,7 +70,10 @@ class NameIndex:
         shared = Counter(chain.from_iterable(self.by_pair.get(p, ()) for p in pairs))  # counted in C
         n, sizes = len(pairs), self.sizes
         best = heapq.nlargest(k, shared.items(), key=lambda item: item[1] / (n + sizes[item[0]]))
-        return [self.names[i] for i, _ in best]
+        out = [self.names[i] for i, _ in best]
+        if len(word) <= SHORT:
+            out += [name for d in (-1, 0, 1) for name in self.by_length.get(len(word) + d, ()) if name not in out]
+        return out
 
 
 @cache(maxsize=8)
