@@ -295,7 +295,7 @@ def test_did_you_mean_over_every_item_name() -> None:
 
     names = sorted(minecraft_items())
     typos = ["oak_plank", "crafting_tabel", "iron_ingto", "cobblestonee", "furnase", "raw_irn", "diamondpickaxe",
-             "redstone_tourch", "glas_pane", "sticck", "qqqqzzzz"]
+             "redstone_tourch", "glas_pane", "sticck", "iar", "qqqqzzzz"]
     for word in typos:
         expected = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
         found = check(parse(f"SELF resource.obtain(q=1,item={word})\nREQ -"), ANY_ITEM)[0].message
