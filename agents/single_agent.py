@@ -57,8 +57,8 @@ class GenCoordGym(gymnasium.Env):
             self._obs, self._infos = self.env.reset(seed=seed if skipped == 0 else None, options=options)
             episode = self.env.session.episode  # type: ignore[union-attr]
             self._me = episode.first if self.role == "first" else episode.second
-            done, _ = self._partner_until_my_turn()
-            if not done:
+            terminated, truncated, _ = self._partner_until_my_turn()
+            if not (terminated or truncated):
                 return self._obs[self._me], {**self._infos[self._me], "skipped_episodes": skipped}
             if options and ("index" in options or "episode" in options):
                 raise RuntimeError(f"the partner ended episode {episode.id} before the learner's first decision")
@@ -68,25 +68,28 @@ class GenCoordGym(gymnasium.Env):
         obs, rewards, terms, truncs, infos = self.env.step({self._me: action})
         self._obs, self._infos = obs, infos
         reward = float(rewards.get(self._me, 0.0))
-        if any(terms.values()):
-            return obs[self._me], reward, True, False, infos[self._me]
-        done, partner_reward = self._partner_until_my_turn()
-        return self._obs[self._me], reward + partner_reward, done, False, self._infos[self._me]
+        if any(terms.values()) or any(truncs.values()):  # a truncation: on_fault="truncate" met an infrastructure fault
+            return obs[self._me], reward, any(terms.values()), not any(terms.values()), infos[self._me]
+        terminated, truncated, partner_reward = self._partner_until_my_turn()
+        return self._obs[self._me], reward + partner_reward, terminated, truncated, self._infos[self._me]
 
-    def _partner_until_my_turn(self) -> tuple[bool, float]:
-        """Let the partner play until the learner decides or the episode ends; (done, reward meanwhile)."""
+    def _partner_until_my_turn(self) -> tuple[bool, bool, float]:
+        """Let the partner play until the learner decides or the episode ends; (terminated, truncated, reward
+        meanwhile)."""
         reward = 0.0
         while True:
             turn = next((a for a, i in self._infos.items() if i.get("deciding")), None)
             if turn is None:
-                return True, reward
+                return True, False, reward
             if turn == self._me:
-                return False, reward
+                return False, False, reward
             action = self.partner.act(self.env.observation_text(turn), self._infos[turn])
-            self._obs, rewards, terms, _, self._infos = self.env.step({turn: action})
+            self._obs, rewards, terms, truncs, self._infos = self.env.step({turn: action})
             reward += float(rewards.get(self._me, 0.0))
             if any(terms.values()):
-                return True, reward
+                return True, False, reward
+            if any(truncs.values()):
+                return False, True, reward
 
     def render(self) -> str | None:
         return self.env.render()

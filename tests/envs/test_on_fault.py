@@ -123,3 +123,24 @@ def test_on_fault_is_checked() -> None:
     with pytest.raises(ValueError, match=re.escape("unknown on_fault 'truncated'; expected one of ['raise', 'truncate'] (did you mean 'truncate'?)")):
         gencoord_env.parallel_env(backend="sim", on_fault="truncated")
     assert issubclass(SidecarDied, MinecraftBackendError)
+
+
+@pytest.mark.parametrize("role", ["first", "second"])
+def test_the_single_agent_view_reports_a_fault_as_a_truncation(role: str) -> None:
+    from gencoord_env.agents.single_agent import gym_env
+
+    world = FaultyWorld(run_faults={1: DIED})
+    env = gym_env(role=role, backend="sim", world=world, on_fault="truncate")
+    env.reset(options={"index": 0})
+    ep = env.env.session.episode
+    stage = "sender_initial" if role == "first" else "receiver_after_request"
+    if role == "second":  # the partner (rule) sent the request; the learner realizes it
+        action = dsl.format(R.receiver_after_request(R.sender_initial(ep).peer_requests[0]))
+    else:
+        action = _good(stage, ep)
+    _, reward, terminated, truncated, info = env.step(action)
+    assert (terminated, truncated, reward) == (False, True, 0.0)
+    assert info["fault"]["type"] == "SidecarDied"
+    env.reset(options={"index": 0})  # the next reset recovers
+    _, reward, terminated, truncated, info = env.step(_good(stage, env.env.session.episode) if role == "first" else action)
+    assert terminated and not truncated and info["outcome"] == "SUCCESS"
