@@ -113,6 +113,12 @@ def _profile(fast: Generator, rng: torch.Generator, vocab: int, avoid: set[int],
                     decoder._step()
                 _sync()
             step_table = prof.key_averages().table(sort_by=key, row_limit=18, max_name_column_width=70)
+            # The step as the graph runs it (compiled, fused kernels), outside the graph so its kernels show.
+            with profile(activities=activities) as prof:
+                for _ in range(4):
+                    decoder._decode()
+                _sync()
+            compiled_table = prof.key_averages().table(sort_by=key, row_limit=24, max_name_column_width=70)
         report[f"batch{batch}"] = {"prefill_s": min(prefill), "step_s": min(step)}
         print(f"[profile] batch {batch}: prefill {min(prefill) * 1000:.1f} ms, decode step {min(step) * 1000:.2f} ms")
         if args.prefix_tokens and fast.prefixes is not None:
@@ -135,6 +141,7 @@ def _profile(fast: Generator, rng: torch.Generator, vocab: int, avoid: set[int],
                   f"{s_ids.shape[1]}-wide suffixes {min(timings) * 1000:.1f} ms")
         print(f"[profile] batch {batch} prefill kernels\n{prefill_table}")
         print(f"[profile] batch {batch} eager decode kernels (4 steps)\n{step_table}", flush=True)
+        print(f"[profile] batch {batch} compiled decode kernels (4 steps)\n{compiled_table}", flush=True)
     return report
 
 
@@ -290,6 +297,10 @@ def main() -> None:
         "--state-variant", action="store_true", help="also time batch N with the recurrent state kept in the model dtype"
     )
     parser.add_argument(
+        "--fuse-projections", action="store_true",
+        help="one matrix multiply per layer for projections that read the same input (GenerationConfig.fuse_projections)",
+    )
+    parser.add_argument(
         "--prefix-tokens", type=int, default=0,
         help="also time every measurement with this many of the input tokens a shared head whose state is cached (0: skip)",
     )
@@ -324,6 +335,7 @@ def main() -> None:
         compile_decode=False if args.no_compile else None,
         hybrid=False if args.no_hybrid else None,
         min_prefix_tokens=1,  # the benchmark says what is shared (--prefix-tokens); calls without it prefill all
+        fuse_projections=args.fuse_projections,
     )
     fast = Generator(model, tokenizer, fast_config)
     avoid = set(fast.eos_ids)
@@ -342,6 +354,7 @@ def main() -> None:
         "cuda_graphs": not args.no_graphs and device.type == "cuda",
         "compiled_decode": not args.no_compile and not args.no_graphs and device.type == "cuda",
         "hybrid_forward": not args.no_hybrid and supports_hybrid(model),
+        "fused_projections_bytes": fast.fused.nbytes if fast.fused is not None else 0,
         "input_tokens": args.input_tokens,
         "output_tokens": args.output_tokens,
     }
@@ -415,7 +428,7 @@ def main() -> None:
         + (f" batch{args.batch}_model_dtype_state={variant['commitments_per_s']:.1f}/s" if variant else "")
         + (f" prefix{args.prefix_tokens}_commit_p50={prefix['batch1']['commit_p50_s']:.3f}s"
            f" prefix{args.prefix_tokens}_batch{args.batch}={prefix['batchN']['commitments_per_s']:.1f}/s" if prefix else "")
-        + f" graphs={info['cuda_graphs']} hybrid={info['hybrid_forward']}"
+        + f" graphs={info['cuda_graphs']} hybrid={info['hybrid_forward']} fused={args.fuse_projections}"
     )
 
 

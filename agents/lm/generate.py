@@ -52,8 +52,8 @@ import torch
 from transformers import LogitsProcessor, LogitsProcessorList, PreTrainedModel, PreTrainedTokenizerBase, StoppingCriteria, StoppingCriteriaList
 
 from gencoord_env.agents.lm import kernels
-from gencoord_env.agents.lm.hybrid import HybridState, hybrid_forward, supports_hybrid
-from gencoord_env.agents.lm.prefix import PrefixCache, PrefixState, compute_prefix, splice
+from gencoord_env.agents.lm.hybrid import FusedProjections, HybridState, hybrid_forward, supports_hybrid
+from gencoord_env.agents.lm.prefix import PrefixCache, PrefixState, compute_prefix, splice, weights_fingerprint
 from gencoord_env.agents.lm.prompt import prompt_parts
 
 __all__ = ["GenerationConfig", "GenerationRecord", "Generator", "kernel_report"]
@@ -125,6 +125,11 @@ class GenerationConfig:
     min_prefix_tokens: int = 32
     # Distinct prefix states kept (Qwen3.5-0.8B: ~20 MB each, mostly the float32 recurrent states).
     max_prefixes: int = 64
+    # Hybrid forward: one matrix multiply per layer for the projections that read the same input
+    # (Gated-DeltaNet in_proj q/k/v/z/b/a, attention q/k/v, MLP gate/up) over concatenated copies of
+    # their weights (Qwen3.5-0.8B: +0.7 GB), refreshed when the weights change. Same tokens; fewer
+    # kernels per decode step. Not yet measured on GPU, so off by default.
+    fuse_projections: bool = False
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:
@@ -301,9 +306,12 @@ class Generator:
         self._hybrid = supports_hybrid(self.model) if self.config.hybrid is None else self.config.hybrid
         self.prefixes: PrefixCache | None = None
         if self.config.prefix_cache and self.backend == "static" and self._prefix_supported():
-            self.prefixes = PrefixCache(
-                lambda tokens: compute_prefix(self.model, tokens, hybrid=self._hybrid), self.model, self.config.max_prefixes
-            )
+            self.prefixes = PrefixCache(lambda tokens: compute_prefix(self.model, tokens, hybrid=self._hybrid), self.config.max_prefixes)
+        self.fused: FusedProjections | None = None
+        if self.config.fuse_projections and self.backend == "static" and self._hybrid:
+            self.fused = FusedProjections(self.model)
+        # Both hold values computed from the weights: recomputed when a training step changes them.
+        self._weights = weights_fingerprint(self.model) if (self.prefixes or self.fused) else None
         # Token ids of each shared head text seen (the prior recurs at every decision of its template).
         self._head_ids: OrderedDict[str, list[int]] = OrderedDict()
 
@@ -377,6 +385,18 @@ class Generator:
         layer_types = getattr(self.model.config, "layer_types", None) or ["full_attention"]
         return self._hybrid or all(kind == "full_attention" for kind in layer_types)
 
+    def _check_weights(self) -> None:
+        """After an in-place weight update: forget cached prefix states, recopy fused weights."""
+        if self._weights is None:
+            return
+        current = weights_fingerprint(self.model)
+        if current != self._weights:
+            self._weights = current
+            if self.prefixes is not None:
+                self.prefixes.clear()
+            if self.fused is not None:
+                self.fused.refresh()
+
     def _head(self, text: str) -> list[int]:
         """Token ids of a shared head text, memoized (each prior recurs at every decision of its template)."""
         if not text:
@@ -401,6 +421,7 @@ class Generator:
         noise = self._noise(len(prompts), seed)
         with torch.inference_mode():
             if self.backend == "static":
+                self._check_weights()
                 rows, logps = self._decode_static(prompts, noise, shared)
             else:
                 rows, logps = self._decode_generate(prompts, noise)
@@ -487,7 +508,6 @@ class Generator:
         lengths = [min(n, len(p) - 1) for p, n in zip(prompts, shared)]
         if not any(n >= self.config.min_prefix_tokens for n in lengths):
             return None
-        self.prefixes.check_weights()
         return [self.prefixes.get(tuple(p[:n])) if n >= self.config.min_prefix_tokens else None for p, n in zip(prompts, lengths)]
 
     def _decode_static(
@@ -561,6 +581,7 @@ class Generator:
             state_dtype=torch.float32 if self.config.recurrent_state == "float32" else self.model.dtype,
             sample=sample,
             logprobs=logprobs,
+            fused=self.fused,
         )
         self._decoders[key] = decoder
         return decoder
@@ -645,8 +666,10 @@ class _StaticDecoder:
         state_dtype: torch.dtype = torch.float32,
         sample: bool = False,
         logprobs: bool = False,
+        fused: FusedProjections | None = None,
     ) -> None:
         self.model = model
+        self.fused = fused
         # Python-level switches: each (sample, logprobs) pair is its own decoder and captured graph, so
         # the greedy step stays exactly the code it always was.
         self.sample, self.logprobs = sample, logprobs
@@ -745,7 +768,9 @@ class _StaticDecoder:
     def _step(self) -> None:
         full_mask = (self.allowed & (self.kv_index <= self.slot))[:, None, None, :]
         if self.hybrid:
-            logits = hybrid_forward(self.model, self.state, self.tokens, self.positions, self.slot.view(1), full_mask, decode=True)
+            logits = hybrid_forward(
+                self.model, self.state, self.tokens, self.positions, self.slot.view(1), full_mask, decode=True, fused=self.fused
+            )
         else:
             logits = self._forward(self.tokens, self.positions, full_mask, None)
         chosen = self._choose(logits)
@@ -770,7 +795,7 @@ class _StaticDecoder:
             if padded:  # keys are this call's tokens only; the diagonal keeps padding rows finite
                 causal = q_index[None, :] <= q_index[:, None]
                 full_mask = ((mask[:, None, :] & causal[None]) | torch.eye(width, dtype=torch.bool, device=self.device)[None])[:, None]
-            logits = hybrid_forward(self.model, self.state, ids, positions, q_index, full_mask, linear_mask, decode=False)
+            logits = hybrid_forward(self.model, self.state, ids, positions, q_index, full_mask, linear_mask, decode=False, fused=self.fused)
         else:
             self.cache.reset()
             full_mask = None  # unpadded: keys sit in slots 0..width-1, so SDPA's own causal rule is exact
@@ -805,7 +830,8 @@ class _StaticDecoder:
         visible = (self.allowed[:, None, : keys.shape[0]] & causal[None]) | (keys[None, None, :] == slots[None, :, None])
         if self.hybrid:
             logits = hybrid_forward(
-                self.model, self.state, ids, positions, slots, visible[:, None], mask, decode=False, extend=True, last=lengths - 1
+                self.model, self.state, ids, positions, slots, visible[:, None], mask, decode=False, extend=True,
+                last=lengths - 1, fused=self.fused,
             )
         else:
             logits = self._forward_rows(ids, positions, visible[:, None], lengths - 1)

@@ -38,7 +38,7 @@ from torch import nn
 
 from gencoord_env.agents.lm import kernels
 
-__all__ = ["HybridState", "hybrid_forward", "supports_hybrid"]
+__all__ = ["FusedProjections", "HybridState", "hybrid_forward", "supports_hybrid"]
 
 
 def _text_model(model: nn.Module) -> nn.Module | None:
@@ -95,6 +95,60 @@ class HybridState:
         return cls(conv=conv, recurrent=recurrent, keys=keys, values=values)
 
 
+# Projections of one layer that read the same input, by submodule: one matrix multiply can do each
+# group's work when its weights are concatenated (FusedProjections).
+FUSABLE: dict[str, tuple[str, ...]] = {
+    "linear_attn": ("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"),
+    "self_attn": ("q_proj", "k_proj", "v_proj"),
+    "mlp": ("gate_proj", "up_proj"),
+}
+
+
+class FusedProjections:
+    """Each layer's :data:`FUSABLE` groups with their weights concatenated, so a decode step launches one
+    matrix multiply where the model has two to four (at batch 1 a step is mostly kernel launches).
+
+    The weights are copies (Qwen3.5-0.8B: ~0.7 GB in bf16): :meth:`refresh` after the model's weights
+    change. Groups with a bias are left to the model's own modules.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        text = _text_model(model)
+        if text is None:
+            raise ValueError(f"{type(model).__name__} has no Qwen3.5 decoder stack to fuse")
+        self._modules: dict[tuple[int, str], list[nn.Linear]] = {}
+        for index, layer in enumerate(text.layers):
+            for group, names in FUSABLE.items():
+                parent = getattr(layer, group, None)
+                if parent is None:
+                    continue
+                modules = [getattr(parent, name) for name in names]
+                if all(getattr(m, "bias", None) is None for m in modules):
+                    self._modules[(index, group)] = modules
+        with torch.no_grad():
+            self.weights = {key: torch.cat([m.weight for m in modules]) for key, modules in self._modules.items()}
+
+    def get(self, index: int, group: str) -> torch.Tensor | None:
+        return self.weights.get((index, group))
+
+    def refresh(self) -> None:
+        """Copy the model's current weights in (in place: captured graphs keep reading these buffers)."""
+        with torch.no_grad():
+            for key, modules in self._modules.items():
+                self.weights[key].copy_(torch.cat([m.weight for m in modules]))
+
+    @property
+    def nbytes(self) -> int:
+        return sum(w.numel() * w.element_size() for w in self.weights.values())
+
+
+def _project(x: torch.Tensor, modules: list[nn.Module], fused: torch.Tensor | None) -> list[torch.Tensor]:
+    """Each module applied to ``x``: one multiply with the concatenated weight when there is one."""
+    if fused is None:
+        return [m(x) for m in modules]
+    return list(F.linear(x, fused).split([m.out_features for m in modules], dim=-1))
+
+
 def _gated_delta_net(
     m: nn.Module,
     x: torch.Tensor,
@@ -103,14 +157,13 @@ def _gated_delta_net(
     pad_mask: torch.Tensor | None,
     decode: bool,
     extend: bool = False,
+    fused: torch.Tensor | None = None,
 ) -> torch.Tensor:
     if pad_mask is not None:  # padded positions must not move the conv or recurrent state
         x = (x * pad_mask[:, :, None]).to(x.dtype)
     batch, length, _ = x.shape
-    mixed = m.in_proj_qkv(x)
-    z = m.in_proj_z(x).reshape(batch, length, -1, m.head_v_dim)
-    b = m.in_proj_b(x)
-    a = m.in_proj_a(x)
+    mixed, z, b, a = _project(x, [m.in_proj_qkv, m.in_proj_z, m.in_proj_b, m.in_proj_a], fused)
+    z = z.reshape(batch, length, -1, m.head_v_dim)
     weight = m.conv1d.weight.squeeze(1)
     width = weight.shape[-1]
     if decode:
@@ -161,16 +214,18 @@ def _attention(
     mask: torch.Tensor | None,
     decode: bool,
     extend: bool = False,
+    fused: torch.Tensor | None = None,
 ) -> torch.Tensor:
     from transformers.models.qwen3_5.modeling_qwen3_5 import apply_rotary_pos_emb
 
     batch, length, _ = x.shape
     shape = (batch, length, -1, m.head_dim)
-    query, gate = torch.chunk(m.q_proj(x).view(batch, length, -1, m.head_dim * 2), 2, dim=-1)
+    q_all, k_all, v_all = _project(x, [m.q_proj, m.k_proj, m.v_proj], fused)
+    query, gate = torch.chunk(q_all.reshape(batch, length, -1, m.head_dim * 2), 2, dim=-1)
     gate = gate.reshape(batch, length, -1)
-    query = m.q_norm(query.view(shape)).transpose(1, 2)
-    key = m.k_norm(m.k_proj(x).view(shape)).transpose(1, 2)
-    value = m.v_proj(x).view(shape).transpose(1, 2)
+    query = m.q_norm(query.reshape(shape)).transpose(1, 2)
+    key = m.k_norm(k_all.reshape(shape)).transpose(1, 2)
+    value = v_all.reshape(shape).transpose(1, 2)
     query, key = apply_rotary_pos_emb(query, key, cos, sin)
     keys.index_copy_(2, slots, key)
     values.index_copy_(2, slots, value)
@@ -206,6 +261,13 @@ def _attention(
     return m.o_proj(out * torch.sigmoid(gate))
 
 
+def _mlp(m: nn.Module, x: torch.Tensor, fused: torch.Tensor | None) -> torch.Tensor:
+    if fused is None:
+        return m(x)
+    gate, up = _project(x, [m.gate_proj, m.up_proj], fused)
+    return m.down_proj(m.act_fn(gate) * up)
+
+
 def hybrid_forward(
     model: nn.Module,
     state: HybridState,
@@ -218,6 +280,7 @@ def hybrid_forward(
     decode: bool,
     extend: bool = False,
     last: torch.Tensor | None = None,
+    fused: FusedProjections | None = None,
 ) -> torch.Tensor:
     """Logits of each row's last position, (B, vocab), after writing this call's tokens into ``state``.
 
@@ -227,7 +290,8 @@ def hybrid_forward(
     ``attn_mask``: None for an unpadded prefill (causal), else a boolean mask over keys, (B, 1, T, T)
     for a prefill, (B, 1, T, S) over the first S cache slots for an extension and (B, 1, 1, L) for a
     decode step. ``pad_mask`` (B, T): real tokens of a padded prefill or extension. ``last`` (B,): the
-    column whose logits to return per row (None: the last column).
+    column whose logits to return per row (None: the last column). ``fused``: concatenated projection
+    weights to use instead of the modules' own (same function, fewer kernels).
     """
     if extend and attn_mask is None:
         raise ValueError("an extension needs attn_mask over the cache slots it attends to")
@@ -238,11 +302,17 @@ def hybrid_forward(
         residual = hidden
         hidden = layer.input_layernorm(hidden)
         if index in state.recurrent:
-            hidden = _gated_delta_net(layer.linear_attn, hidden, state.conv[index], state.recurrent[index], pad_mask, decode, extend)
+            weight = fused.get(index, "linear_attn") if fused is not None else None
+            hidden = _gated_delta_net(
+                layer.linear_attn, hidden, state.conv[index], state.recurrent[index], pad_mask, decode, extend, weight
+            )
         else:
-            hidden = _attention(layer.self_attn, hidden, cos, sin, state.keys[index], state.values[index], slots, attn_mask, decode, extend)
+            weight = fused.get(index, "self_attn") if fused is not None else None
+            hidden = _attention(
+                layer.self_attn, hidden, cos, sin, state.keys[index], state.values[index], slots, attn_mask, decode, extend, weight
+            )
         hidden = residual + hidden
-        hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
+        hidden = hidden + _mlp(layer.mlp, layer.post_attention_layernorm(hidden), fused.get(index, "mlp") if fused is not None else None)
     if last is None:
         final = hidden[:, -1:]
     else:

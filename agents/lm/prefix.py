@@ -15,9 +15,9 @@ Keys and values are placed right-aligned before the suffix region, at slots ``[s
 full attention reads slots through its mask, so rows with prefixes of different lengths share one
 layout.
 
-:class:`PrefixCache` keeps recently used prefixes (least recently used out first) and forgets them
-all when the model's weights change in place (a training step), since the states were computed
-from the old weights.
+:class:`PrefixCache` keeps recently used prefixes (least recently used out first). Its owner must
+:meth:`~PrefixCache.clear` it when the model's weights change (a training step writes them in place;
+:func:`weights_fingerprint` tells), since the states were computed from the old weights.
 
 Example::
 
@@ -132,28 +132,23 @@ def weights_fingerprint(model: nn.Module) -> tuple[tuple[int, int], ...]:
 
 
 class PrefixCache:
-    """Prefix states by token sequence, least recently used out first, emptied when the weights change."""
+    """Prefix states by token sequence, least recently used out first."""
 
-    def __init__(self, compute: Callable[[tuple[int, ...]], PrefixState], model: nn.Module, max_entries: int = 64) -> None:
+    def __init__(self, compute: Callable[[tuple[int, ...]], PrefixState], max_entries: int = 64) -> None:
         if max_entries < 1:
             raise ValueError(f"max_entries must be >= 1, got {max_entries}")
         self._compute = compute
-        self._model = model
         self.max_entries = max_entries
         self._entries: OrderedDict[tuple[int, ...], PrefixState] = OrderedDict()
-        self._fingerprint = weights_fingerprint(model)
         self.hits = 0
         self.misses = 0
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def check_weights(self) -> None:
-        """Forget every state if the model's weights changed since they were computed."""
-        current = weights_fingerprint(self._model)
-        if current != self._fingerprint:
-            self._entries.clear()
-            self._fingerprint = current
+    def clear(self) -> None:
+        """Forget every state (the weights they were computed from changed)."""
+        self._entries.clear()
 
     def get(self, tokens: tuple[int, ...]) -> PrefixState:
         entry = self._entries.get(tokens)

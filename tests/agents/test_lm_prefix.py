@@ -216,10 +216,10 @@ def test_sampling_after_a_cached_head_draws_the_same_tokens(hybrid: LoadedModel)
     assert [r.completion_ids for r in reuse] == [r.completion_ids for r in full]
 
 
-def test_a_weight_update_forgets_the_cached_heads(hybrid: LoadedModel) -> None:
+def test_a_weight_update_forgets_the_cached_heads_and_recopies_fused_weights(hybrid: LoadedModel) -> None:
     model = _tiny("qwen3_5").model  # its own copy: this test writes to the weights
     prompts = _prompts(hybrid, seed=9)
-    reuse = Generator(model, hybrid.tokenizer, _config())
+    reuse = Generator(model, hybrid.tokenizer, _config(fuse_projections=True))
     before = reuse.generate_tokens(prompts, shared=HEAD)
     with torch.no_grad():
         model.model.layers[0].linear_attn.in_proj_qkv.weight.mul_(-1.0)  # an optimizer step writes in place
@@ -266,8 +266,22 @@ def test_the_cache_keeps_the_most_recent_heads(hybrid: LoadedModel) -> None:
         computed.append(tokens)
         return compute_prefix(hybrid.model, tokens, hybrid=True)
 
-    cache = PrefixCache(compute, hybrid.model, max_entries=2)
+    cache = PrefixCache(compute, max_entries=2)
     for tokens in [(5, 6), (7, 8), (5, 6), (9, 10), (7, 8)]:
         cache.get(tokens)
     assert computed == [(5, 6), (7, 8), (9, 10), (7, 8)] and len(cache) == 2
     assert cache.get((9, 10)).length == 2 and cache.hits == 2
+    cache.clear()
+    assert len(cache) == 0 and cache.get((9, 10)) is not None and computed[-1] == (9, 10)
+
+
+def test_fused_projections_compute_the_same_tokens(hybrid: LoadedModel) -> None:
+    prompts = _prompts(hybrid, seed=10)
+    fused = Generator(hybrid.model, hybrid.tokenizer, _config(fuse_projections=True))
+    assert fused.fused is not None and len(fused.fused.weights) == 2 * 2  # per layer: its mixer, its MLP
+    for shared in (None, HEAD):  # the fresh prefill and the suffix prefill after a cached head
+        got = fused.generate_tokens(prompts, shared=shared)
+        expected = Generator(hybrid.model, hybrid.tokenizer, _config(prefix_cache=False)).generate_tokens(prompts)
+        assert [r.tokens for r in got] == [r.tokens for r in expected]
+        for a, b in zip(got, expected):
+            torch.testing.assert_close(torch.tensor(a.logprobs), torch.tensor(b.logprobs), rtol=0, atol=1e-4)
