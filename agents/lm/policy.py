@@ -1,7 +1,8 @@
 """Learned policies behind the rule agents' interface: ``act(observation, info) -> str``.
 
 - :class:`DirectDSLPolicy` (Direct Short DSL): the prompt is the agent's local context (the observation
-  text) through the tokenizer's chat template; greedy decoding with the 256-token cap; the completion is
+  text) laid out by :func:`prompt_text` (the shared prior as the system turn, the rest as the user
+  turn of the tokenizer's chat template; training builds the same); greedy decoding with the 256-token cap; the completion is
   the action, parsed by the env like any other agent's.
 - :class:`FactorCodePolicy` (Factor-Code + Rule): the model emits only the stage's binding code
   (``active_binding_id=<code>`` at the sender, ``accepted_binding_id=<code>`` at the receiver); the public
