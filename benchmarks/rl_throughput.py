@@ -34,7 +34,8 @@ def menu_steps(observations: str, seconds: float, seed: int = 0) -> tuple[float,
     while True:
         turn = next(a for a, i in infos.items() if i["deciding"])
         valid = np.flatnonzero(obs[turn]["action_mask"])
-        obs, _, terms, _, infos = env.step({turn: int(rng.choice(valid))})
+        # valid[integers] draws the same uniform slot as rng.choice(valid) at a fraction of its cost
+        obs, _, terms, _, infos = env.step({turn: int(valid[rng.integers(valid.size)])})
         steps += 1
         if not env.agents:
             episodes += 1

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gencoord_env.caches import cache
+from gencoord_env.caches import Memo, cache
 from gencoord_env.catalog import CATALOG
 from gencoord_env.dsl import format as format_dsl
 from gencoord_env.types import PeerRequest, Proposal, Task
@@ -188,31 +188,64 @@ def build_context(
     """The local context of ``agent`` at decision ``stage``.
 
     ``describe(binding, form, episode)`` renders a naturalized private fact; it is used when
-    ``private_fact`` is not ``"id"``. At the ``centralized`` stage the context also carries the peer's
-    local view (``peer_view``), which the planner receives as an upload.
+    ``private_fact`` is not ``"id"`` (a pure function: what it returns is kept with the context). At the
+    ``centralized`` stage the context also carries the peer's local view (``peer_view``), which the
+    planner receives as an upload.
+
+    A context without history or messages (an episode's first decision) is the same value at every reset
+    of the episode: it is built once and the same object returned after that.
     """
+    if not history and not messages:
+        key = (episode, agent, stage, route, view, private_fact, describe)
+        found = _OPENINGS.get(key)
+        if found is None:
+            found = _OPENINGS.put(key, _build(episode, agent, stage, route, view, (), (), private_fact, describe))
+        return found  # type: ignore[no-any-return]
+    return _build(episode, agent, stage, route, view, tuple(history), tuple(messages), private_fact, describe)
+
+
+#: contexts of first decisions, by everything they depend on
+_OPENINGS = Memo("tasks.contexts.openings", maxsize=1 << 14)
+#: the parts of an agent's contexts that stay the same for the whole episode
+_FIXED = Memo("tasks.contexts.fixed", maxsize=1 << 14)
+
+
+def _build(episode: Episode, agent: str, stage: str, route: str, view: str, history: tuple[Done, ...],
+           messages: tuple[Message, ...], private_fact: str, describe: Describe | None) -> Context:
+    key = (episode, agent, view, private_fact, describe)
+    fixed = _FIXED.get(key)
+    if fixed is None:
+        fixed = _FIXED.put(key, _fixed(episode, agent, view, private_fact, describe))
+    role, peer, task, private, observation, prior_view, team = fixed
+    peer_view = None
+    peer_views: tuple[Context, ...] = ()
+    if stage == "centralized":
+        views = tuple(build_context(episode, other, "centralized_peer_view", route=route, view=view,
+                                    private_fact=private_fact, describe=describe) for other in episode.peers_of[agent])
+        if episode.is_team:
+            peer_views = views
+        else:
+            peer_view = views[0]
+    return Context(
+        agent=agent, role=role, peer=peer, stage=stage, route=route, task=task, private=private,
+        observation=observation, history=history, messages=messages, prior=prior_view, peer_view=peer_view,
+        team=team, peer_views=peer_views,
+    )
+
+
+def _fixed(episode: Episode, agent: str, view: str, private_fact: str,
+           describe: Describe | None) -> tuple[str, str, TaskInfo, Private, LocalObservation, PriorView, tuple[tuple[str, str], ...]]:
+    """(role, peer, task, private, observation, prior view, team) of ``agent``'s contexts in ``episode``."""
     private = _private(episode, agent)
     if private.active_binding_id is not None and private_fact != "id":
         if describe is None:
             raise ValueError(f"private_fact={private_fact!r} needs a describe function")
         private = Private(active_fact=describe(private.active_binding_id, private_fact, episode))
     task, observation, prior_view = _static(episode, agent, view)
-    peer_view = None
-    peer_views: tuple[Context, ...] = ()
     others = episode.peers_of[agent]
-    if stage == "centralized":
-        views = tuple(build_context(episode, other, "centralized_peer_view", route=route, view=view,
-                                    private_fact=private_fact, describe=describe) for other in others)
-        if episode.is_team:
-            peer_views = views
-        else:
-            peer_view = views[0]
     team = tuple(zip(episode.roles, episode.role_agents)) if episode.is_team else ()
-    return Context(
-        agent=agent, role=episode.role_of[agent], peer=others[0] if len(others) == 1 else ",".join(others),
-        stage=stage, route=route, task=task, private=private, observation=observation, history=tuple(history),
-        messages=tuple(messages), prior=prior_view, peer_view=peer_view, team=team, peer_views=peer_views,
-    )
+    return (episode.role_of[agent], others[0] if len(others) == 1 else ",".join(others), task, private, observation,
+            prior_view, team)
 
 
 def _private(episode: Episode, agent: str) -> Private:

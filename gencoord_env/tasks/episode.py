@@ -21,6 +21,7 @@ from types import MappingProxyType
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from gencoord_env.caches import Memo
 from gencoord_env.catalog import CATALOG
 from gencoord_env.types import Task
 from gencoord_env.tasks.prior import (
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
 AGENTS: tuple[str, str] = ("agent_a", "agent_b")
 #: agent ids of a team, in order: a team of n agents is the first n
 TEAM_AGENTS: tuple[str, ...] = ("agent_a", "agent_b", "agent_c", "agent_d", "agent_e")
+#: each distinct station layout once (``Episode.world``)
+_LAYOUTS = Memo("tasks.episode.layouts")
 
 
 def agents_for(n: int) -> tuple[str, ...]:
@@ -383,6 +386,10 @@ class Episode:
         stations = tuple(
             Station(s.name, s.kind, self.place(s.pos), tuple(self.place(c) for c in s.cells)) for s in built
         )
+        # one tuple per distinct layout (a pool has a handful): a world that validated it finds it again by
+        # identity, without comparing every station
+        known = _LAYOUTS.get(stations)
+        stations = known if known is not None else _LAYOUTS.put(stations, stations)
         containers: dict[str, dict[str, int]] = {s.name: {} for s in built if s.kind == "chest"}
         source = containers[self.source_chest(self.first)]
         for item, n in [*self.source_stock.items(), *decoy.source_chest.items()]:

@@ -174,8 +174,12 @@ def role_permutations(cluster: Cluster) -> int:
     return len(prior().template(cluster.template).roles)
 
 
+@cache(maxsize=32)
 def pool_episodes(name: str, seed: int = 0) -> tuple[Episode, ...]:
     """The episodes of pool ``name`` in env index order: each cluster under each of its role permutations.
+
+    The same tuple for the same arguments, so what an episode derives once (its world, DAG, scopes) is
+    built once per process, not once per env.
 
     >>> [e.perm for e in pool_episodes("heldout")[:4]]
     [0, 1, 0, 1]

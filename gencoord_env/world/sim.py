@@ -188,13 +188,14 @@ def _fail(code: str, reason: str) -> _Result:
     return False, reason, {"error": code}
 
 
-def _counts(what: str, counts: object) -> dict[str, int]:
+def _counts(field: str, key: str, counts: object) -> dict[str, int]:
+    """``counts`` without zeros, checked; ``field[key]`` names it in an error (built only then)."""
     if type(counts) is not dict and not isinstance(counts, Mapping):
-        raise WorldSpecError(f"{what}: expected a mapping item -> count, got {type(counts).__name__}")
+        raise WorldSpecError(f"{field}[{key!r}]: expected a mapping item -> count, got {type(counts).__name__}")
     out: dict[str, int] = {}
     for item, n in counts.items():
         if type(item) is not str or type(n) is not int or n < 0:
-            raise WorldSpecError(f"{what}: expected item name -> count >= 0, got {item!r}: {n!r}")
+            raise WorldSpecError(f"{field}[{key!r}]: expected item name -> count >= 0, got {item!r}: {n!r}")
         if n:
             out[item] = n
     return out
@@ -209,6 +210,10 @@ _Layout = tuple[dict[str, Station], tuple[str, ...], tuple[str, ...], tuple[str,
 #: times, and validating a layout costs more than the rest of ``reset``. A hit costs one tuple hash
 #: (the dict then finds the same tuple object by identity before comparing values).
 _LAYOUTS = Memo("world.sim.layouts")
+#: how many layouts a world keeps at hand (a core pool has ten)
+_RECENT_LAYOUTS = 16
+#: agent tuples already checked, with their set
+_AGENT_SETS = Memo("world.sim.agent_sets", maxsize=64)
 
 
 def _build_layout(stations: tuple[Station, ...]) -> _Layout:
@@ -267,6 +272,7 @@ class SimWorld:
             for op, args in OP_ARGS.items()
         }
         self._layout_src: tuple[Station, ...] | None = None
+        self._recent_layouts: list[tuple[tuple[Station, ...], _Layout]] = []
         self._stations: dict[str, Station] = {}
         self._agents: frozenset[str] = frozenset()
         self._reset = False
@@ -280,9 +286,14 @@ class SimWorld:
         if spec.stations is not self._layout_src:
             self._load_layout(spec.stations)
         agents = spec.agents
-        if len(set(agents)) != len(agents) or not all(isinstance(a, str) and a for a in agents):
-            raise WorldSpecError(f"agents must be distinct non-empty names, got {agents!r}")
-        self._agents = frozenset(agents)
+        names = _AGENT_SETS.get(agents) if type(agents) is tuple else None
+        if names is None:
+            if len(set(agents)) != len(agents) or not all(isinstance(a, str) and a for a in agents):
+                raise WorldSpecError(f"agents must be distinct non-empty names, got {agents!r}")
+            names = frozenset(agents)
+            if type(agents) is tuple and all(type(a) is str for a in agents):
+                _AGENT_SETS.put(agents, names)
+        self._agents = names
         stations = self._stations
         pos: dict[str, Pos] = {}
         for agent in agents:
@@ -294,14 +305,14 @@ class SimWorld:
         for agent, counts in spec.inventories.items():
             if agent not in inv:
                 raise WorldSpecError(f"inventory for unknown agent {agent!r}; agents are {list(agents)}")
-            inv[agent] = _counts(f"inventories[{agent!r}]", counts)
+            inv[agent] = _counts("inventories", agent, counts)
         self._inv = inv
         chests = {name: {} for name in self._chest_names}
         for name, counts in spec.containers.items():
             if name not in chests:
                 kind = stations[name].kind if name in stations else "no such station"
                 raise WorldSpecError(f"containers[{name!r}]: contents need a chest station, got {kind!r}")
-            chests[name] = _counts(f"containers[{name!r}]", counts)
+            chests[name] = _counts("containers", name, counts)
         self._chests = chests
         self._furnaces = {name: FurnaceSlots() for name in self._furnace_names}
         self._sites: dict[str, list[tuple[int, int, int, str]]] = {name: [] for name in self._site_names}
@@ -376,9 +387,16 @@ class SimWorld:
     # ------------------------------------------------------------------ internals
 
     def _load_layout(self, stations: tuple[Station, ...]) -> None:
-        layout = _LAYOUTS.get(stations)
+        # Episodes share one stations tuple per distinct layout (``Episode.world``), so the few a pool has are
+        # found among the recent ones by identity, without hashing every station; else by value.
+        recent = self._recent_layouts
+        layout = next((entry[1] for entry in recent if entry[0] is stations), None)
         if layout is None:
-            layout = _LAYOUTS.put(stations, _build_layout(stations))
+            layout = _LAYOUTS.get(stations)
+            if layout is None:
+                layout = _LAYOUTS.put(stations, _build_layout(stations))
+            recent.insert(0, (stations, layout))
+            del recent[_RECENT_LAYOUTS:]
         self._stations, self._chest_names, self._furnace_names, self._site_names = layout
         self._layout_src = stations
 

@@ -118,7 +118,7 @@ from gencoord_env.envs.gencoord.surfaces import SURFACES
 from gencoord_env.outcomes import REWARDS
 from gencoord_env.tasks import AGENTS, Episode
 from gencoord_env.tasks.compose import VIEWS
-from gencoord_env.tasks.contexts import PRIVATE_FACT_FORMS, Context, render
+from gencoord_env.tasks.contexts import PRIVATE_FACT_FORMS, Context, render_parts
 from gencoord_env.tasks.episode import agents_for
 from gencoord_env.tasks.pools import POOL_SIZES, TEAM_POOLS, pool_episodes
 from gencoord_env.tokens import as_tokenizer
@@ -324,7 +324,8 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         s = self.session
         assert s is not None
         self._context = None if s.done else s.context(s.turn)
-        deciding_text = render(self._context) if self._context is not None else None
+        parts = render_parts(self._context) if self._context is not None else None  # render(), in blocks
+        deciding_text = "\n".join(parts) if parts is not None else None
         self._last_text = {a: deciding_text if deciding_text is not None and a == s.turn else s.observation(a)
                            for a in s.episode.agents}
         if self._context is not None:
@@ -334,7 +335,8 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             return dict(self._last_text)
         self._menu = interface.menu(self._context) if interface.actions == "menu" else WAITING
         deciding = None if self._context is None else s.turn
-        return {a: interface.observe(text, self._menu if a == deciding else None, self._context if a == deciding else None)
+        return {a: interface.observe(text, self._menu, self._context, parts) if a == deciding
+                else interface.observe(text, None)
                 for a, text in self._last_text.items()}
 
     def observation_text(self, agent: str) -> str:

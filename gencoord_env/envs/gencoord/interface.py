@@ -42,10 +42,12 @@ OBSERVATIONS: tuple[str, ...] = ("text", "tokens", "bag")
 
 @dataclass(frozen=True)
 class Menu:
-    """One decision's menu: the candidate records and their texts in the env's surface (``None``: masked)."""
+    """One decision's menu: the candidate records and their texts in the env's surface (``None``: masked);
+    ``mask`` the action mask of its slots (read-only; observations get a copy)."""
 
     records: tuple[Proposal | None, ...]
     texts: tuple[str | None, ...]
+    mask: np.ndarray | None = field(default=None, compare=False, repr=False)
 
 
 _PRIOR_COUNTS = Memo("envs.interface.prior_counts", maxsize=1 << 12)
@@ -76,7 +78,20 @@ def brief(value: Any, limit: int = 80) -> str:
 
 #: A waiting agent's menu: slot 0 only, whose action is ignored.
 WAITING = Menu((None,), (None,))
-_TEXTS = Memo("envs.interface.menu_texts", maxsize=1 << 15)
+#: menus by (surface, N, ``menu_key``): a decision met again (every reset meets its first one) reuses its menu
+_MENUS = Memo("envs.interface.menus", maxsize=1 << 15)
+_IDLE_MASKS = Memo("envs.interface.idle_masks", maxsize=64)
+
+
+def _mask(records: tuple[Proposal | None, ...], n: int) -> np.ndarray:
+    """Slot 0 and every slot with a record, read-only."""
+    mask = np.zeros(n, dtype=np.int8)
+    mask[0] = 1
+    for k, c in enumerate(records[:n]):
+        if c is not None:
+            mask[k] = 1
+    mask.flags.writeable = False
+    return mask
 
 
 @dataclass(frozen=True)
@@ -130,20 +145,23 @@ class Interface:
         if context is None:
             return WAITING
         key = menu_key(context)
-        records = candidates(context, key)
-        texts = _TEXTS.get((self.surface.name, key))
-        if texts is None:
+        menu = _MENUS.get((self.surface.name, self.n, key))
+        if menu is None:
+            records = candidates(context, key)
             peers = max(1, len(context.team) - 1)  # a team's records may address every other agent
-            texts = _TEXTS.put((self.surface.name, key),
-                               tuple(self.surface.write(c, peers) if c is not None else None for c in records))
-        return Menu(records, texts)
+            texts = tuple(self.surface.write(c, peers) if c is not None else None for c in records)
+            menu = _MENUS.put((self.surface.name, self.n, key), Menu(records, texts, _mask(records, self.n)))
+        return menu  # type: ignore[no-any-return]
 
-    def observe(self, text: str, menu: Menu | None, context: Context | None = None) -> Any:
-        """The observation of one agent: ``text`` as rendered, ``context`` the deciding agent's context."""
+    def observe(self, text: str, menu: Menu | None, context: Context | None = None,
+                parts: tuple[str, ...] | None = None) -> Any:
+        """The observation of one agent: ``text`` as rendered, ``context`` the deciding agent's context
+        (``parts``: its ``render_parts``, when the caller has them)."""
         if not self.structured:
             return text
         out: dict[str, Any] = {}
-        parts = render_parts(context) if context is not None else (text,)
+        if parts is None:
+            parts = render_parts(context) if context is not None else (text,)
         if self.observations == "tokens":
             assert self.tokenizer is not None
             out["observation"], out["observation_mask"] = encode_fixed(self.tokenizer, parts, self.max_tokens)
@@ -162,13 +180,12 @@ class Interface:
         else:
             out["observation"] = text
         if self.actions == "menu":
-            mask = np.zeros(self.n, dtype=np.int8)
-            mask[0] = 1
-            if menu is not None:
-                for k, c in enumerate(menu.records[: self.n]):
-                    if c is not None:
-                        mask[k] = 1
-            out["action_mask"] = mask
+            mask = menu.mask if menu is not None else None
+            if mask is None:
+                mask = _IDLE_MASKS.get(self.n)
+                if mask is None:
+                    mask = _IDLE_MASKS.put(self.n, _mask((), self.n))
+            out["action_mask"] = mask.copy()
         return out
 
     # --- actions ------------------------------------------------------------------------------------
