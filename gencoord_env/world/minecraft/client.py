@@ -115,8 +115,14 @@ class CurveKeys:
         return cls(server, public, secret)
 
 
-def _close_sockets(box: list[zmq.Socket[bytes]]) -> None:
-    """Close every socket in ``box`` at once (linger 0); the finalizer of a client dropped without ``close()``."""
+def _close_sockets(box: list[zmq.Socket[bytes]], pid: int) -> None:
+    """Close every socket in ``box`` at once (linger 0); the finalizer of a client dropped without ``close()``.
+
+    In a forked child (``pid`` is the creator's) the sockets belong to the parent's context: left alone.
+    """
+    if os.getpid() != pid:
+        box.clear()
+        return
     while box:
         box.pop().close(linger=0)
 
@@ -157,7 +163,8 @@ class SidecarClient:
         self._curve = curve
         self._sock: zmq.Socket[bytes] | None = None
         self._socks: list[zmq.Socket[bytes]] = []  # the open socket, for the finalizer (which must not hold self)
-        self._finalizer = weakref.finalize(self, _close_sockets, self._socks)
+        self._pid = os.getpid()
+        self._finalizer = weakref.finalize(self, _close_sockets, self._socks, self._pid)
         self._next_id = 0
         self._ops: dict[int, str] = {}       # in-flight id -> op
         self._early: dict[int, Reply] = {}   # replies that arrived while waiting for another id
@@ -166,7 +173,7 @@ class SidecarClient:
     # ---- socket ---------------------------------------------------------------------------------
 
     def _connect(self) -> None:
-        _close_sockets(self._socks)
+        _close_sockets(self._socks, self._pid)
         self._sock = None
         sock: zmq.Socket[bytes] = shared_context().socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
@@ -189,7 +196,7 @@ class SidecarClient:
         """Send one last request without waiting for its reply, and close. Never blocks: the socket lingers up
         to ``linger_s`` in the background to deliver it (the shared context is never terminated)."""
         sock = self._sock
-        if sock is not None and sock in self._socks:
+        if sock is not None and sock in self._socks and os.getpid() == self._pid:
             self._socks.remove(sock)  # closed here, lingering, rather than at once by close()
             try:
                 self._next_id += 1

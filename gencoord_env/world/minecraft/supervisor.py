@@ -177,7 +177,8 @@ class _Running:
 
     It holds nothing of the Sidecar, so it can be the Sidecar's finalizer and outlive it. ``stop`` blocks
     (at most ~2 s for SIGTERM, then SIGKILL); ``stop_soon`` never does: it sends SIGTERM and leaves the
-    rest to a daemon thread. Every running one is stopped at interpreter exit (``_stop_all``).
+    rest to a daemon thread. Every running one is stopped at interpreter exit (``_stop_all``). A forked
+    child never stops its parent's sidecars: only the process that started one does.
     """
 
     def __init__(self, proc: subprocess.Popen[bytes], sock_path: str, workdir: str,
@@ -186,12 +187,15 @@ class _Running:
         self.sock_path = sock_path
         self.workdir = workdir
         self.pumps = pumps
+        self.owner = os.getpid()
         self._lock = threading.Lock()
         self.done = False
         _RUNNING.add(self)
 
     def stop(self) -> None:
         """Terminate (the sidecar shuts down cleanly on SIGTERM), kill if that takes over 2 s, clean up."""
+        if os.getpid() != self.owner:
+            return
         with self._lock:
             if self.done:
                 return
@@ -216,7 +220,7 @@ class _Running:
 
     def stop_soon(self) -> None:
         """SIGTERM now; waiting, SIGKILL and clean-up in a daemon thread. Safe inside garbage collection."""
-        if self.done:
+        if self.done or os.getpid() != self.owner:
             return
         try:
             if self.proc.poll() is None:
@@ -244,8 +248,16 @@ _RUNNING: set[_Running] = set()
 
 @atexit.register
 def _stop_all() -> None:
-    """Stop every sidecar of this process still running at interpreter exit (no garbage collection then)."""
-    for running in list(_RUNNING):
+    """Stop every sidecar of this process still running at interpreter exit (no garbage collection then):
+    SIGTERM to all at once, then wait for each."""
+    mine = [r for r in list(_RUNNING) if r.owner == os.getpid()]
+    for running in mine:
+        try:
+            if running.proc.poll() is None:
+                running.proc.terminate()
+        except OSError:
+            pass
+    for running in mine:
         running.stop()
 
 

@@ -143,3 +143,34 @@ def test_sidecar_is_stopped_at_interpreter_exit(fake_runtime: Runtime, tmp_path:
     pid = int(out.stdout.split()[0])
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_a_forked_child_never_stops_its_parents_sidecar(fake_runtime: Runtime) -> None:
+    import os
+
+    from gencoord_env.world.minecraft import supervisor
+
+    sc = Sidecar.start(fake_runtime)
+    try:
+        child = os.fork()
+        if child == 0:  # what a child's collection and exit would run on its copy of the parent's objects
+            try:
+                sc._finalizer()
+                sc._running.stop()  # as its background thread would
+                sc.client._finalizer()  # type: ignore[union-attr]
+                supervisor._stop_all()
+            finally:
+                os._exit(0)
+        deadline = time.monotonic() + 10
+        while os.waitpid(child, os.WNOHANG) == (0, 0):
+            if time.monotonic() > deadline:
+                os.kill(child, 9)
+                os.waitpid(child, 0)
+                raise AssertionError("the child hung stopping its parent's sidecar")
+            time.sleep(0.02)
+        time.sleep(0.3)
+        assert sc.alive and sc.client is not None and sc.client.call("ping") == "pong"
+        assert Path(sc.endpoint[len("ipc://"):]).exists(), "the child removed the parent's socket"
+    finally:
+        sc.close()
+    assert not sc.alive
