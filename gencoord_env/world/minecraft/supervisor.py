@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .client import CurveKeys, SidecarClient
-from .errors import ProtocolMismatch, SidecarDied, SidecarTimeout
+from .errors import SETUP_HINT, ProtocolMismatch, RuntimeMissing, SidecarDied, SidecarTimeout
 from .protocol import check_hello
 from .runtime import Runtime, cache_dir
 
@@ -356,6 +356,9 @@ class Sidecar:
                 argv, cwd=runtime.sidecar_dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, env=env,
             )
+        except OSError as e:  # the node binary or the sources' folder cannot be run
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise RuntimeMissing(f"cannot start the sidecar ({argv[0]} in {runtime.sidecar_dir}): {e}; {SETUP_HINT}") from None
         except BaseException:
             shutil.rmtree(workdir, ignore_errors=True)
             raise

@@ -174,3 +174,11 @@ def test_a_forked_child_never_stops_its_parents_sidecar(fake_runtime: Runtime) -
     finally:
         sc.close()
     assert not sc.alive
+
+
+def test_a_node_that_cannot_run_is_runtime_missing(fake_runtime: Runtime, tmp_path: Path) -> None:
+    from gencoord_env.world.minecraft.errors import RuntimeMissing
+
+    broken = Runtime(node=tmp_path / "no-such-node", node_version=(22, 0, 0), sidecar_dir=fake_runtime.sidecar_dir)
+    with pytest.raises(RuntimeMissing, match=r"cannot start the sidecar .*no-such-node.*run `gencoord setup`"):
+        Sidecar.start(broken)
