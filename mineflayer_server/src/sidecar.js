@@ -41,7 +41,8 @@ function watchParent (pid, log, onGone) {
   const isParent = process.ppid === pid
   const gone = () => {
     if (isParent) return process.ppid !== pid
-    try { process.kill(pid, 0); return false } catch (err) { return err.code === 'ESRCH' }
+    // EPERM: the pid now names another user's process, so ours is gone
+    try { process.kill(pid, 0); return false } catch (err) { return err.code === 'ESRCH' || err.code === 'EPERM' }
   }
   const timer = setInterval(() => {
     if (!gone()) return
