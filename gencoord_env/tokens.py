@@ -34,6 +34,10 @@ WORD_RE = re.compile(r"[A-Za-z_]+|\d|[^\sA-Za-z_\d]")
 #: ids of each (tokenizer, line) seen: observations repeat whole lines (the prior, the stations)
 _LINES = Memo("tokens.lines", maxsize=1 << 16)
 _PARTS = Memo("tokens.parts", maxsize=1 << 14)
+#: whole fixed-length observations and bags of words (read-only; callers get copies): a decision met again
+#: (every reset meets an episode's first one; a waiting agent sees one of a few lines) is a lookup
+_FIXED = Memo("tokens.fixed", maxsize=1 << 12, max_bytes=16 << 20)
+_BAGS = Memo("tokens.bags", maxsize=1 << 12, max_bytes=16 << 20)
 _SERIALS = itertools.count()
 
 
@@ -137,13 +141,52 @@ def encode_fixed(tokenizer: Tokenizer, text: str | Sequence[str], length: int) -
     stage, private field, observation, history and messages come before the shared prior, which is the
     same for every decision of an episode.
     """
-    ids = encode_parts(tokenizer, (text,) if isinstance(text, str) else text)[:length]
-    out = np.full(length, tokenizer.pad_id, dtype=np.int64)
+    parts = (text,) if isinstance(text, str) else tuple(text)
+    if not isinstance(tokenizer, WordTokenizer):
+        return _fixed(tokenizer, parts, length)
+    key = (tokenizer.serial, length, parts)
+    found = _FIXED.get(key)
+    if found is None:
+        found = _FIXED.put(key, _read_only(*_fixed(tokenizer, parts, length)))
+    return found[0].copy(), found[1].copy()
+
+
+def _fixed(tokenizer: Tokenizer, parts: tuple[str, ...], length: int) -> tuple[np.ndarray, np.ndarray]:
+    ids = encode_parts(tokenizer, parts)[:length]
+    out = np.zeros(length, dtype=np.int64) if tokenizer.pad_id == 0 else np.full(length, tokenizer.pad_id, dtype=np.int64)
     out[: len(ids)] = ids
     mask = np.zeros(length, dtype=np.int8)
     mask[: len(ids)] = 1
     return out, mask
 
 
-__all__ = ["HFTokenizer", "PAD", "Tokenizer", "UNK", "WORD_RE", "WordTokenizer", "as_tokenizer", "encode_fixed",
-           "encode_parts"]
+def bag_of_words(tokenizer: Tokenizer, local: Sequence[str], prior: str | None = None) -> np.ndarray:
+    """float32 word counts, ``2 x vocab_size`` long: the words of ``local`` (text parts) in the first half,
+    those of ``prior`` (the shared prior's text, counted apart) in the second; zeros there without one."""
+    local = tuple(local)
+    if not isinstance(tokenizer, WordTokenizer):
+        return _bag(tokenizer, local, prior)
+    key = (tokenizer.serial, local, prior)
+    found = _BAGS.get(key)
+    if found is None:
+        found = _BAGS.put(key, _read_only(_bag(tokenizer, local, prior))[0])
+    return found.copy()  # type: ignore[no-any-return]
+
+
+def _bag(tokenizer: Tokenizer, local: tuple[str, ...], prior: str | None) -> np.ndarray:
+    v = tokenizer.vocab_size
+    counts = np.zeros(2 * v, dtype=np.float32)
+    counts[:v] = np.bincount(encode_parts(tokenizer, local), minlength=v)[:v]
+    if prior is not None:
+        counts[v:] = np.bincount(encode_parts(tokenizer, (prior,)), minlength=v)[:v]
+    return counts
+
+
+def _read_only(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    for a in arrays:
+        a.flags.writeable = False
+    return arrays
+
+
+__all__ = ["HFTokenizer", "PAD", "Tokenizer", "UNK", "WORD_RE", "WordTokenizer", "as_tokenizer", "bag_of_words",
+           "encode_fixed", "encode_parts"]

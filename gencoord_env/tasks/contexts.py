@@ -316,19 +316,22 @@ def render_parts(context: Context, *, with_prior: bool = True) -> tuple[str, ...
     """``render``'s text in blocks whose join by LF is the text; the large blocks (the local observation,
     the prior) are the same string objects at every decision of an episode, so consumers can memoize them."""
     c = context
-    lines = [
-        f"AGENT {c.agent}",
-        f"ROLE {c.role}",
-        f"PEER {c.peer}",
-        *([f"TEAM {' '.join(f'{r}={a}' for r, a in c.team)}"] if c.team else []),
-        f"STAGE {c.stage}",
-        f"ROUTE {c.route}",
-        f"TASK {c.task.template} ({c.task.family}): {c.task.order}",
-    ]
-    lines += [f"PRIVATE {k}={v}" for k, v in c.private.items()] or ["PRIVATE -"]
-    tail = [f"HISTORY {render_done(h)}" for h in c.history] or ["HISTORY -"]
-    tail += [f"MESSAGE {render_message(m)}" for m in c.messages] or ["MESSAGE -"]
-    parts = ["\n".join(lines), c.observation.text, "\n".join(tail)]
+    t, p = c.task, c.private
+    if p.active_binding_id is None and p.active_fact is None and p.goal is None and p.workcell_mode is None:
+        private = "PRIVATE -"
+    else:
+        private = "\n".join([f"PRIVATE {k}={v}" for k, v in p.items()])
+    team = f"TEAM {' '.join(f'{r}={a}' for r, a in c.team)}\n" if c.team else ""
+    head = (f"AGENT {c.agent}\nROLE {c.role}\nPEER {c.peer}\n{team}STAGE {c.stage}\nROUTE {c.route}\n"
+            f"TASK {t.template} ({t.family}): {t.order}\n{private}")
+    if c.history or c.messages:
+        tail = "\n".join([*([f"HISTORY {render_done(h)}" for h in c.history] or ["HISTORY -"]),
+                          *([f"MESSAGE {render_message(m)}" for m in c.messages] or ["MESSAGE -"])])
+    else:
+        tail = "HISTORY -\nMESSAGE -"
+    if c.peer_view is None and not c.peer_views:
+        return (head, c.observation.text, tail, c.prior.text) if with_prior else (head, c.observation.text, tail)
+    parts = [head, c.observation.text, tail]
     if with_prior:
         parts.append(c.prior.text)
     if c.peer_view is not None:

@@ -30,7 +30,7 @@ from gencoord_env.envs.gencoord.menu import candidates, menu_key, menu_size
 from gencoord_env.envs.gencoord.surfaces import Surface
 from gencoord_env.tasks.contexts import Context
 from gencoord_env.tasks.contexts import render_parts
-from gencoord_env.tokens import Tokenizer, encode_fixed, encode_parts
+from gencoord_env.tokens import Tokenizer, bag_of_words, encode_fixed
 from gencoord_env.types import Proposal
 
 CHARSET = frozenset(string.printable) - frozenset("\r\x0b\x0c")
@@ -48,19 +48,6 @@ class Menu:
     records: tuple[Proposal | None, ...]
     texts: tuple[str | None, ...]
     mask: np.ndarray | None = field(default=None, compare=False, repr=False)
-
-
-_PRIOR_COUNTS = Memo("envs.interface.prior_counts", maxsize=1 << 12)
-
-
-def _prior_counts(tokenizer: Tokenizer, prior_text: str) -> np.ndarray:
-    """Word counts of a rendered prior (the same string object at every decision of an episode)."""
-    key = (getattr(tokenizer, "serial", None), prior_text)
-    counts = _PRIOR_COUNTS.get(key)
-    if counts is None:
-        ids = encode_parts(tokenizer, (prior_text,))
-        counts = _PRIOR_COUNTS.put(key, np.bincount(ids, minlength=tokenizer.vocab_size)[: tokenizer.vocab_size])
-    return counts  # type: ignore[no-any-return]
 
 
 def brief(value: Any, limit: int = 80) -> str:
@@ -169,14 +156,9 @@ class Interface:
             assert self.tokenizer is not None
             # The prior is the same for every decision of a template; counted apart, the local words
             # (private field, messages, history) are not drowned in it.
-            v = self.tokenizer.vocab_size
             shared = context is not None and context.peer_view is None
-            local = encode_parts(self.tokenizer, parts[:3] if shared else parts)
-            counts = np.zeros(2 * v, dtype=np.float32)
-            counts[:v] = np.bincount(local, minlength=v)[:v]
-            if shared:
-                counts[v:] = _prior_counts(self.tokenizer, parts[3])
-            out["observation"] = counts
+            out["observation"] = bag_of_words(self.tokenizer, parts[:3] if shared else parts,
+                                              parts[3] if shared else None)
         else:
             out["observation"] = text
         if self.actions == "menu":
