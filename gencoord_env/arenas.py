@@ -113,10 +113,10 @@ class ArenaRunner:
         self.pool: Any = None
         self.worlds: list[World | None]
         if backend == "minecraft":
-            from gencoord_env.world.minecraft import SidecarPool
+            from gencoord_env.world.minecraft import MinecraftWorld, SidecarPool
 
             self.pool = SidecarPool(arenas=arenas, max_arenas=max(16, arenas), **dict(backend_options or {}))
-            self.worlds = [self.pool.world() for _ in range(arenas)]
+            self.worlds = [MinecraftWorld(pool=self.pool) for _ in range(arenas)]
         else:
             self.worlds = [None] * arenas
         self._slots: dict[str, queue.Queue[Slot]] = {}

@@ -5,7 +5,7 @@ stations, sites and bots (``<arena>_<agent>`` in the game; ``agent_a``/``agent_b
 world holds one arena: it resets, executes and reads ground truth there only, so K worlds run K episodes
 at once on one server.
 
-- In one process: ``pool = SidecarPool(arenas=4)``, then ``pool.world()`` per env (each world gets its
+- In one process: ``pool = SidecarPool(arenas=4)``, then ``MinecraftWorld(pool=pool)`` per env (each world gets its
   own socket, so each may run in its own thread).
 - In other processes: ``MinecraftWorld(endpoint=pool.endpoint)`` (the ipc endpoint of a sidecar this
   process started: a socket in a folder only this user may enter) opens an arena of that sidecar. A tcp
@@ -17,7 +17,7 @@ world's next reset. A dead or hung sidecar is restarted once for all its worlds,
 notices first; each world opens a fresh arena at its next reset (``generation`` tells them apart).
 
     >>> with SidecarPool(arenas=2) as pool:
-    ...     a, b = pool.world(), pool.world()
+    ...     a, b = MinecraftWorld(pool=pool), MinecraftWorld(pool=pool)
     ...     a.reset(spec_a); b.reset(spec_b)      # two episodes, one server
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .client import CurveKeys, SidecarClient
 from .errors import SidecarDied, SidecarTimeout
@@ -36,8 +36,6 @@ from .runtime import Runtime, locate
 from .supervisor import Sidecar, SidecarOptions, free_tcp_port
 from .vanilla import VanillaServer, require_reachable
 
-if TYPE_CHECKING:
-    from .backend import MinecraftWorld
 
 SERVERS = ("embedded", "external", "vanilla")
 #: Agents whose bots a sidecar connects at start in each of its first arenas.
@@ -241,11 +239,6 @@ class SidecarPool:
             assert owner is not None
             return check_hello(owner.call("hello"))
 
-    def world(self, **kw: Any) -> MinecraftWorld:
-        """A MinecraftWorld that holds an arena of this pool's sidecar (opened at its first reset)."""
-        from .backend import MinecraftWorld
-
-        return MinecraftWorld(pool=self, **kw)
 
     def _options(self) -> SidecarOptions:
         kw: dict[str, Any] = {"agents": self.agents, "arenas": self.arenas, "max_arenas": self.max_arenas,

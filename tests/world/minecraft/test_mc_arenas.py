@@ -77,7 +77,7 @@ def _run(world: MinecraftWorld, spec: WorldSpec, calls: list[SkillCall], out: di
 
 
 def test_two_arenas_run_different_episodes_at_once_each_verifying_its_own_world(pool: SidecarPool) -> None:
-    a, b = pool.world(), pool.world()
+    a, b = MinecraftWorld(pool=pool), MinecraftWorld(pool=pool)
     try:
         out: dict = {}
         threads = [threading.Thread(target=_run, args=(a, SPEC_A, CALLS_A, out, "a")),
@@ -106,7 +106,7 @@ def test_two_arenas_run_different_episodes_at_once_each_verifying_its_own_world(
 
 
 def test_an_arena_fault_does_not_touch_its_neighbour(pool: SidecarPool) -> None:
-    a, b = pool.world(), pool.world()
+    a, b = MinecraftWorld(pool=pool), MinecraftWorld(pool=pool)
     try:
         a.reset(SPEC_A)
         out: dict = {}
@@ -133,9 +133,9 @@ def test_an_arena_fault_does_not_touch_its_neighbour(pool: SidecarPool) -> None:
 
 
 def test_a_held_arena_is_refused_and_a_closed_one_reused(pool: SidecarPool) -> None:
-    a = pool.world(arena="a1")
+    a = MinecraftWorld(pool=pool, arena="a1")
     a.reset(SPEC_B)
-    other = pool.world(arena="a1")
+    other = MinecraftWorld(pool=pool, arena="a1")
     with pytest.raises(ArenaBusy, match="arena a1 is held by another client"):
         other.reset(SPEC_B)
     a.close()
@@ -160,7 +160,7 @@ with MinecraftWorld(endpoint=sys.argv[1]) as w:
 def test_another_process_holds_an_arena_of_the_same_sidecar(pool: SidecarPool) -> None:
     from pathlib import Path
 
-    mine = pool.world()
+    mine = MinecraftWorld(pool=pool)
     try:
         mine.reset(SPEC_A)
         proc = subprocess.run([sys.executable, "-c", _OTHER_PROCESS, pool.endpoint, str(Path(__file__).parent)],

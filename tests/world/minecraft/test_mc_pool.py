@@ -37,16 +37,16 @@ def _log(pool: SidecarPool) -> str:
 
 
 def test_worlds_of_one_pool_hold_different_arenas_of_one_sidecar(pool: SidecarPool) -> None:
-    a, b = pool.world(), pool.world()
+    a, b = MinecraftWorld(pool=pool), MinecraftWorld(pool=pool)
     a.reset(SPEC)
     b.reset(SPEC)
     assert (a.arena, b.arena) == ("a0", "a1") and a.sidecar is b.sidecar is pool.sidecar
     assert "--arenas 2" in " ".join(pool.sidecar.process.args)  # type: ignore[union-attr]
-    third = pool.world()
+    third = MinecraftWorld(pool=pool)
     third.reset(SPEC)
     assert third.arena == "a2"  # a new one when every arena is held
     a.close()
-    again = pool.world()
+    again = MinecraftWorld(pool=pool)
     again.reset(SPEC)
     assert again.arena == "a0"  # the first free one
     assert pool.sidecar is not None and pool.sidecar.alive, "closing a world of a pool leaves the sidecar running"
@@ -54,15 +54,15 @@ def test_worlds_of_one_pool_hold_different_arenas_of_one_sidecar(pool: SidecarPo
 
 
 def test_named_arena_held_elsewhere_is_arena_busy(pool: SidecarPool) -> None:
-    holder = pool.world(arena="a1")
+    holder = MinecraftWorld(pool=pool, arena="a1")
     holder.reset(SPEC)
     with pytest.raises(ArenaBusy, match=re.escape("open_arena refused: arena a1 is held by another client")):
-        pool.world(arena="a1").reset(SPEC)
+        MinecraftWorld(pool=pool, arena="a1").reset(SPEC)
     holder.close()
 
 
 def test_a_world_dropped_without_close_lets_go_of_its_arena(pool: SidecarPool) -> None:
-    world = pool.world(arena="a1")
+    world = MinecraftWorld(pool=pool, arena="a1")
     world.reset(SPEC)
     assert {a["name"]: a["held"] for a in pool.hello()["arenas"]}["a1"]
     del world
@@ -71,13 +71,13 @@ def test_a_world_dropped_without_close_lets_go_of_its_arena(pool: SidecarPool) -
     while {a["name"]: a["held"] for a in pool.hello()["arenas"]}["a1"]:
         assert time.monotonic() < deadline, "the dropped world still holds its arena"
         time.sleep(0.02)
-    again = pool.world(arena="a1")
+    again = MinecraftWorld(pool=pool, arena="a1")
     again.reset(SPEC)  # free for the next world
     again.close()
 
 
 def test_arena_fault_ends_the_episode_and_the_next_reset_rebuilds(pool: SidecarPool) -> None:
-    a, b = pool.world(), pool.world()
+    a, b = MinecraftWorld(pool=pool), MinecraftWorld(pool=pool)
     a.reset(SPEC)
     b.reset(SPEC)
     with pytest.raises(ArenaFault, match="arena a0: B's bot is disconnected"):
@@ -97,7 +97,7 @@ def test_arena_fault_ends_the_episode_and_the_next_reset_rebuilds(pool: SidecarP
 
 
 def test_a_dead_sidecar_is_restarted_once_for_all_its_worlds(pool: SidecarPool) -> None:
-    a, b = pool.world(), pool.world()
+    a, b = MinecraftWorld(pool=pool), MinecraftWorld(pool=pool)
     a.reset(SPEC)
     b.reset(SPEC)
     first = pool.sidecar
@@ -113,7 +113,7 @@ def test_a_dead_sidecar_is_restarted_once_for_all_its_worlds(pool: SidecarPool) 
 
 
 def test_a_world_of_another_process_attaches_by_endpoint(pool: SidecarPool) -> None:
-    mine = pool.world()
+    mine = MinecraftWorld(pool=pool)
     mine.reset(SPEC)
     with MinecraftWorld(endpoint=pool.endpoint) as attached:
         attached.reset(SPEC)
