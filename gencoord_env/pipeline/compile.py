@@ -7,6 +7,7 @@ task it depends on.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection
 from typing import Any
 
@@ -16,6 +17,19 @@ from gencoord_env.world.types import SkillCall
 
 #: skill -> the cases of its ``lower`` rule
 _LOWERINGS: dict[str, tuple[LoweringCase, ...]] = {name: spec.lowering for name, spec in CATALOG.skills.items()}
+
+_new = object.__new__
+if tuple(f.name for f in dataclasses.fields(SkillCall)) != ("id", "actor", "op", "args", "after", "task_id") \
+        or hasattr(SkillCall, "__slots__") or hasattr(SkillCall, "__post_init__"):
+    raise ImportError("SkillCall changed shape; update compile._call to match")
+
+
+def _call(id: str, actor: str, op: str, args: dict[str, Any], after: tuple[str, ...], task_id: str) -> SkillCall:
+    """``SkillCall(id, actor, op, args, after, task_id)`` without a frozen dataclass's per-field
+    ``object.__setattr__`` (every dispatched task makes one or more)."""
+    call = _new(SkillCall)
+    call.__dict__.update(id=id, actor=actor, op=op, args=args, after=after, task_id=task_id)
+    return call
 
 
 def lower(task: DispatchTask) -> list[tuple[str, str, dict[str, Any]]]:
@@ -60,7 +74,7 @@ def compile_plan(plan: DispatchPlan, skip: Collection[str] = ()) -> list[SkillCa
             if step == 0 or actor != task.actor:
                 after += [c for c in (first_after if step == 0 else (calls[-1].id,)) if c not in after]
             cid = f"c{len(calls) + 1}"
-            calls.append(SkillCall(cid, actor, op, args, tuple(after), task.id))
+            calls.append(_call(cid, actor, op, args, tuple(after), task.id))
             last_of_actor[actor] = cid
         last_of_task[task.id] = calls[-1].id
     return calls

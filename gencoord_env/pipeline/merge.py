@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from gencoord_env.caches import Memo
 from gencoord_env.catalog import CATALOG
 from gencoord_env.types import Task
 from gencoord_env.dsl.serializer import format_task
@@ -173,8 +174,36 @@ def _consistent(paths: Mapping[str, Sequence[Task]], episode: Episode) -> None:
         raise MergeConflict(f"{a}'s path selects {by_agent[a]} but {b}'s selects {by_agent[b]}", edge)
 
 
+#: what a merge derives from its paths, by (episode, paths): ("ok", binding, node ids, merged relation, handoffs)
+#: or ("conflict", message, edge). Agents repeat records, so the same paths meet the same episode again.
+_MERGES = Memo("pipeline.merge.merges", maxsize=1 << 14)
+
+
 def merge_paths(paths: Mapping[str, Sequence[Task]], episode: Episode) -> Commitment:
-    """Build C over every agent's path (agent -> path) or raise MergeConflict naming what does not fit."""
+    """Build C over every agent's path (agent -> path) or raise MergeConflict naming what does not fit.
+
+    The commitment holds the caller's own task values; what the merge derives from them is memoized.
+    """
+    try:
+        key: tuple[object, ...] | None = (episode, tuple((a, tuple(p)) for a, p in paths.items()))
+        found = _MERGES.get(key)
+    except TypeError:  # a task value that does not hash: merged every time
+        key = found = None
+    if found is None:
+        try:
+            c = _merge_paths(paths, episode)
+            found = ("ok", c.binding, c.node_ids, c.edges, c.handoffs)
+        except MergeConflict as e:
+            found = ("conflict", str(e), e.edge)
+        if key is not None:
+            _MERGES.put(key, found)
+    if found[0] == "conflict":
+        raise MergeConflict(found[1], found[2])
+    agents = episode.role_agents
+    return Commitment(agents, tuple(tuple(paths[a]) for a in agents), *found[1:])
+
+
+def _merge_paths(paths: Mapping[str, Sequence[Task]], episode: Episode) -> Commitment:
     if episode.is_team:
         _consistent(paths, episode)
     binding = selected_binding(paths, episode)
