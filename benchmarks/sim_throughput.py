@@ -15,6 +15,7 @@ import pstats
 import time
 
 import gencoord_env
+from gencoord_env import caches
 from gencoord_env.agents.rollout import run_episode
 from gencoord_env.agents import make_policy
 
@@ -38,8 +39,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
-    # first pass over the pool with a fresh env: nothing about these episodes is cached yet
-    cold = [run(256) for _ in range(args.rounds)]
+    # first pass over the pool with a fresh env and every memo empty: nothing about these episodes is cached yet
+    cold = []
+    for _ in range(args.rounds):
+        caches.clear()
+        cold.append(run(256))
     env = gencoord_env.parallel_env(pool="heldout", backend="sim")
     run(256, env)  # then repeated passes, as in training loops and seed repeats
     rates = [run(args.episodes, env) for _ in range(args.rounds)]

@@ -6,6 +6,8 @@ path's last task.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from gencoord_env.pipeline.types import Commitment, DispatchPlan, DispatchTask
 from gencoord_env.tasks.episode import Episode
 from gencoord_env.types import Task
@@ -13,6 +15,20 @@ from gencoord_env.types import Task
 
 class MaterializationError(Exception):
     """The commitment cannot instantiate a dispatch plan; the env reports MATERIALIZATION_FAILURE."""
+
+
+_NO_PREDS: frozenset[str] = frozenset()
+_new = object.__new__
+if tuple(f.name for f in dataclasses.fields(DispatchTask)) != ("id", "node", "actor", "task", "loc", "deps", "checks") \
+        or hasattr(DispatchTask, "__slots__") or hasattr(DispatchTask, "__post_init__"):
+    raise ImportError("DispatchTask changed shape; update materialize._task to match")
+
+
+def _task(id: str, node: str, actor: str, task: Task, loc: str, deps: tuple[str, ...], checks: tuple[str, ...]) -> DispatchTask:
+    """``DispatchTask(...)`` without a frozen dataclass's per-field ``object.__setattr__``."""
+    out = _new(DispatchTask)
+    out.__dict__.update(id=id, node=node, actor=actor, task=task, loc=loc, deps=deps, checks=checks)
+    return out
 
 
 def materialize(commitment: Commitment, episode: Episode) -> DispatchPlan:
@@ -23,11 +39,11 @@ def materialize(commitment: Commitment, episode: Episode) -> DispatchPlan:
         preds_of.setdefault(b, set()).add(a)
     pending = [(actor, task, node_id) for actor, path, ids in paths for task, node_id in zip(path, ids)]
     # one global order that respects the merged relation: Kahn over node ids, stable in path order
-    order: list[tuple[str, object, str, set[str]]] = []
+    order: list[tuple[str, object, str, set[str] | frozenset[str]]] = []
     done: set[str] = set()
     while pending:
         for i, (actor, task, node_id) in enumerate(pending):
-            preds = preds_of.get(node_id, set())
+            preds = preds_of.get(node_id, _NO_PREDS)
             if preds <= done:
                 pending.pop(i)
                 break
@@ -49,7 +65,7 @@ def materialize(commitment: Commitment, episode: Episode) -> DispatchPlan:
             checks = ("handoff",)
         if last[actor] == k:
             checks += ("terminal",)
-        tasks.append(DispatchTask(id_of[node_id], node_id, actor, task, loc, tuple(id_of[p] for p in sorted(preds)), checks))  # type: ignore[arg-type]
+        tasks.append(_task(id_of[node_id], node_id, actor, task, loc, tuple([id_of[p] for p in sorted(preds)]), checks))  # type: ignore[arg-type]
     return DispatchPlan(tuple(tasks), commitment.handoffs, episode.terminal())
 
 

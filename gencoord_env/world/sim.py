@@ -305,14 +305,16 @@ class SimWorld:
         for agent, counts in spec.inventories.items():
             if agent not in inv:
                 raise WorldSpecError(f"inventory for unknown agent {agent!r}; agents are {list(agents)}")
-            inv[agent] = _counts("inventories", agent, counts)
+            if type(counts) is not dict or counts:
+                inv[agent] = _counts("inventories", agent, counts)
         self._inv = inv
         chests = {name: {} for name in self._chest_names}
         for name, counts in spec.containers.items():
             if name not in chests:
                 kind = stations[name].kind if name in stations else "no such station"
                 raise WorldSpecError(f"containers[{name!r}]: contents need a chest station, got {kind!r}")
-            chests[name] = _counts("containers", name, counts)
+            if type(counts) is not dict or counts:  # an empty dict is the empty chest already there
+                chests[name] = _counts("containers", name, counts)
         self._chests = chests
         self._furnaces = {name: FurnaceSlots() for name in self._furnace_names}
         self._sites: dict[str, list[tuple[int, int, int, str]]] = {name: [] for name in self._site_names}
