@@ -246,6 +246,8 @@ def _prefix_comparison(
     head_s = time.perf_counter() - start
     print(f"shared head of {args.prefix_tokens} tokens: computed once in {head_s * 1000:.1f} ms "
           f"({gen.prefixes.get(tuple(head)).nbytes / 2**20:.1f} MiB)", flush=True)
+    agreement = _prefix_agreement(gen, head, rng, vocab, avoid, args)
+    print(f"prefix reuse against a full prefill, same prompts, greedy: {json.dumps(agreement)}", flush=True)
     label = f"prefix reuse, {args.prefix_tokens} of {args.input_tokens} tokens shared"
     reuse_b1 = _time_to_commitment(gen, rng, vocab, avoid, args, label, head)
     reuse_bn = _batch_throughput(gen, rng, vocab, avoid, args, label, head)
@@ -260,11 +262,27 @@ def _prefix_comparison(
     return {
         "prefix_tokens": args.prefix_tokens,
         "head_prefill_s": head_s,
+        "agreement": agreement,
         "batch1": reuse_b1,
         "batchN": reuse_bn,
         "commit_p50_ratio": ttc_ratio,
         "commitments_per_s_ratio": rate_ratio,
     }
+
+
+def _prefix_agreement(gen: Generator, head: list[int], rng: torch.Generator, vocab: int, avoid: set[int],
+                      args: argparse.Namespace, rows: int = 8) -> dict[str, object]:
+    """Greedy tokens of ``rows`` prompts (the head, then suffixes of different lengths) decoded from the cached
+    head state and from a full prefill of the same prompts: how many leading tokens each row shares."""
+    suffix = args.input_tokens - args.prefix_tokens
+    prompts = [head + p for p in _prompts(rng, rows, suffix, vocab, avoid)]
+    prompts = [p[: len(p) - 7 * k] for k, p in enumerate(prompts)]  # suffixes of different lengths: padding too
+    reused = gen.generate_tokens(prompts, shared=len(head))
+    full = Generator(gen.model, gen.tokenizer, dataclasses.replace(gen.config, prefix_cache=False)).generate_tokens(prompts)
+    leading = [next((i for i, (a, b) in enumerate(zip(x.tokens, y.tokens)) if a != b), len(x.tokens))
+               for x, y in zip(reused, full)]
+    return {"rows": rows, "tokens_per_row": len(full[0].tokens), "identical_rows": sum(x.tokens == y.tokens for x, y in zip(reused, full)),
+            "leading_identical_tokens": leading}
 
 
 def _prefill_agreement(model: torch.nn.Module, prompt: list[int], device: torch.device) -> dict[str, float]:
@@ -334,6 +352,7 @@ def main() -> None:
         cuda_graphs=not args.no_graphs,
         compile_decode=False if args.no_compile else None,
         hybrid=False if args.no_hybrid else None,
+        prefix_cache=True,
         min_prefix_tokens=1,  # the benchmark says what is shared (--prefix-tokens); calls without it prefill all
         fuse_projections=args.fuse_projections,
     )

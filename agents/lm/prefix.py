@@ -122,7 +122,7 @@ def splice(
         slots = slice(start - entry.length, start)
         for layer, tensor in keys.items():
             tensor[index, :, slots] = entry.keys[layer].to(tensor.dtype)
-            values[layer][index, :, slots] = entry.values[layer].to(tensor.dtype)
+            values[layer][index, :, slots] = entry.values[layer].to(values[layer].dtype)
         allowed[index, slots] = True
 
 

@@ -63,7 +63,8 @@ def _prompts(lm: LoadedModel, seed: int = 1, head: int = HEAD, suffixes: tuple[i
 
 
 def _config(**kw: object) -> GenerationConfig:
-    return GenerationConfig(**{"max_new_tokens": 8, "stop_at_record_end": False, "backend": "static", "logprobs": True, **kw})
+    return GenerationConfig(**{"max_new_tokens": 8, "stop_at_record_end": False, "backend": "static", "logprobs": True,
+                               "prefix_cache": True, **kw})
 
 
 # ------------------------------------------------------------------------------------------- layout
