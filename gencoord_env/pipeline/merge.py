@@ -195,8 +195,8 @@ def merge_paths(paths: Mapping[str, Sequence[Task]], episode: Episode) -> Commit
             found = ("ok", c.binding, c.node_ids, c.edges, c.handoffs)
         except MergeConflict as e:
             found = ("conflict", str(e), e.edge)
-        if key is not None:
-            _MERGES.put(key, found)
+        if key is not None:  # about 600 bytes a task, as caches.entry_bytes measures such an entry (cheaper)
+            _MERGES.put(key, found, size=200 + 600 * sum(len(p) for _, p in key[1]))  # type: ignore[index]
     if found[0] == "conflict":
         raise MergeConflict(found[1], found[2])
     agents = episode.role_agents
