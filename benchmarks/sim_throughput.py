@@ -49,7 +49,7 @@ def main() -> None:
     rates = [run(args.episodes, env) for _ in range(args.rounds)]
     print(f"sim_throughput: heldout, rule agents, {args.episodes} episodes x {args.rounds} rounds")
     print(f"episodes/s: best {max(rates):,.0f}  median {sorted(rates)[len(rates) // 2]:,.0f}")
-    print(f"first pass over the pool (fresh env, 256 episodes): best {max(cold):,.0f}/s")
+    print(f"first pass over the pool (fresh env, every memo empty, 256 episodes): best {max(cold):,.0f}/s")
     if args.profile:
         prof = cProfile.Profile()
         prof.enable()
