@@ -59,6 +59,17 @@ def _init_worker(threads: int) -> None:
         os.environ[var] = str(threads)
 
 
+def _on_lane_device(work: Callable[[L], dict[str, Any]], lane: L) -> dict[str, Any]:
+    """``work(lane)`` with the lane's GPU current: a worker process runs lanes of several GPUs in turn, and
+    whatever uses the current device (CUDA graphs and their streams) must see the lane's."""
+    device = getattr(lane, "device", None)
+    if device and str(device).startswith("cuda:"):
+        import torch
+
+        torch.cuda.set_device(torch.device(device))
+    return work(lane)
+
+
 def run_lanes(work: Callable[[L], dict[str, Any]], lanes: Sequence[L], jobs: int, threads: int,
               done: Callable[[L, dict[str, Any] | None, str | None], None]) -> list[str]:
     """Run ``work`` on every lane, ``jobs`` at a time; returns one line per failed lane.
@@ -77,7 +88,7 @@ def run_lanes(work: Callable[[L], dict[str, Any]], lanes: Sequence[L], jobs: int
     if jobs == 1:
         for lane in lanes:
             try:
-                result = work(lane)
+                result = _on_lane_device(work, lane)
             except Exception:  # noqa: BLE001 - one lane's failure is reported, the others still run
                 finish(lane, None, traceback.format_exc())
             else:
@@ -88,7 +99,7 @@ def run_lanes(work: Callable[[L], dict[str, Any]], lanes: Sequence[L], jobs: int
 
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
                              initializer=_init_worker, initargs=(threads,)) as pool:
-        futures = {pool.submit(work, lane): lane for lane in lanes}
+        futures = {pool.submit(_on_lane_device, work, lane): lane for lane in lanes}
         for future in as_completed(futures):
             lane = futures[future]
             try:

@@ -53,6 +53,8 @@ generated token, including a final EOS or newline token.
 
 from __future__ import annotations
 
+import contextlib
+
 import time
 import warnings
 from collections import OrderedDict
@@ -431,7 +433,10 @@ class Generator:
         if any(len(p) == 0 for p in prompts):
             raise ValueError("every prompt needs at least one token")
         noise = self._noise(len(prompts), seed)
-        with torch.inference_mode():
+        # CUDA graphs are captured on, and replayed from, the current device's streams: a model on cuda:1
+        # decoded while cuda:0 is current captures an empty graph and replays nothing (the output buffer's
+        # stale tokens come back as the completion). Make the model's device current for the whole call.
+        with torch.inference_mode(), _on_device(self.device):
             if self.backend == "static":
                 self._check_weights()
                 rows, logps = self._decode_static(prompts, noise, shared)
@@ -1012,6 +1017,11 @@ class _StaticDecoder:
                 self._decode()
             produced += 1
         return self.out[:, :produced].cpu(), (self.out_logp[:, :produced].cpu() if self.logprobs else None)
+
+
+def _on_device(device: torch.device) -> contextlib.AbstractContextManager[object]:
+    """``torch.cuda.device(device)`` for a CUDA device, else nothing."""
+    return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
 
 
 def _first_line(exc: BaseException) -> str:
