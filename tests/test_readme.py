@@ -78,7 +78,7 @@ def test_the_readme_shows_the_main_and_test_commands() -> None:
     commands = shell_commands()
     assert "pip install -q ." in commands and "gencoord setup" in commands
     assert "gencoord rollout --backend minecraft --pool heldout --policy rule --episodes 16" in commands
-    assert "pip install -q -e '.[lm,rl,test]'" in commands and "python -m pytest -q -n 4" in commands
+    assert "pip install -q -e '.[lm,rl,test]'" in commands and "python -m pytest -q -n 4 --dist loadgroup" in commands
 
 
 @pytest.mark.parametrize("words", gencoord_commands(), ids=" ".join)
