@@ -38,6 +38,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from gencoord_env.caches import cache
+from gencoord_env.data_files import read_json
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -442,13 +443,7 @@ def _check_fits(spec: SkillSpec, key_limits: Mapping[str, Limit], limits: Limits
 
 def load_catalog(path: Path = CATALOG_PATH) -> Catalog:
     """Read and validate a catalog file (the packaged one by default)."""
-    try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CatalogError(f"catalog file {path} is missing; reinstall gencoord_env") from None
-    except json.JSONDecodeError as err:
-        raise CatalogError(f"catalog file {path} is not valid JSON: {err}") from None
-    return parse_catalog(raw)
+    return parse_catalog(read_json(path, "catalog file", CatalogError))
 
 
 @cache(maxsize=1)

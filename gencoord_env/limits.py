@@ -11,12 +11,13 @@ world's own check of a skill call can only fail on a bug. Other sections are kep
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+from gencoord_env.data_files import read_json
 
 LIMITS_PATH = Path(__file__).resolve().parent / "data" / "limits.json"
 
@@ -75,13 +76,7 @@ def parse_limits(raw: Any) -> Limits:
 
 def load_limits(path: Path = LIMITS_PATH) -> Limits:
     """Read and validate a limits table (the packaged one by default)."""
-    try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise LimitsError(f"limits table {path} is missing; reinstall gencoord_env") from None
-    except json.JSONDecodeError as err:
-        raise LimitsError(f"limits table {path} is not valid JSON: {err}") from None
-    return parse_limits(raw)
+    return parse_limits(read_json(path, "limits table", LimitsError))
 
 
 LIMITS: Limits = load_limits()

@@ -26,6 +26,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from gencoord_env.cli import add_env_arguments, env_choices, one_of, positive_int
 
@@ -197,9 +198,23 @@ def evaluate_main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def transfer_main(argv: Sequence[str] | None = None) -> int:
+def add_budget_overrides(p: argparse.ArgumentParser, flags: Sequence[tuple[str, type]]) -> None:
+    """``--FLAG VALUE`` options that replace the chosen budget's field of that name (dashes for underscores)."""
+    overrides = p.add_argument_group("budget overrides")
+    for flag, kind in flags:
+        overrides.add_argument(f"--{flag}", type=kind)
+
+
+def with_overrides(budget: Any, a: argparse.Namespace) -> Any:
+    """``budget`` (a dataclass) with every field that ``a`` holds a value for replaced, its name excepted."""
     import dataclasses
 
+    changes = {f.name: getattr(a, f.name) for f in dataclasses.fields(budget)
+               if hasattr(a, f.name) and f.name != "name" and getattr(a, f.name) is not None}
+    return dataclasses.replace(budget, **changes)
+
+
+def transfer_main(argv: Sequence[str] | None = None) -> int:
     from gencoord_env.train.transfer import BACKENDS, BUDGETS, PAPER_SEEDS, POOLS, TransferConfig, report_lines, run
 
     p = argparse.ArgumentParser(
@@ -217,20 +232,16 @@ def transfer_main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--device", help="torch device of every lane (default: cuda when available)")
     p.add_argument("--jobs", type=positive_int, default=1, help="lanes (seed x backend x chain) run at once, one process each (default 1)")
     p.add_argument("--data-workers", type=positive_int, default=1, help="processes that play the procedural episodes (default 1)")
-    overrides = p.add_argument_group("budget overrides")
-    for flag, kind in (("hidden-size", int), ("num-layers", int), ("pretrain-rows", int), ("pretrain-epochs", float),
-                       ("protocol-epochs", float), ("finetune-epochs", float), ("finetune-lr", float),
-                       ("micro-batch", int), ("grad-accum", int), ("pretrain-micro-batch", int), ("eval-episodes", int), ("eval-batch", int),
-                       ("subword-dropout", float), ("subword-dropout-rows", float), ("tokenizer-rows", int),
-                       ("pretrain-steps", int), ("protocol-steps", int), ("finetune-steps", int)):
-        overrides.add_argument(f"--{flag}", type=kind)
+    add_budget_overrides(p, (("hidden-size", int), ("num-layers", int), ("pretrain-rows", int), ("pretrain-epochs", float),
+                             ("protocol-epochs", float), ("finetune-epochs", float), ("finetune-lr", float),
+                             ("micro-batch", int), ("grad-accum", int), ("pretrain-micro-batch", int), ("eval-episodes", int),
+                             ("eval-batch", int), ("subword-dropout", float), ("subword-dropout-rows", float),
+                             ("tokenizer-rows", int), ("pretrain-steps", int), ("protocol-steps", int), ("finetune-steps", int)))
     p.add_argument("--summarize-only", action="store_true",
                    help="rebuild the summary from OUT/inputs.json and OUT/lanes/ (e.g. of a run cut short); trains nothing")
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args(argv)
-    changes = {f.name: getattr(a, f.name) for f in dataclasses.fields(BUDGETS[a.budget])
-               if hasattr(a, f.name) and f.name != "name" and getattr(a, f.name) is not None}
-    budget = dataclasses.replace(BUDGETS[a.budget], **changes)
+    budget = with_overrides(BUDGETS[a.budget], a)
     config = TransferConfig(out=a.out, seeds=tuple(a.seeds), budget=budget, backends=tuple(a.backends), pools=tuple(a.pools),
                             work=a.work, device=a.device, jobs=a.jobs, data_workers=a.data_workers, progress=not a.quiet)
     if a.summarize_only:
@@ -248,8 +259,6 @@ def transfer_main(argv: Sequence[str] | None = None) -> int:
 
 
 def tables_main(argv: Sequence[str] | None = None) -> int:
-    import dataclasses
-
     from gencoord_env.train.tables import BUDGETS, PAPER_SEEDS, TABLES, TablesConfig, run, summarize
 
     p = argparse.ArgumentParser(
@@ -270,19 +279,15 @@ def tables_main(argv: Sequence[str] | None = None) -> int:
     src.add_argument("--init", metavar="CHECKPOINT_DIR", help="start every model from this checkpoint (e.g. a procedural-pretrained one)")
     p.add_argument("--device", help="torch device of every lane; cuda on a machine of several GPUs spreads the lanes over them")
     p.add_argument("--jobs", type=positive_int, default=1, help="lanes (seed x model) run at once, one process each (default 1)")
-    overrides = p.add_argument_group("budget overrides")
-    for flag, kind in (("hidden-size", int), ("num-layers", int), ("epoch-scale", float), ("init-epoch-scale", float),
-                       ("steps", int), ("micro-batch", int), ("grad-accum", int), ("lr", float), ("eval-episodes", int),
-                       ("eval-batch", int), ("timing-episodes", int), ("rule-episodes", int), ("max-new-tokens", int),
-                       ("threads", int)):
-        overrides.add_argument(f"--{flag}", type=kind)
+    add_budget_overrides(p, (("hidden-size", int), ("num-layers", int), ("epoch-scale", float), ("init-epoch-scale", float),
+                             ("steps", int), ("micro-batch", int), ("grad-accum", int), ("lr", float), ("eval-episodes", int),
+                             ("eval-batch", int), ("timing-episodes", int), ("rule-episodes", int), ("max-new-tokens", int),
+                             ("threads", int)))
     p.add_argument("--summarize-only", action="store_true",
                    help="rewrite the tables from WORK's lane files (e.g. of a run cut short); trains nothing")
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args(argv)
-    changes = {f.name: getattr(a, f.name) for f in dataclasses.fields(BUDGETS[a.budget])
-               if hasattr(a, f.name) and f.name != "name" and getattr(a, f.name) is not None}
-    budget = dataclasses.replace(BUDGETS[a.budget], **changes)
+    budget = with_overrides(BUDGETS[a.budget], a)
     try:
         config = TablesConfig(out=a.out, tables=tuple(a.tables), seeds=tuple(a.seeds), budget=budget,
                               scratch=None if a.init else (a.scratch or "qwen3"), init=a.init, work=a.work,

@@ -8,13 +8,13 @@ server's ground height; the sim uses them as they are.
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from gencoord_env.data_files import read_json
 from gencoord_env.limits import LIMITS, Limits
 
 Pos = tuple[int, int, int]
@@ -121,13 +121,7 @@ def parse_skill_ops(raw: object, limits: Limits = LIMITS) -> Mapping[str, Mappin
 
 def load_skill_ops(path: Path = SKILL_OPS_PATH) -> Mapping[str, Mapping[str, ArgType]]:
     """Read and validate an op table (the packaged ``skill_ops.json`` by default)."""
-    try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise OpTableError(f"op table {path} is missing; reinstall gencoord_env") from None
-    except json.JSONDecodeError as err:
-        raise OpTableError(f"op table {path} is not valid JSON: {err}") from None
-    return parse_skill_ops(raw)
+    return parse_skill_ops(read_json(path, "op table", OpTableError))
 
 
 #: The backend-neutral skill-call ops the compiler emits and every world executes (``data/skill_ops.json``):
