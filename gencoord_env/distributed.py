@@ -100,10 +100,11 @@ class RayRunner:
         pending: dict[Any, tuple[int, int]] = {}
         load = [0] * len(self.actors)
         failures = [0] * len(self.actors)
+        probes: dict[Any, int] = {}  # a restarting actor's ready() call -> its worker number
 
         def usable() -> list[int]:
-            alive = [w for w in range(len(self.actors)) if failures[w] < 2]
-            return alive or list(range(len(self.actors)))
+            alive = [w for w in range(len(self.actors)) if failures[w] < 2 and w not in probes.values()]
+            return alive or [w for w in range(len(self.actors)) if failures[w] < 2] or list(range(len(self.actors)))
 
         def submit(k: int, avoid: int | None = None) -> None:
             choices = [w for w in usable() if w != avoid] or usable()
@@ -116,8 +117,16 @@ class RayRunner:
                 submit(todo.popleft())
 
         fill()
-        while pending:
-            [ref], _ = ray.wait(list(pending), num_returns=1)
+        while pending or probes:
+            [ref], _ = ray.wait([*pending, *probes], num_returns=1)
+            if ref in probes:
+                w = probes.pop(ref)
+                try:
+                    self.where[w] = ray.get(ref)  # restarted: usable again, in a new process
+                except Exception:  # noqa: BLE001 - an actor that cannot come back gets no more episodes
+                    failures[w] = 2
+                fill()
+                continue
             k, w = pending.pop(ref)
             load[w] -= 1
             try:
@@ -126,11 +135,15 @@ class RayRunner:
                 cause = _cause(ray, e)
                 if cause is None:
                     raise
-                failures[w] += isinstance(e, ray.exceptions.RayActorError)
                 if any(r.index == k for r in retries):
                     raise EpisodeLost(f"episode {k} failed twice; the second time on worker {w} "
                                       f"({self.where[w]}): {cause}", results) from e
                 retries.append(Retry(k, f"worker {w} ({self.where[w]})", cause))
+                if isinstance(e, ray.exceptions.RayActorError) and w not in probes.values():
+                    # the actor died: nothing more goes to it until Ray has restarted it (an episode sent
+                    # while it restarts would be lost with it)
+                    failures[w] += 1
+                    probes[self.actors[w].ready.remote()] = w
                 submit(k, avoid=w)
                 continue
             results[k] = result
