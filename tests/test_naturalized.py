@@ -66,6 +66,15 @@ def test_unknown_form_and_binding_fail_early():
         describe("NOPE", "C1", ep)
 
 
+@pytest.mark.parametrize("pool", ["procedural", "teams", "chain3"])
+def test_a_pool_whose_bindings_have_no_description_is_refused_when_the_env_is_made(pool):
+    """Not at the first reset: generated bindings (procedural) and team facts have no written phrasings."""
+    with pytest.raises(ValueError, match=r"private_fact='C3' needs a (written )?description of (each|every) binding.*"
+                                         r"use private_fact='id'"):
+        gencoord_env.parallel_env(backend="sim", pool=pool, private_fact="C3")
+    gencoord_env.parallel_env(backend="sim", pool=pool, private_fact="id").reset(options={"index": 0})
+
+
 @pytest.mark.parametrize("form", ["train", "C1"])
 def test_tfidf_rule_recovers_every_binding_on_training_words(form):
     summary = summarize(rollout(gencoord_env.parallel_env(backend="sim", pool="heldout", private_fact=form), make_policy("tfidf")))

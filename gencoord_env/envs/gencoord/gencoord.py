@@ -234,7 +234,24 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         describe = None
         if private_fact != "id":
             from gencoord_env.tasks.naturalized import describe
+
+            self._check_naturalized(private_fact)
         self.setup = Setup(self.route, self.view, self.surface, private_fact, describe)
+
+    def _check_naturalized(self, form: str) -> None:
+        """A naturalized private fact needs a description of every binding the pool can draw."""
+        from gencoord_env.tasks.naturalized import table
+
+        if self.pool_name == "procedural":
+            raise ValueError(f"private_fact={form!r} needs a written description of each binding; pool='procedural' "
+                             "generates its bindings and has none: use private_fact='id'")
+        known = table()["bindings"]
+        templates = {e.template.id: e.template for e in self.episodes}
+        missing = sorted({b for t in templates.values() for b in t.bindings if b not in known})
+        if missing:
+            raise ValueError(f"private_fact={form!r} needs a description of every binding; pool {self.pool_name!r} has "
+                             f"bindings without one: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''} "
+                             "(gencoord_env/data/naturalized.json lists them; or use private_fact='id')")
 
     def _agents_of_pool(self) -> tuple[str, ...]:
         """Every agent an episode of the pool may have: two, or the largest team's."""
