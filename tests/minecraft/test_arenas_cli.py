@@ -58,8 +58,14 @@ def serial(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], li
     return rollout(tmp_path_factory.mktemp("serial"), "serial")
 
 
+def _outcomes(records: list[dict[str, Any]]) -> list[tuple[Any, Any]]:
+    """Each episode's outcome and reason: what a failed comparison shows first."""
+    return [(r.get("outcome"), r.get("reason")) for r in records]
+
+
 def test_arenas_4_equals_serial(serial: tuple[dict[str, Any], list[dict[str, Any]]], tmp_path: Path) -> None:
     summary, records = rollout(tmp_path, "arenas", "--arenas", "4")
+    assert _outcomes(records) == _outcomes(serial[1])
     assert summary == serial[0] and summary["episodes"] == 8
     assert len(records) == 8 and records == serial[1]
 
@@ -67,6 +73,8 @@ def test_arenas_4_equals_serial(serial: tuple[dict[str, Any], list[dict[str, Any
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="the ray extra is not installed")
 def test_workers_2_equals_serial(serial: tuple[dict[str, Any], list[dict[str, Any]]], tmp_path: Path) -> None:
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # a local cluster over loopback only
-    summary, records = rollout(tmp_path, "workers", "--workers", "2", "--arenas", "2")
+    # one arena per worker: each worker still has a sidecar of its own (two at once beside the suite's own)
+    summary, records = rollout(tmp_path, "workers", "--workers", "2", "--arenas", "1")
+    assert _outcomes(records) == _outcomes(serial[1])
     assert summary == serial[0]
     assert records == serial[1]
