@@ -99,12 +99,21 @@ function walkNear (ctx, pos, what, range = REACH) {
  */
 const face = (bot, point) => bot.lookAt(point, true)
 
-/** Face `point` and wait until the server has applied the look, so a toss flies that way. */
-async function faceForToss (bot, point) {
+/**
+ * Face `point` and wait until the server has applied the look (and the position the walk ended at), so a
+ * toss flies that way. The look and position go out in the update of a physics tick: after two ticks they
+ * are surely sent. On a starved machine a tick can come seconds late; the wait lasts as long as the skill's
+ * budget allows, because a toss thrown before the look is sent falls short of the receiver (seen under a
+ * loaded test run: the items lay 1.7 blocks from the receiver, or went back to the giver).
+ */
+async function faceForToss (ctx, point) {
+  const bot = ctx.bot
   await face(bot, point)
-  // the look packet goes out in the position update of a physics tick: after two ticks it is surely sent,
-  // however late a busy process runs the first
-  for (let i = 0; i < 2; i++) await withTimeout(once(bot, 'physicsTick'), 1000, 'a physics tick').catch(() => {})
+  try {
+    for (let i = 0; i < 2; i++) await withTimeout(once(bot, 'physicsTick'), ctx.timeoutMs, 'a physics tick before the toss')
+  } catch (err) {
+    fail(`${ctx.actor} could not face the receiver: ${err.message}`)
+  }
   await sleep(LOOK_SETTLE_MS)
 }
 
@@ -246,7 +255,7 @@ const SKILLS = {
       needItems(ctx, item, count)
       // the receiver stands still; the giver comes only as close as a toss carries
       await walkNear(ctx, peer.entity.position.floored(), to, TOSS_RANGE)
-      await faceForToss(ctx.bot, peer.entity.position.offset(0, 1.0, 0)) // the server throws along its last look
+      await faceForToss(ctx, peer.entity.position.offset(0, 1.0, 0)) // the server throws along its last look
       // noted before the toss: the server may report the pickup before the toss's own promise resolves
       const toss = ctx.world.noteToss(ctx.actor, to, item, count, ctx.world.inventories())
       try {
