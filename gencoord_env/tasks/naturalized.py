@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from gencoord_env.caches import cache
 from importlib import resources
 from typing import Any
@@ -38,6 +38,12 @@ def table() -> Mapping[str, Any]:
     """The naturalized description table (``gencoord_env/data/naturalized.json``)."""
     text = resources.files("gencoord_env.data").joinpath("naturalized.json").read_text(encoding="utf-8")
     return json.loads(text)  # type: ignore[no-any-return]
+
+
+def undescribed(bindings: Iterable[str]) -> list[str]:
+    """The bindings among ``bindings`` that the table has no description of, sorted."""
+    known = table()["bindings"]
+    return sorted({b for b in bindings if b not in known})
 
 
 def _check(binding: str, form: str) -> None:
@@ -77,4 +83,4 @@ def describe(binding: str, form: str, episode: Episode) -> str:
     return _pick(table()["C3_templates"], key + ":template").format(own=own, other=other)
 
 
-__all__ = ["FORMS", "describe", "phrasings", "table"]
+__all__ = ["FORMS", "describe", "phrasings", "table", "undescribed"]

@@ -240,14 +240,12 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
 
     def _check_naturalized(self, form: str) -> None:
         """A naturalized private fact needs a description of every binding the pool can draw."""
-        from gencoord_env.tasks.naturalized import table
+        from gencoord_env.tasks.naturalized import undescribed
 
         if self.pool_name == "procedural":
             raise ValueError(f"private_fact={form!r} needs a written description of each binding; pool='procedural' "
                              "generates its bindings and has none: use private_fact='id'")
-        known = table()["bindings"]
-        templates = {e.template.id: e.template for e in self.episodes}
-        missing = sorted({b for t in templates.values() for b in t.bindings if b not in known})
+        missing = undescribed(b for t in {e.template.id: e.template for e in self.episodes}.values() for b in t.bindings)
         if missing:
             raise ValueError(f"private_fact={form!r} needs a description of every binding; pool {self.pool_name!r} has "
                              f"bindings without one: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''} "
