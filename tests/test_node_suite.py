@@ -25,6 +25,22 @@ def test_node_suite_passes() -> None:
         [str(rt.node), "--test", "--test-concurrency=1", "--test-force-exit", *files],
         cwd=sidecar, capture_output=True, text=True, timeout=600, env={**os.environ, **rt.env()},
     )
-    tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
-    assert proc.returncode == 0, tail
-    assert "# fail 0" in proc.stdout, tail
+    report = _failures(proc.stdout) + "\n".join((proc.stdout + proc.stderr).splitlines()[-12:])
+    assert proc.returncode == 0, report
+    assert "# fail 0" in proc.stdout, report
+
+
+def _failures(tap: str) -> str:
+    """Each failed test's TAP block (its `not ok` line and the indented YAML under it): the tail alone can
+    end on passing tests when the failure came early."""
+    lines, out = tap.splitlines(), []
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("not ok"):
+            indent = len(line) - len(line.lstrip())
+            block = [line]
+            for nxt in lines[i + 1:]:
+                if nxt.strip() and len(nxt) - len(nxt.lstrip()) <= indent and not nxt.lstrip().startswith("..."):
+                    break
+                block.append(nxt)
+            out.append("\n".join(block[:60]))
+    return "\n".join(out) + ("\n--- tail ---\n" if out else "")

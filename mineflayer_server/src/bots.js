@@ -24,7 +24,10 @@ function reasonText (reason) {
  * Join the server at `host:port` in offline mode as `username`; resolves once the bot stands on loaded
  * ground. Rejects at once, with the server's reason, when the server refuses or drops the bot before it spawns.
  */
-async function connectBot (username, port, log, { host = '127.0.0.1', timeoutMs = 20000 } = {}) {
+/** How long a bot may take to join and stand on loaded ground before connectBot gives up. */
+const SPAWN_TIMEOUT_MS = 20000
+
+async function connectBot (username, port, log, { host = '127.0.0.1', timeoutMs = SPAWN_TIMEOUT_MS } = {}) {
   const bot = mineflayer.createBot({
     host,
     port,
@@ -70,4 +73,4 @@ async function connectBot (username, port, log, { host = '127.0.0.1', timeoutMs 
 /** True when the bot's connection is gone and it must be rejoined. */
 const isDisconnected = bot => !bot || bot.gcEnded || !bot.entity
 
-module.exports = { connectBot, isDisconnected }
+module.exports = { connectBot, isDisconnected, SPAWN_TIMEOUT_MS }

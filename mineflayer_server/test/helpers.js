@@ -14,6 +14,12 @@ const { loadRules } = require('../src/rules')
 const { waitFor } = require('../src/util')
 
 /**
+ * How long a test waits for the server and its clients to settle (an item synced, a block seen, a bot
+ * gone). Only a failure waits it out, so it is sized for a machine busy with other tests, not for speed.
+ */
+const SETTLE_MS = 10000
+
+/**
  * The rule tables the tests run with: $GENCOORD_RULES, else the gencoord_env/data directory of the
  * checkout these tests live in (an installed sidecar is given its directory by the Python side).
  */
@@ -124,4 +130,4 @@ async function startSidecar (extraArgs = []) {
   }
 }
 
-module.exports = { startArena, startSidecar, dealer, z85Decode, countOf, waitFor, RULES, RULES_DIR }
+module.exports = { startArena, startSidecar, dealer, z85Decode, countOf, waitFor, SETTLE_MS, RULES, RULES_DIR }

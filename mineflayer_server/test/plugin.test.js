@@ -4,7 +4,7 @@
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const { Vec3 } = require('vec3')
-const { startArena, countOf, waitFor } = require('./helpers')
+const { startArena, countOf, waitFor, SETTLE_MS } = require('./helpers')
 
 let arena
 const at = (x, y, z) => new Vec3(x, arena.floorY + y, z)
@@ -19,7 +19,7 @@ async function setup (invA, invB, posA = [0, 0, 0], posB = [2, 0, 0]) {
   }
   for (const [bot, inv] of [[arena.a, invA], [arena.b, invB]]) {
     await waitFor(() => Object.entries(inv).every(([n, c]) => countOf(bot, n) === c) &&
-      bot.inventory.items().length === Object.keys(inv).length, 3000, 'inventory sync')
+      bot.inventory.items().length === Object.keys(inv).length, SETTLE_MS, 'inventory sync')
   }
 }
 
@@ -35,9 +35,9 @@ test('teleports of many blocks keep every client connected and seen by the other
   assert.ok(arena.b.entity.position.distanceTo(at(3.5, 0, 0.5)) < 0.1, 'the first teleport after joining sticks')
   assert.ok(arena.player('agent_b').position.distanceTo(at(3.5, 0, 0.5)) < 0.1)
   await arena.api.teleport(arena.player('agent_a'), at(25, 0, -20))
-  await waitFor(() => arena.a.entity.position.distanceTo(at(25.5, 0, -19.5)) < 0.1, 3000, 'A moved')
+  await waitFor(() => arena.a.entity.position.distanceTo(at(25.5, 0, -19.5)) < 0.1, SETTLE_MS, 'A moved')
   await arena.api.teleport(arena.player('agent_a'), at(1, 0, 1))
-  await waitFor(() => arena.b.players.agent_a?.entity?.position.distanceTo(at(1.5, 0, 1.5)) < 0.5, 3000, 'B sees A back')
+  await waitFor(() => arena.b.players.agent_a?.entity?.position.distanceTo(at(1.5, 0, 1.5)) < 0.5, SETTLE_MS, 'B sees A back')
   assert.equal(arena.b.players.agent_a.entity.type, 'player')
   assert.deepEqual(arena.disconnects, [])
   assert.ok(arena.lines.some(l => l.includes('[edit] teleport agent_a 25 5 -20'.replace('5', String(arena.floorY)))))
@@ -48,7 +48,7 @@ test('/give stores numeric counts that add up', async () => {
   // from the server's console: no player may run /give here (permissions.js; external.test.js has an operator)
   await arena.serv.handleCommand('give agent_a oak_log 4')
   await arena.serv.handleCommand('give agent_a oak_log 3')
-  await waitFor(() => countOf(arena.a, 'oak_log') === 7, 3000, 'A has 7 logs')
+  await waitFor(() => countOf(arena.a, 'oak_log') === 7, SETTLE_MS, 'A has 7 logs')
   assert.equal(serverCount('agent_a', 'oak_log'), 7)
   assert.ok(arena.lines.some(l => l.includes('[edit] give agent_a oak_log 3')))
 })
@@ -59,8 +59,8 @@ test('a tossed stack is picked up whole by the peer and recorded as a handoff', 
   await arena.a.lookAt(arena.b.entity.position.offset(0, 1, 0), true)
   await new Promise(resolve => setTimeout(resolve, 100))
   await arena.a.toss(id('oak_planks'), null, 10)
-  await waitFor(() => serverCount('agent_b', 'oak_planks') === 10, 5000, 'B picked up 10 planks')
-  await waitFor(() => countOf(arena.b, 'oak_planks') === 10, 2000, "B's client sees 10 planks")
+  await waitFor(() => serverCount('agent_b', 'oak_planks') === 10, SETTLE_MS, 'B picked up 10 planks')
+  await waitFor(() => countOf(arena.b, 'oak_planks') === 10, SETTLE_MS, "B's client sees 10 planks")
   assert.equal(serverCount('agent_a', 'oak_planks'), 0)
   assert.deepEqual(arena.api.pickups().map(({ from, to, item, count }) => ({ from, to, item, count })),
     [{ from: 'agent_a', to: 'agent_b', item: 'oak_planks', count: 10 }])
@@ -88,7 +88,7 @@ test('a chest stores what one bot deposits and the other bot sees and withdraws 
   const pos = at(0, 0, 2)
   await arena.api.setBlock(pos, 'chest')
   arena.api.setContainer('chest', pos, {})
-  await waitFor(() => arena.a.blockAt(pos)?.name === 'chest' && arena.b.blockAt(pos)?.name === 'chest', 3000, 'chest visible')
+  await waitFor(() => arena.a.blockAt(pos)?.name === 'chest' && arena.b.blockAt(pos)?.name === 'chest', SETTLE_MS, 'chest visible')
   const chestA = await arena.a.openContainer(arena.a.blockAt(pos))
   await chestA.deposit(id('cobblestone'), null, 5)
   arena.a.closeWindow(chestA)
@@ -121,7 +121,7 @@ test('bot.craft works on a crafting table (3x3 recipe)', async () => {
   await setup({ oak_planks: 9 }, {})
   const pos = at(-2, 0, 0)
   await arena.api.setBlock(pos, 'crafting_table')
-  await waitFor(() => arena.a.blockAt(pos)?.name === 'crafting_table', 3000, 'table visible')
+  await waitFor(() => arena.a.blockAt(pos)?.name === 'crafting_table', SETTLE_MS, 'table visible')
   const tableBlock = arena.a.blockAt(pos)
   assert.equal(arena.a.recipesFor(id('chest'), null, 1, null).length, 0, 'a chest needs the 3x3 grid')
   const recipe = arena.a.recipesFor(id('chest'), null, 1, tableBlock)[0]
@@ -136,11 +136,11 @@ test('a furnace smelts input with fuel into output that the bot takes', async ()
   await arena.api.setBlock(pos, 'furnace')
   arena.api.setContainer('furnace', pos, {})
   arena.api.setCookTicks(2)
-  await waitFor(() => arena.a.blockAt(pos)?.name === 'furnace', 3000, 'furnace visible')
+  await waitFor(() => arena.a.blockAt(pos)?.name === 'furnace', SETTLE_MS, 'furnace visible')
   const furnace = await arena.a.openFurnace(arena.a.blockAt(pos))
   await furnace.putInput(id('raw_iron'), null, 2)
   await furnace.putFuel(id('coal'), null, 1)
-  await waitFor(() => furnace.outputItem()?.count === 2, 5000, 'two ingots in the output')
+  await waitFor(() => furnace.outputItem()?.count === 2, SETTLE_MS, 'two ingots in the output')
   assert.deepEqual(arena.api.furnaceCounts(pos), { input: {}, fuel: {}, output: { iron_ingot: 2 } })
   await furnace.takeOutput()
   arena.a.closeWindow(furnace)
@@ -156,11 +156,11 @@ test('fuel smelts the items recipes.json says at any cook time, as the Python wo
   await arena.api.setBlock(pos, 'furnace')
   arena.api.setContainer('furnace', pos, {})
   arena.api.setCookTicks(2)
-  await waitFor(() => arena.a.blockAt(pos)?.name === 'furnace', 3000, 'furnace visible')
+  await waitFor(() => arena.a.blockAt(pos)?.name === 'furnace', SETTLE_MS, 'furnace visible')
   const furnace = await arena.a.openFurnace(arena.a.blockAt(pos))
   await furnace.putFuel(id('oak_planks'), null, 3)
   await furnace.putInput(id('cobblestone'), null, 3)
-  await waitFor(() => furnace.outputItem()?.count === 3, 5000, 'three stone in the output')
+  await waitFor(() => furnace.outputItem()?.count === 3, SETTLE_MS, 'three stone in the output')
   await new Promise(resolve => setTimeout(resolve, 200)) // the last plank would be lit within a few ticks if it were needed
   arena.a.closeWindow(furnace)
   assert.deepEqual(arena.api.furnaceCounts(pos), { input: {}, fuel: { oak_planks: 1 }, output: { stone: 3 } })
@@ -185,7 +185,7 @@ test('the barrier resolves only after the bot\'s earlier clicks are applied', as
   const pos = at(2, 0, -2)
   await arena.api.setBlock(pos, 'chest')
   arena.api.setContainer('chest', pos, {})
-  await waitFor(() => arena.a.blockAt(pos)?.name === 'chest', 3000, 'chest visible')
+  await waitFor(() => arena.a.blockAt(pos)?.name === 'chest', SETTLE_MS, 'chest visible')
   const chest = await arena.a.openContainer(arena.a.blockAt(pos))
   await chest.deposit(id('stick'), null, 7)
   arena.a.closeWindow(chest)
@@ -204,7 +204,7 @@ test('World.reset rejoins a bot whose connection dropped, and only that bot', as
   }
   const dropped = arena.b
   dropped._client.end('network trouble')
-  await waitFor(() => dropped.gcEnded, 3000, 'B disconnected')
+  await waitFor(() => dropped.gcEnded, SETTLE_MS, 'B disconnected')
   arena.disconnects.length = 0 // this disconnect is the point of the test
   const { rejoined } = await arena.world.reset(spec)
   assert.deepEqual(rejoined, ['agent_b'])
