@@ -118,22 +118,24 @@ class RuleMinimalRequest(RulePolicy):
         shape = team(ctx)
         max_requests = len(shape.roles) - 1
         mine = self.binding(ctx)
-        known = {mine} if mine else set()
+        known = [mine] if mine else []  # in order of trust: its own fact first
         for view in ctx.peer_views:  # a centralized planner reads every uploaded fact
             if view.private.active_binding_id:
-                known.add(view.private.active_binding_id)
+                known.append(view.private.active_binding_id)
         requests = delivered(ctx)
         for m in requests:
-            known |= {b for t in m.request.requested_plan if isinstance(b := t.args.get("bind"), str)}
+            known += [b for t in m.request.requested_plan if isinstance(b := t.args.get("bind"), str)]
         for m in ctx.messages:  # a peer's COUNTER names the branch of its edge; ACCEPT keeps the first one
             if isinstance(m, ResponseMessage) and m.response.decision == "COUNTER" and m.response.counter_offer_id:
-                known.add(m.response.counter_offer_id)
+                known.append(m.response.counter_offer_id)
         joint = ctx.stage in JOINT_STAGES
         needed = set(range(len(shape.factors))) if joint else shape.known(ctx.role)
-        selected = set(known)
-        for k in sorted(needed):
-            values = shape.factors[k][1]
-            if not selected & set(values):
+        selected = set()
+        for k, (_, values) in enumerate(shape.factors):  # one branch per fact: two would plan both
+            held = next((b for b in known if b in values), None)
+            if held is not None:
+                selected.add(held)
+            elif k in needed:
                 selected.add(self.team_guess(ctx, values))
         record = team_record(ctx, selected, joint=joint)
         senders = shape.senders(ctx.role)

@@ -33,6 +33,16 @@ def test_rule_agents_solve_every_template_binding_and_rotation(pool: str, route:
     assert len(seen) == sum(len(prior().template(t).bindings) * len(prior().template(t).roles) for t in templates)
 
 
+@pytest.mark.parametrize("route", ["feedback", "centralized"])
+def test_the_random_agent_plans_one_branch_per_fact(route: str) -> None:
+    """A random team agent draws one value of each fact; merged with a branch it was asked for or countered,
+    it once planned both (six tasks: the serializer refused the record and the episode raised)."""
+    env = gencoord_env.parallel_env(pool="team_feedback", backend="sim", route=route)
+    outcomes = Counter(str(run_episode(env, make_policy("random", seed=k), index=k)["outcome"])
+                       for k in range(len(env.episodes)))
+    assert sum(outcomes.values()) == len(env.episodes) and outcomes["SUCCESS"] > 0, outcomes
+
+
 def test_a_team_env_has_n_agents_and_a_record_addresses_several_peers() -> None:
     env = gencoord_env.parallel_env(pool="teams", backend="sim")
     assert env.possible_agents == ["agent_a", "agent_b", "agent_c"]
