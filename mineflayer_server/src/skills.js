@@ -443,4 +443,4 @@ function checkSkillTable (ops) {
   }
 }
 
-module.exports = { SKILLS, SkillFailure, checkSkillArgs, checkSkillTable, countOf }
+module.exports = { SKILLS, SkillFailure, checkSkillArgs, checkSkillTable, countOf, faceForToss }

@@ -5,6 +5,7 @@ const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const { Vec3 } = require('vec3')
 const { startArena, countOf, waitFor, SETTLE_MS } = require('./helpers')
+const { faceForToss } = require('../src/skills')
 
 let arena
 const at = (x, y, z) => new Vec3(x, arena.floorY + y, z)
@@ -53,11 +54,13 @@ test('/give stores numeric counts that add up', async () => {
   assert.ok(arena.lines.some(l => l.includes('[edit] give agent_a oak_log 3')))
 })
 
+/** A faces B as the give skill does: until the server has the look (a toss thrown before it falls short). */
+const faceB = () => faceForToss({ bot: arena.a, actor: 'agent_a', timeoutMs: SETTLE_MS }, arena.b.entity.position.offset(0, 1, 0))
+
 test('a tossed stack is picked up whole by the peer and recorded as a handoff', async () => {
   await setup({ oak_planks: 10 }, {}, [0, 0, 0], [2, 0, 0])
   arena.api.clearPickups()
-  await arena.a.lookAt(arena.b.entity.position.offset(0, 1, 0), true)
-  await new Promise(resolve => setTimeout(resolve, 100))
+  await faceB()
   await arena.a.toss(id('oak_planks'), null, 10)
   await waitFor(() => serverCount('agent_b', 'oak_planks') === 10, SETTLE_MS, 'B picked up 10 planks')
   await waitFor(() => countOf(arena.b, 'oak_planks') === 10, SETTLE_MS, "B's client sees 10 planks")
@@ -71,8 +74,7 @@ test('a toss meant for another player is left to it: a bystander next to it pick
   arena.api.clearPickups()
   arena.api.reserveTosses('agent_a', 'agent_c') // a third bot's handoff, B only stands by
   try {
-    await arena.a.lookAt(arena.b.entity.position.offset(0, 1, 0), true)
-    await new Promise(resolve => setTimeout(resolve, 100))
+    await faceB()
     await arena.a.toss(id('oak_planks'), null, 4)
     await new Promise(resolve => setTimeout(resolve, 1500))
     assert.equal(serverCount('agent_b', 'oak_planks'), 0)

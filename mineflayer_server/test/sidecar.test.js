@@ -55,7 +55,7 @@ const result = async (op, args) => {
   return reply.result
 }
 
-const SKILL_TIMEOUT_MS = 4000
+const SKILL_TIMEOUT_MS = 8000 // two tests wait one out; each skill of the scripted episodes must fit it on a busy machine
 before(async () => { sc = await startSidecar(['--cook-ticks', '2', '--skill-timeout-ms', String(SKILL_TIMEOUT_MS), '--test-ops']) })
 after(async () => { await sc.close() })
 
