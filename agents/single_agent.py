@@ -91,6 +91,14 @@ class GenCoordGym(gymnasium.Env):
             if any(truncs.values()):
                 return False, True, reward
 
+    def action_masks(self) -> Any:
+        """The current decision's valid menu slots as booleans (``actions="menu"`` only): the method
+        sb3-contrib's ``MaskablePPO`` calls, equal to the observation's ``action_mask``."""
+        if self.env.interface.actions != "menu":
+            raise ValueError("action_masks() needs actions='menu' (a menu of records); this env has "
+                             f"actions={self.env.interface.actions!r}")
+        return self._obs[self._me]["action_mask"].astype(bool)
+
     def render(self) -> str | None:
         return self.env.render()
 

@@ -1,7 +1,9 @@
 """Build ``gencoord_env/data/vocab.json``: the word vocabulary of the package's token observations.
 
-Every word the environment writes into an observation - played through every pool and route with the
-rule agents, on the sim - plus every Minecraft item name and every catalog skill path. Sorted, so the
+Every word the environment writes into an observation - played through every pool and route (the team
+pools on every team route) with the rule agents, on the sim - plus every outcome name, every Minecraft
+item name and every catalog skill path. Append-only: the words already in the file keep their ids (a
+model trained on token or bag observations keeps its meaning), new words follow in sorted order, so the
 file is deterministic. Run from the repository root after changing templates, the catalog or contexts:
 
     python scripts/build_vocab.py
@@ -15,29 +17,39 @@ from pathlib import Path
 import gencoord_env
 from gencoord_env.agents import make_policy
 from gencoord_env.catalog import CATALOG
-from gencoord_env.tasks import POOL_SIZES
+from gencoord_env.envs.gencoord.routes import TEAM_ROUTES
+from gencoord_env.outcomes import FailureCode
+from gencoord_env.tasks import POOL_SIZES, TEAM_POOLS
 from gencoord_env.tokens import SPECIALS, WORD_RE
 
 ROUTES = ("forward", "single_step", "feedback", "requester_only", "centralized")
 
 
-def observed_words() -> set[str]:
-    words: set[str] = set()
+def runs() -> list[tuple[str, str, str]]:
+    """(pool, route, surface) of every observation the vocabulary covers."""
+    out = []
     for pool in POOL_SIZES:
         routes = ("feedback", "requester_only", "centralized") if pool == "goal_capability" else ("forward", "single_step")
         for route in routes:
-            for surface in (("dsl", "json", "freeform") if route == "forward" else ("dsl",)):
-                env = gencoord_env.parallel_env(pool=pool, backend="sim", route=route, surface=surface)
-                policy = make_policy({"json": "rule_json", "freeform": "freeform"}.get(surface, "rule"))
-                for k in range(len(env.episodes)):
-                    obs, infos = env.reset(options={"index": k})
-                    while env.agents:
-                        turn = next(a for a, i in infos.items() if i["deciding"])
-                        for text in obs.values():
-                            words.update(WORD_RE.findall(text))
-                        obs, _, _, _, infos = env.step({turn: policy.act(obs[turn], infos[turn])})
-                    for text in obs.values():
-                        words.update(WORD_RE.findall(text))
+            out += [(pool, route, s) for s in (("dsl", "json", "freeform") if route == "forward" else ("dsl",))]
+    out += [(pool, route, s) for pool in TEAM_POOLS for route in TEAM_ROUTES for s in ("dsl", "json")]
+    return out
+
+
+def observed_words() -> set[str]:
+    words: set[str] = set()
+    for pool, route, surface in runs():
+        env = gencoord_env.parallel_env(pool=pool, backend="sim", route=route, surface=surface)
+        policy = make_policy({"json": "rule_json", "freeform": "freeform"}.get(surface, "rule"))
+        for k in range(len(env.episodes)):
+            obs, infos = env.reset(options={"index": k})
+            while env.agents:
+                turn = next(a for a, i in infos.items() if i["deciding"])
+                for text in obs.values():
+                    words.update(WORD_RE.findall(text))
+                obs, _, _, _, infos = env.step({turn: policy.act(obs[turn], infos[turn])})
+            for text in obs.values():
+                words.update(WORD_RE.findall(text))
     return words
 
 
@@ -60,12 +72,15 @@ def procedural_words(pairs: int = 3000, seed: int = 0) -> set[str]:
 def main() -> None:
     items = json.loads(resources.files("gencoord_env.data").joinpath("minecraft_items.json").read_text())
     names = items["items"] if isinstance(items, dict) else items
-    words = observed_words() | procedural_words() | set(names) | {w for s in CATALOG.skills for w in WORD_RE.findall(s)}
-    vocab = list(SPECIALS) + sorted(words - set(SPECIALS))
+    outcomes = {w for code in FailureCode for w in WORD_RE.findall(code.value)}
+    words = observed_words() | procedural_words() | outcomes | set(names) | {w for s in CATALOG.skills for w in WORD_RE.findall(s)}
     out = Path("gencoord_env/data/vocab.json")
-    about = "Word vocabulary of the token observations (gencoord_env.tokens); built by scripts/build_vocab.py."
+    shipped = json.loads(out.read_text())["words"] if out.exists() else list(SPECIALS)
+    vocab = shipped + sorted(words - set(shipped))
+    about = ("Word vocabulary of the token observations (gencoord_env.tokens); built by scripts/build_vocab.py. "
+             "Append-only: a word's id never changes.")
     out.write_text(json.dumps({"about": about, "words": vocab}, indent=0) + "\n")
-    print(f"{out}: {len(vocab)} words")
+    print(f"{out}: {len(vocab)} words ({len(vocab) - len(shipped)} new)")
 
 
 if __name__ == "__main__":

@@ -170,6 +170,36 @@ def test_gym_view_is_registered_and_vectorizes() -> None:
         vec.close()
 
 
+def test_gym_view_action_masks_are_the_observation_mask_and_maskable_ppo_reads_them() -> None:
+    """``action_masks()`` is what sb3-contrib's MaskablePPO asks the env for; it must be the current
+    decision's mask (the role-swapped second permutation included), and a text-action env has none."""
+    env = gencoord_env.gym_env(backend="sim", pool="heldout", actions="menu", observations="bag")
+    rule = make_policy("rule")
+    for k in (0, 1, 2, 3):
+        obs, info = env.reset(options={"index": k})
+        mask = env.action_masks()
+        assert mask.dtype == bool and mask.tolist() == obs["action_mask"].astype(bool).tolist()
+        wanted = info["candidates"].index(rule.act(env.unwrapped.env.observation_text(info["context"].agent), info))
+        assert mask[wanted] and 1 < mask.sum() < len(mask)
+    with pytest.raises(ValueError, match="action_masks\\(\\) needs actions='menu'"):
+        gencoord_env.gym_env(backend="sim", pool="heldout").action_masks()
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    from sb3_contrib.common.maskable.utils import get_action_masks
+    from stable_baselines3.common.env_util import make_vec_env
+
+    vec = make_vec_env(lambda: gencoord_env.gym_env(backend="sim", pool="heldout", actions="menu", observations="bag"), n_envs=2)
+    vec.reset()
+    assert get_action_masks(vec).shape == (2, menu_size())
+    model = sb3_contrib.MaskablePPO("MultiInputPolicy", vec, n_steps=16, batch_size=16, seed=0).learn(32)
+    vec.close()
+    outcomes = []  # an unmasked slot holds no record: choosing one is a parse failure
+    for k in range(32):
+        obs, _ = env.reset(options={"index": k})
+        action, _ = model.predict(obs, deterministic=False, action_masks=env.action_masks())
+        outcomes.append(str(env.step(int(action))[4]["outcome"]))
+    assert "PARSE_FAILURE" not in outcomes and len(set(outcomes)) > 1, outcomes
+
+
 def test_gym_view_refuses_a_role_that_never_decides() -> None:
     with pytest.raises(ValueError, match="the second role never decides"):
         gencoord_env.gym_env(role="second", backend="sim", pool="goal_capability", route="feedback")
@@ -194,3 +224,28 @@ def test_procedural_pool_has_the_same_spaces_and_no_unknown_words() -> None:
             assert len(infos[turn]["candidates"]) == menu_size()
             obs, _, _, _, infos = generated.step({turn: infos[turn]["candidates"].index(wanted)})
         assert infos["agent_a"]["outcome"] is FailureCode.SUCCESS
+
+
+@pytest.mark.parametrize("pool", ["teams", "team_feedback", "chain5"])
+def test_team_pools_write_no_unknown_words(pool: str) -> None:
+    """Every word a team pool writes into an observation, on every team route and surface, under rule and
+    random play (which reaches the failure outcomes), has its own id in the shipped vocabulary."""
+    from gencoord_env.envs.gencoord.routes import TEAM_ROUTES
+    from gencoord_env.tokens import WORD_RE, WordTokenizer
+
+    known = WordTokenizer.default().ids
+    unknown: set[str] = set()
+    for route in TEAM_ROUTES:
+        for surface in ("dsl", "json"):
+            env = gencoord_env.parallel_env(backend="sim", pool=pool, route=route, surface=surface)
+            for name in ({"json": "rule_json"}.get(surface, "rule"), "random"):
+                policy = make_policy(name)
+                for k in range(0, len(env.episodes), 7):
+                    obs, infos = env.reset(seed=k, options={"index": k})
+                    texts = list(obs.values())
+                    while env.agents:
+                        turn = next(a for a, i in infos.items() if i["deciding"])
+                        obs, _, _, _, infos = env.step({turn: policy.act(obs[turn], infos[turn])})
+                        texts += obs.values()
+                    unknown.update(w for text in texts for w in WORD_RE.findall(text) if w not in known)
+    assert not unknown, sorted(unknown)

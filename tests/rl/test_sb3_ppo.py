@@ -1,11 +1,11 @@
-"""Standard RL learns the sender's decision: SB3 PPO on the single-agent menu view, a rule receiver as
-partner, trained on the train pool and judged on held-out clusters (``examples/sb3_ppo_single_agent.py``
-with its small budget)."""
+"""Standard RL learns the sender's decision: sb3-contrib MaskablePPO on the single-agent menu view, a rule
+receiver as partner, trained on the train pool and judged on held-out clusters
+(``examples/sb3_ppo_single_agent.py`` with its small budget)."""
 from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("stable_baselines3")
+pytest.importorskip("sb3_contrib")
 
 
 def test_ppo_beats_ninety_percent_on_heldout_as_sender_after_ten_thousand_steps(example) -> None:  # type: ignore[no-untyped-def]
