@@ -130,7 +130,7 @@ class RuleMinimalRequest(RulePolicy):
                 known.append(m.response.counter_offer_id)
         joint = ctx.stage in JOINT_STAGES
         needed = set(range(len(shape.factors))) if joint else shape.known(ctx.role)
-        selected = set()
+        selected: set[str] = set()
         for k, (_, values) in enumerate(shape.factors):  # one branch per fact: two would plan both
             held = next((b for b in known if b in values), None)
             if held is not None:

@@ -22,7 +22,6 @@ from gencoord_env.outcomes import FailureCode
 from gencoord_env.tasks import POOL_SIZES, TEAM_POOLS
 from gencoord_env.tokens import SPECIALS, WORD_RE
 
-ROUTES = ("forward", "single_step", "feedback", "requester_only", "centralized")
 
 
 def runs() -> list[tuple[str, str, str]]:
