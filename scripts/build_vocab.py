@@ -23,7 +23,6 @@ from gencoord_env.tasks import POOL_SIZES, TEAM_POOLS
 from gencoord_env.tokens import SPECIALS, WORD_RE
 
 
-
 def runs() -> list[tuple[str, str, str]]:
     """(pool, route, surface) of every observation the vocabulary covers."""
     out = []
