@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import gencoord_env
 from gencoord_env.agents import make_policy
@@ -34,37 +35,35 @@ def runs() -> list[tuple[str, str, str]]:
     return out
 
 
+def played_words(env: Any, policy: Any, episodes: range) -> set[str]:
+    """Every word of every observation, the last ones included, of ``episodes`` played by ``policy``."""
+    words: set[str] = set()
+    for k in episodes:
+        obs, infos = env.reset(options={"index": k})
+        while True:
+            for text in obs.values():
+                words.update(WORD_RE.findall(text))
+            if not env.agents:
+                break
+            turn = next(a for a, i in infos.items() if i["deciding"])
+            obs, _, _, _, infos = env.step({turn: policy.act(obs[turn], infos[turn])})
+    return words
+
+
 def observed_words() -> set[str]:
     words: set[str] = set()
     for pool, route, surface in runs():
         env = gencoord_env.parallel_env(pool=pool, backend="sim", route=route, surface=surface)
         policy = make_policy({"json": "rule_json", "freeform": "freeform"}.get(surface, "rule"))
-        for k in range(len(env.episodes)):
-            obs, infos = env.reset(options={"index": k})
-            while env.agents:
-                turn = next(a for a, i in infos.items() if i["deciding"])
-                for text in obs.values():
-                    words.update(WORD_RE.findall(text))
-                obs, _, _, _, infos = env.step({turn: policy.act(obs[turn], infos[turn])})
-            for text in obs.values():
-                words.update(WORD_RE.findall(text))
+        words |= played_words(env, policy, range(len(env.episodes)))
     return words
 
 
 def procedural_words(pairs: int = 3000, seed: int = 0) -> set[str]:
     """Words of generated tasks (their template ids, binding ids, node ids and order texts), by playing
     the first ``pairs`` matched pairs of the procedural pool with the rule agents."""
-    words: set[str] = set()
     env = gencoord_env.parallel_env(pool="procedural", pool_seed=seed, backend="sim")
-    policy = make_policy("rule")
-    for k in range(4 * pairs):
-        obs, infos = env.reset(options={"index": k})
-        while env.agents:
-            turn = next(a for a, i in infos.items() if i["deciding"])
-            for text in obs.values():
-                words.update(WORD_RE.findall(text))
-            obs, _, _, _, infos = env.step({turn: policy.act(obs[turn], infos[turn])})
-    return words
+    return played_words(env, make_policy("rule"), range(4 * pairs))
 
 
 def main() -> None:
