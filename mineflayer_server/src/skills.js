@@ -33,6 +33,8 @@ const TOSS_RANGE = 2.5
 const BUILD_REACH_MARGIN = 0.3
 /** After the look packet is out, the server needs a moment to apply it before the toss clicks arrive. */
 const LOOK_SETTLE_MS = 50
+/** Blocks the look point moves to make a look the server missed differ, so that it is sent again. */
+const AIM_NUDGE = 0.05
 
 /** The skill could not be done; `reason` says why. Becomes an event with ok:false. */
 class SkillFailure extends Error {
@@ -102,15 +104,33 @@ const face = (bot, point) => bot.lookAt(point, true)
 /**
  * Face `point` and wait until the server has applied the look (and the position the walk ended at), so a
  * toss flies that way. The look and position go out in the update of a physics tick: after two ticks they
- * are surely sent. On a starved machine a tick can come seconds late; the wait lasts as long as the skill's
- * budget allows, because a toss thrown before the look is sent falls short of the receiver (seen under a
- * loaded test run: the items lay 1.7 blocks from the receiver, or went back to the giver).
+ * are sent. Where the arena can read the server's state (embedded), the wait goes on until the server has
+ * the giver where its bot stands and looking at `to`: a toss thrown on the server's older state flies from
+ * where the walk began or along the last look (seen in loaded test runs: the items lay 1.7 blocks from the
+ * receiver, or went back to the giver). A look the server has not taken within a second is sent again.
+ * On a starved machine ticks come seconds late; the wait lasts as long as the skill's budget allows.
  */
-async function faceForToss (ctx, point) {
+async function faceForToss (ctx, point, to = null) {
   const bot = ctx.bot
   await face(bot, point)
+  const arena = ctx.world && ctx.world.arena
   try {
     for (let i = 0; i < 2; i++) await withTimeout(once(bot, 'physicsTick'), ctx.timeoutMs, 'a physics tick before the toss')
+    if (to && arena && arena.tossAimed) {
+      const started = Date.now()
+      let resent = started
+      let nudge = AIM_NUDGE
+      await waitFor(async () => {
+        if (arena.tossAimed(ctx.actor, to, bot.entity.position)) return true
+        if (Date.now() - resent > 1000) { // a look that changes is sent at the next tick
+          resent = Date.now()
+          nudge = -nudge
+          await face(bot, point.offset(nudge, 0, 0))
+        }
+        return false
+      }, ctx.timeoutMs, `the server to have ${ctx.actor} where it stands, looking at ${to}`)
+      if (Date.now() - started > 100) ctx.world.log('skill', `${ctx.actor} waited ${Date.now() - started} ms for the server to have its aim at ${to}`)
+    }
   } catch (err) {
     fail(`${ctx.actor} could not face the receiver: ${err.message}`)
   }
@@ -255,7 +275,7 @@ const SKILLS = {
       needItems(ctx, item, count)
       // the receiver stands still; the giver comes only as close as a toss carries
       await walkNear(ctx, peer.entity.position.floored(), to, TOSS_RANGE)
-      await faceForToss(ctx, peer.entity.position.offset(0, 1.0, 0)) // the server throws along its last look
+      await faceForToss(ctx, peer.entity.position.offset(0, 1.0, 0), to) // the server throws along its last look
       // noted before the toss: the server may report the pickup before the toss's own promise resolves
       const toss = ctx.world.noteToss(ctx.actor, to, item, count, ctx.world.inventories())
       try {

@@ -54,8 +54,10 @@ test('/give stores numeric counts that add up', async () => {
   assert.ok(arena.lines.some(l => l.includes('[edit] give agent_a oak_log 3')))
 })
 
-/** A faces B as the give skill does: until the server has the look (a toss thrown before it falls short). */
-const faceB = () => faceForToss({ bot: arena.a, actor: 'agent_a', timeoutMs: SETTLE_MS }, arena.b.entity.position.offset(0, 1, 0))
+/** A faces B as the give skill does: until the server has A where it stands, looking at B (a toss thrown
+ * on the server's older state falls short). */
+const faceB = () => faceForToss({ bot: arena.a, actor: 'agent_a', world: arena.world, timeoutMs: SETTLE_MS },
+  arena.b.entity.position.offset(0, 1, 0), 'agent_b')
 
 test('a tossed stack is picked up whole by the peer and recorded as a handoff', async () => {
   await setup({ oak_planks: 10 }, {}, [0, 0, 0], [2, 0, 0])
@@ -216,4 +218,15 @@ test('World.reset rejoins a bot whose connection dropped, and only that bot', as
   assert.deepEqual(truth.inventories, { agent_a: {}, agent_b: { stick: 2 } })
   assert.deepEqual(truth.containers, { c: { stick: 1 } })
   arena.b = arena.world.bot('agent_b')
+})
+
+test('a toss is aimed when the server has the giver where its bot stands, looking at the receiver', async () => {
+  await setup({}, {}, [0, 0, 0], [3, 0, 0])
+  const aimed = () => arena.world.arena.tossAimed('agent_a', 'agent_b', arena.a.entity.position)
+  await arena.a.lookAt(arena.b.entity.position.offset(0, 1, 0).offset(-6, 0, 0), true) // away from B
+  await waitFor(() => !aimed(), SETTLE_MS, 'A looking away')
+  await faceB()
+  assert.equal(aimed(), true)
+  // the server's position is the check's, not the bot's: a bot moved only on its own side is not aimed
+  assert.equal(arena.world.arena.tossAimed('agent_a', 'agent_b', arena.a.entity.position.offset(1, 0, 0)), false)
 })

@@ -7,6 +7,10 @@
 const { withTimeout } = require('../util')
 
 const BLOCK_STATIONS = new Set(['chest', 'crafting_table', 'furnace'])
+/** A toss counts as aimed at its receiver within this many degrees of the line between them. */
+const TOSS_AIM_DEGREES = 20
+/** Blocks between where a bot stands and where the server has it for the two to count as one place. */
+const AIM_POSITION_TOLERANCE = 0.25
 
 class EmbeddedArena {
   /** @param o.serv flying-squid server, o.api its `serv.gencoord`, o.port its port, o.floorY arena floor height */
@@ -58,6 +62,21 @@ class EmbeddedArena {
     if (received - used < count) return false
     this.consumed.set(key, used + count)
     return true
+  }
+
+  /**
+   * True when a toss by `from` would now fly at `to` as the server has them: the server's position of
+   * `from` is `at` (where its own bot stands) and its look points at `to` within TOSS_AIM_DEGREES.
+   */
+  tossAimed (from, to, at) {
+    const giver = this.player(from)
+    const receiver = this.player(to)
+    if (giver.position.distanceTo(at) > AIM_POSITION_TOLERANCE) return false
+    const dir = this.api.tossDirection(giver)
+    const dx = receiver.position.x - giver.position.x
+    const dz = receiver.position.z - giver.position.z
+    const norm = Math.hypot(dir.x, dir.z) * Math.hypot(dx, dz)
+    return norm > 0 && (dir.x * dx + dir.z * dz) / norm > Math.cos(TOSS_AIM_DEGREES * Math.PI / 180)
   }
 
   /** Where the agent and every dropped item of this arena are, for a handoff that never arrived. */

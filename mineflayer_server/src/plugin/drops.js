@@ -15,13 +15,18 @@ function server (serv, api, options) {
   const ledger = []
   const receiverOf = new Map() // thrower username -> the username its tosses are meant for
 
-  /** Spawn an item entity thrown in the player's look direction. */
-  api.dropItem = (player, item) => {
-    if (!item || item.count <= 0) return null
+  /** The unit vector a toss by `player` flies along: its look as the server has it. */
+  api.tossDirection = player => {
     // flying-squid keeps yaw/pitch as protocol angle bytes (256 = full turn).
     const yaw = (player.yaw || 0) * 2 * Math.PI / 256
     const pitch = (player.pitch || 0) * 2 * Math.PI / 256
-    const dir = new Vec3(-Math.sin(yaw) * Math.cos(pitch), -Math.sin(pitch), Math.cos(yaw) * Math.cos(pitch))
+    return new Vec3(-Math.sin(yaw) * Math.cos(pitch), -Math.sin(pitch), Math.cos(yaw) * Math.cos(pitch))
+  }
+
+  /** Spawn an item entity thrown in the player's look direction. */
+  api.dropItem = (player, item) => {
+    if (!item || item.count <= 0) return null
+    const dir = api.tossDirection(player)
     const entity = serv.spawnObject(itemType, player.world, player.position.offset(0, 1.3, 0), {
       velocity: new Vec3(dir.x * 4, 2 + dir.y * 2, dir.z * 4),
       itemId: item.type,
