@@ -20,13 +20,13 @@ function reasonText (reason) {
   return JSON.stringify(reason)
 }
 
+/** How long a bot may take to join and stand on loaded ground before connectBot gives up. */
+const SPAWN_TIMEOUT_MS = 20000
+
 /**
  * Join the server at `host:port` in offline mode as `username`; resolves once the bot stands on loaded
  * ground. Rejects at once, with the server's reason, when the server refuses or drops the bot before it spawns.
  */
-/** How long a bot may take to join and stand on loaded ground before connectBot gives up. */
-const SPAWN_TIMEOUT_MS = 20000
-
 async function connectBot (username, port, log, { host = '127.0.0.1', timeoutMs = SPAWN_TIMEOUT_MS } = {}) {
   const bot = mineflayer.createBot({
     host,

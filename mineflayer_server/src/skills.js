@@ -116,25 +116,29 @@ async function faceForToss (ctx, point, to = null) {
   const arena = ctx.world && ctx.world.arena
   try {
     for (let i = 0; i < 2; i++) await withTimeout(once(bot, 'physicsTick'), ctx.timeoutMs, 'a physics tick before the toss')
-    if (to && arena && arena.tossAimed) {
-      const started = Date.now()
-      let resent = started
-      let nudge = AIM_NUDGE
-      await waitFor(async () => {
-        if (arena.tossAimed(ctx.actor, to, bot.entity.position)) return true
-        if (Date.now() - resent > 1000) { // a look that changes is sent at the next tick
-          resent = Date.now()
-          nudge = -nudge
-          await face(bot, point.offset(nudge, 0, 0))
-        }
-        return false
-      }, ctx.timeoutMs, `the server to have ${ctx.actor} where it stands, looking at ${to}`)
-      if (Date.now() - started > 100) ctx.world.log('skill', `${ctx.actor} waited ${Date.now() - started} ms for the server to have its aim at ${to}`)
-    }
+    if (to && arena && arena.tossAimed) await serverAim(ctx, arena, point, to)
   } catch (err) {
     fail(`${ctx.actor} could not face the receiver: ${err.message}`)
   }
   await sleep(LOOK_SETTLE_MS)
+}
+
+/** Wait until the server has the giver aimed at `to`; a look it has not taken within a second is sent again. */
+async function serverAim (ctx, arena, point, to) {
+  const started = Date.now()
+  let resent = started
+  let nudge = AIM_NUDGE
+  await waitFor(async () => {
+    if (arena.tossAimed(ctx.actor, to, ctx.bot.entity.position)) return true
+    if (Date.now() - resent > 1000) { // a look that changes is sent at the next tick
+      resent = Date.now()
+      nudge = -nudge
+      await face(ctx.bot, point.offset(nudge, 0, 0))
+    }
+    return false
+  }, ctx.timeoutMs, `the server to have ${ctx.actor} where it stands, looking at ${to}`)
+  const waited = Date.now() - started
+  if (waited > 100) ctx.world.log('skill', `${ctx.actor} waited ${waited} ms for the server to have its aim at ${to}`)
 }
 
 /** Open a chest or furnace window (mineflayer looks at the block centre first). */
