@@ -99,6 +99,8 @@ class World {
       await this.arena.attach(bot, name)
       if (!this.queues.has(name)) this.queues.set(name, new SerialQueue())
     }))
+    // the bots join concurrently; keep them in the episode's order, not the order their logins finished
+    this.bots = new Map(names.map(n => [n, this.bots.get(n)]))
     return missing
   }
 
@@ -113,6 +115,7 @@ class World {
     return true
   }
 
+  /** The agents whose bots are online, in the order the last `ensureBots` named them. */
   agents () { return [...this.bots.keys()] }
   bot (name) { return this.bots.get(name) || null }
 

@@ -276,6 +276,14 @@ test('drop_bot (a test op) cuts one bot; its next skill is an ArenaFault and the
   assert.deepEqual([again.rebuilt, again.rejoined], [false, []])
 })
 
+test("an arena lists its agents in the order the last reset named them, not the order their logins finished", async () => {
+  const reversed = await result('reset', { ...SPEC, agents: ['agent_b', 'agent_a'] })
+  assert.deepEqual(reversed.rejoined, [])
+  assert.deepEqual((await result('hello')).arenas[0].agents, ['agent_b', 'agent_a'])
+  await result('reset', SPEC)
+  assert.deepEqual((await result('hello')).arenas[0].agents, ['agent_a', 'agent_b'])
+})
+
 test('a bot that dropped is rejoined at the next reset', async () => {
   const hello = await result('hello')
   assert.deepEqual(hello.arenas[0].agents, ['agent_a', 'agent_b'])
