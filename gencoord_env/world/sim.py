@@ -96,7 +96,8 @@ Executor actions (``WorldEvent.actions``)
     placements match Minecraft's counts for the same successful calls. Window clicks do not: Minecraft
     picks a stack up and puts it down (two clicks or more per transfer) and moves every ingredient into
     the crafting grid, so its count is at least the sim's. Walks differ either way: a Minecraft bot in
-    reach of a station does not walk, and a build may need several walks.
+    reach of a station does not walk, a build may need several walks, and a receiver walks onto a toss
+    whose items landed out of its reach.
 
 Item conservation is strict: only ``craft`` (``consumed`` -> ``produced``) and settling furnaces
 (``smelted`` inputs -> outputs, ``burned`` fuel destroyed) change the total of any item over

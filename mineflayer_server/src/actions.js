@@ -3,7 +3,8 @@
 // of the Python side's EXECUTOR_ACTIONS (gencoord_env/world/types.py), which counts the sim's logical
 // actions in the same categories (gencoord_env/world/sim.py, "Executor actions"):
 //
-//   walks          a pathfinder walk started (skills.js walkTo; none when the bot is already in reach)
+//   walks          a pathfinder walk started (skills.js walkTo; none when the bot is already in reach; a
+//                  receiver's walk onto a toss that landed out of its reach counts too)
 //   window_clicks  a window_click packet the bot sent, except those of a toss
 //   tosses         a toss of a give's items (the clicks that pick the stack up and throw it are part of it)
 //   placements     a block placed

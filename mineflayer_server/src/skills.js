@@ -35,6 +35,14 @@ const BUILD_REACH_MARGIN = 0.3
 const LOOK_SETTLE_MS = 50
 /** Blocks the look point moves to make a look the server missed differ, so that it is sent again. */
 const AIM_NUDGE = 0.05
+/**
+ * A toss's items lying this long after the throw without reaching the receiver are out of its pickup
+ * range (they landed in flight within about a second; a vanilla server lets a thrown item be picked up
+ * after 2 s), and the receiver walks onto them, as a player would.
+ */
+const COLLECT_AFTER_MS = 2500
+/** The receiver walks only to items of its handoff lying within this many blocks of it. */
+const COLLECT_RANGE = 6
 
 /** The skill could not be done; `reason` says why. Becomes an event with ok:false. */
 class SkillFailure extends Error {
@@ -225,6 +233,22 @@ async function placeOn (ctx, cell, item) {
  * op -> {run: (ctx, args) -> data}. Which ops exist and which arguments each takes is the op table
  * (skill_ops.json, read by rules.js), the one the Python world checks its calls against too.
  */
+/**
+ * Walk onto the nearest lying items of `toss` (a give to this bot whose items did not reach it: thrown
+ * from too close or too far, or flown past it between two server ticks). The toss is not walked to
+ * again before another COLLECT_AFTER_MS; the await goes on until the items arrive or its time is up.
+ */
+async function collectToss (ctx, toss) {
+  ctx.world.tossCollected(toss)
+  const here = ctx.bot.entity.position
+  const drops = ctx.world.arena.dropsOf(toss.from, ctx.actor, toss.item)
+    .filter(p => p.distanceTo(here) <= COLLECT_RANGE)
+    .sort((p, q) => p.distanceTo(here) - q.distanceTo(here))
+  if (!drops.length) return
+  ctx.world.log('skill', `${ctx.actor} walks to the ${toss.item} ${toss.from} tossed: ${drops[0].distanceTo(here).toFixed(2)} blocks away`)
+  await walkNear(ctx, drops[0].floored(), `the ${toss.item} ${toss.from} tossed`, 0.5)
+}
+
 const SKILLS = {
   goto: {
     async run (ctx, { station: name }) {
@@ -289,6 +313,7 @@ const SKILLS = {
         throw err
       }
       ctx.world.recordToss(ctx.actor, to, item, count)
+      ctx.world.tossThrown(toss)
       await ctx.barrier()
       return { to, item, count }
     }
@@ -298,12 +323,17 @@ const SKILLS = {
     async run (ctx, { from, item, count }) {
       if (!ctx.world.bot(from) || from === ctx.actor) fail(`no peer named ${JSON.stringify(from)} to receive from`)
       // Done when the items arrived; failed at once when the peer's give failed (no need to wait it out).
+      // Items of a toss that landed out of reach are walked to (see COLLECT_AFTER_MS), then the wait goes on.
+      const deadline = Date.now() + ctx.timeoutMs
       let outcome
       try {
-        outcome = await waitFor(() => {
+        outcome = await waitFor(async () => {
           if (ctx.world.takeHandoff(from, ctx.actor, item, count)) return { received: true }
           const failedGive = ctx.world.takeFailedGive(from, ctx.actor, item)
-          return failedGive ? { failedGive } : null
+          if (failedGive) return { failedGive }
+          const lying = ctx.world.lyingToss(from, ctx.actor, item, COLLECT_AFTER_MS)
+          if (lying) await collectToss({ ...ctx, timeoutMs: Math.max(1, deadline - Date.now()) }, lying)
+          return null
         }, ctx.timeoutMs, `${count} ${item} from ${from}`, 20)
       } catch (err) {
         if (ctx.world.arena.describeDrops) ctx.world.log('skill', `handoff not received: ${ctx.world.arena.describeDrops(ctx.actor)}`)

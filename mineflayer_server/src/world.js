@@ -157,6 +157,18 @@ class World {
   /** The toss did not happen after all. */
   forgetToss (toss) { this.tosses = this.tosses.filter(t => t !== toss) }
 
+  /** The toss's items are out of the giver's hands (its items may still be in flight). */
+  tossThrown (toss) { toss.thrownAt = Date.now() }
+  /** The receiver has walked to the toss's items; `lyingToss` leaves it out for another while. */
+  tossCollected (toss) { toss.thrownAt = Date.now() }
+
+  /** A toss from `from` to `to` of `item` thrown at least `ms` ago whose items have not all arrived, or null. */
+  lyingToss (from, to, item, ms) {
+    const now = Date.now()
+    return this.tosses.find(t => t.from === from && t.to === to && t.item === item && t.left > 0 &&
+      t.thrownAt !== undefined && now - t.thrownAt >= ms) || null
+  }
+
   /**
    * Mark `count` received items of the tosses from `from` to `to`, oldest first; returns the inventories
    * from just before the earliest of those tosses (null if no toss was noted, which a handoff cannot have).

@@ -1,14 +1,15 @@
 'use strict'
 // How the skills move: the standpoint planner (pure geometry), and on the embedded server that walks
-// end within reach, that a give comes only within toss range of a receiver who stands still, and that a
-// site is built in fill order from as few standpoints as its geometry allows; every event counts the
-// executor actions its skill took, and a handoff event carries both inventories around the toss.
+// end within reach, that a give comes only within toss range of a receiver who stands still (and walks
+// onto a toss only when its items landed out of reach), and that a site is built in fill order from as
+// few standpoints as its geometry allows; every event counts the executor actions its skill took, and a
+// handoff event carries both inventories around the toss.
 
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const { Vec3 } = require('vec3')
 const { planStandpoint, reachableRun, canPlaceFrom, bodyBlocks, PLACE_REACH } = require('../src/standpoint')
-const { startArena } = require('./helpers')
+const { startArena, waitFor, SETTLE_MS } = require('./helpers')
 
 // ---------- the planner, on a flat world whose ground is every block below y = 0 ----------
 
@@ -119,6 +120,32 @@ test('a chest in reach is used where the bot stands; a give comes within toss ra
   assert.ok(gap > 1.5 && gap < 4, `the giver stopped within toss range, not next to the receiver (gap ${gap.toFixed(2)})`)
   const truth = await arena.world.observe()
   assert.deepEqual(truth.inventories, { agent_a: {}, agent_b: { oak_planks: 4 } })
+})
+
+test("a toss's items that landed out of the receiver's reach are walked to, and the handoff completes", async () => {
+  await arena.world.reset(spec({ agent_a: { oak_planks: 4 } }, {}, { agent_a: [0, 0, 1], agent_b: [2, 0, 0] }))
+  const before = arena.world.inventories()
+  // agent_a throws away from agent_b (west), as a toss on a look the server had not taken yet would
+  const away = arena.a.entity.position.offset(-5, 1.6, 0)
+  await arena.a.lookAt(away, true)
+  const giver = arena.player(arena.world.username('agent_a'))
+  await waitFor(() => arena.api.tossDirection(giver).x < -0.9, SETTLE_MS, 'the server to have agent_a looking west')
+  const toss = arena.world.noteToss('agent_a', 'agent_b', 'oak_planks', 4, before)
+  await arena.a.toss(arena.serv.registry.itemsByName.oak_planks.id, null, 4)
+  arena.world.tossThrown(toss)
+  const lying = () => arena.world.arena.dropsOf('agent_a', 'agent_b', 'oak_planks')
+  await waitFor(() => lying().length === 1 && lying()[0].x < -1, SETTLE_MS, 'the items to land west of agent_a')
+  const receiverAt = arena.b.entity.position.clone()
+  assert.ok(lying()[0].distanceTo(receiverAt) > 3, 'the items lie out of the receiver\'s pickup range')
+
+  const received = await run('agent_b', 'await_handoff', { from: 'agent_a', item: 'oak_planks', count: 4 })
+  assert.equal(received[1].kind, 'handoff')
+  assert.deepEqual(received[0].actions, { walks: 1, window_clicks: 0, tosses: 0, placements: 0 }, 'one walk, onto the items')
+  assert.deepEqual([received[1].data.inventories_before, received[1].data.inventories_after],
+    [{ agent_a: { oak_planks: 4 }, agent_b: {} }, { agent_a: {}, agent_b: { oak_planks: 4 } }])
+  assert.ok(arena.b.entity.position.distanceTo(receiverAt) > 1.5, 'the receiver moved to the items')
+  assert.ok(arena.lines.some(l => l.includes('agent_b walks to the oak_planks agent_a tossed')))
+  assert.deepEqual(lying(), [])
 })
 
 test('a whole site is built in fill order from one standpoint; a near row without walking', async () => {

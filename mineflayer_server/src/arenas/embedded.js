@@ -79,6 +79,14 @@ class EmbeddedArena {
     return norm > 0 && (dir.x * dx + dir.z * dz) / norm > Math.cos(TOSS_AIM_DEGREES * Math.PI / 180)
   }
 
+  /** Where the items `from` tossed for `to` of `item` lie (absolute positions, server truth). */
+  dropsOf (from, to, item) {
+    const [giver, taker] = [this.world.username(from), this.world.username(to)]
+    return Object.values(this.serv.entities)
+      .filter(e => e.gcItem && e.gcItem.name === item && e.gcThrower === giver && (!e.gcFor || e.gcFor === taker) && this.world.inRegion(e.position))
+      .map(e => e.position.clone())
+  }
+
   /** Where the agent and every dropped item of this arena are, for a handoff that never arrived. */
   describeDrops (agent) {
     const at = this.player(agent).position

@@ -110,6 +110,19 @@ class ExternalArena {
 
   recordToss (from, to, item, count) { this.tosses.push({ from, to, item, count }) }
 
+  /**
+   * Where items of `item` lie as the receiver `to` sees them (absolute positions). Who threw a dropped
+   * item is not sent to clients; an item entity whose stack the server did not describe counts too.
+   */
+  dropsOf (from, to, item) {
+    const bot = this.bots.get(to)
+    if (!bot) return []
+    const named = e => { try { const it = e.getDroppedItem(); return it ? it.name : null } catch (err) { return null } }
+    return Object.values(bot.entities)
+      .filter(e => e.name === 'item' && this.world.inRegion(e.position) && [item, null].includes(named(e)))
+      .map(e => e.position.clone())
+  }
+
   /** Claim `count` items handed from `from` to `to`: tossed by the giver and picked up by the receiver. */
   takeHandoff (from, to, item, count) {
     const key = `${from}>${to}>${item}`
