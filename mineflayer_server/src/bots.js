@@ -20,8 +20,13 @@ function reasonText (reason) {
   return JSON.stringify(reason)
 }
 
-/** How long a bot may take to join and stand on loaded ground before connectBot gives up. */
-const SPAWN_TIMEOUT_MS = 20000
+/**
+ * How long a bot may take to join and stand on loaded ground before connectBot gives up. A refusal or a
+ * dropped connection ends the wait at once, so this only bounds a login that hangs; on a loaded 2-core
+ * machine (two sidecars starting beside a busy test suite) a spawn took over 20 s. Within the Python
+ * side's 60 s for a reset that rejoins bots and its 90 s for READY.
+ */
+const SPAWN_TIMEOUT_MS = 40000
 
 /**
  * Join the server at `host:port` in offline mode as `username`; resolves once the bot stands on loaded
