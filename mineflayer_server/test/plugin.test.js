@@ -87,6 +87,33 @@ test('a toss meant for another player is left to it: a bystander next to it pick
   }
 })
 
+test('a thrown item lying on the floor stays there through long server ticks (a stalled event loop)', async () => {
+  await setup({ oak_planks: 3 }, {}, [0, 0, 0], [2, 0, 0])
+  arena.api.reserveTosses('agent_a', 'agent_c') // nobody here may pick it up
+  try {
+    await faceB()
+    await arena.a.toss(id('oak_planks'), null, 3)
+    const drop = () => Object.values(arena.serv.entities).find(e => e.gcItem && e.gcItem.name === 'oak_planks')
+    let last = null
+    await waitFor(() => {
+      const y = drop()?.position.y
+      const still = y !== undefined && y === last && drop().velocity.x === 0
+      last = y
+      return still
+    }, SETTLE_MS, 'the item to come to rest', 200)
+    const rest = drop().position.clone()
+    // flying-squid moves an entity by the wall time since the last tick and checks only the block its step
+    // ends in: after a 0.6 s stall, gravity's step from rest ends below the floor
+    for (let i = 0; i < 5; i++) arena.serv.emit('tick', 0.9)
+    await new Promise(resolve => setTimeout(resolve, 500))
+    assert.ok(drop(), 'the item is gone')
+    assert.ok(drop().position.distanceTo(rest) < 0.2, `the item moved from ${rest} to ${drop().position}`)
+  } finally {
+    arena.api.reserveTosses('agent_a', null)
+    arena.api.clearDrops()
+  }
+})
+
 test('a chest stores what one bot deposits and the other bot sees and withdraws it', async () => {
   await setup({ cobblestone: 5 }, {})
   const pos = at(0, 0, 2)

@@ -7,6 +7,9 @@
 
 const { Vec3 } = require('vec3')
 
+/** One game tick, the longest step an item's physics takes. */
+const TICK_S = 0.05
+
 function server (serv, api, options) {
   const registry = serv.registry
   const itemType = registry.entitiesByName.item.id
@@ -33,6 +36,11 @@ function server (serv, api, options) {
       itemCount: item.count,
       deathTime: 5 * 60 * 1000
     })
+    // flying-squid moves an entity by the wall time since the last tick and checks only the block the
+    // step ends in: after a stall of the event loop (a busy machine) one step of gravity ends below the
+    // floor, and a lying item falls out of the world. A vanilla server moves entities one tick per tick.
+    const physics = entity.calculatePhysics
+    entity.calculatePhysics = delta => physics(Math.min(delta, TICK_S))
     entity.gcItem = new api.Item(item.type, item.count, item.metadata, item.nbt)
     entity.gcThrower = player.username
     entity.gcThrowerId = player.id
