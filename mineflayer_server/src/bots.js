@@ -29,6 +29,14 @@ function reasonText (reason) {
 const SPAWN_TIMEOUT_MS = 40000
 
 /**
+ * The pathfinder's budget for planning one walk, in wall time. Its A* thinks 40 ms per physics tick, and
+ * a loaded machine delays the ticks: a 2 s budget ran out planning a walk across an arena beside a busy
+ * test suite. A goal it cannot reach fails when the search runs out of loaded ground (0.5 s measured for
+ * a goal in the air), not at this budget.
+ */
+const PATH_THINK_MS = 10000
+
+/**
  * Join the server at `host:port` in offline mode as `username`; resolves once the bot stands on loaded
  * ground. Rejects at once, with the server's reason, when the server refuses or drops the bot before it spawns.
  */
@@ -71,7 +79,7 @@ async function connectBot (username, port, log, { host = '127.0.0.1', timeoutMs 
   movements.allowParkour = false
   movements.allowSprinting = true // walks dominate episode time; sprinting changes no world state
   bot.pathfinder.setMovements(movements)
-  bot.pathfinder.thinkTimeout = 2000
+  bot.pathfinder.thinkTimeout = PATH_THINK_MS
   return bot
 }
 
