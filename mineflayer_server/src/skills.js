@@ -12,7 +12,7 @@ const { Vec3 } = require('vec3')
 const { goals } = require('mineflayer-pathfinder')
 const { check } = require('./validate')
 const { badRequest } = require('./protocol')
-const { sleep, withTimeout, waitFor } = require('./util')
+const { sleep, withTimeout, waitFor, REPLY_MS } = require('./util')
 const { planStandpoint, reachableRun, clickPoint, PLACE_REACH } = require('./standpoint')
 
 /**
@@ -161,7 +161,7 @@ function needItems (ctx, item, count) {
 }
 
 async function withWindow (ctx, open, use) {
-  const window = await withTimeout(open(), 5000, 'open window')
+  const window = await withTimeout(open(), REPLY_MS, 'open window')
   try {
     return await use(window)
   } finally {
@@ -222,7 +222,7 @@ async function placeOn (ctx, cell, item) {
   try {
     await bot.equip(ctx.registry.itemsByName[item].id, 'hand')
     await face(bot, clickPoint(cell))
-    await withTimeout(bot.placeBlock(below, new Vec3(0, 1, 0)), 5000, `place ${item}`)
+    await withTimeout(bot.placeBlock(below, new Vec3(0, 1, 0)), REPLY_MS, `place ${item}`)
     ctx.actions.add('placements')
   } catch (err) {
     fail(`placing ${item} at ${cell} failed: ${err.message}`)
@@ -274,7 +274,7 @@ const SKILLS = {
       await withWindow(ctx, () => openStation(ctx, block, b => ctx.bot.openContainer(b)), async chest => {
         const have = chest.containerItems().filter(i => i.name === item).reduce((n, i) => n + i.count, 0)
         if (have < count) fail(`chest ${name} holds ${have} ${item}, needs ${count}`)
-        await withTimeout(chest.withdraw(id, null, count), 5000, 'withdraw clicks')
+        await withTimeout(chest.withdraw(id, null, count), REPLY_MS, 'withdraw clicks')
       })
       await ctx.barrier()
       return { station: name, item, count }
@@ -289,7 +289,7 @@ const SKILLS = {
       const block = stationBlock(ctx, s)
       const id = ctx.registry.itemsByName[item].id
       await withWindow(ctx, () => openStation(ctx, block, b => ctx.bot.openContainer(b)), chest =>
-        withTimeout(chest.deposit(id, null, count), 5000, 'deposit clicks'))
+        withTimeout(chest.deposit(id, null, count), REPLY_MS, 'deposit clicks'))
       await ctx.barrier()
       return { station: name, item, count }
     }
@@ -307,7 +307,7 @@ const SKILLS = {
       // noted before the toss: the server may report the pickup before the toss's own promise resolves
       const toss = ctx.world.noteToss(ctx.actor, to, item, count, ctx.world.inventories())
       try {
-        await ctx.actions.toss(() => withTimeout(ctx.bot.toss(ctx.registry.itemsByName[item].id, null, count), 5000, 'toss'))
+        await ctx.actions.toss(() => withTimeout(ctx.bot.toss(ctx.registry.itemsByName[item].id, null, count), REPLY_MS, 'toss'))
       } catch (err) {
         ctx.world.forgetToss(toss)
         throw err
@@ -441,7 +441,7 @@ const SKILLS = {
           sourceEnd: 3,
           destStart: furnace.inventoryStart,
           destEnd: furnace.inventoryEnd
-        }), 5000, 'take output')
+        }), REPLY_MS, 'take output')
       })
       await ctx.barrier()
       return { station: name, item, count }
@@ -465,7 +465,7 @@ function furnaceLoad (slot) {
       const block = stationBlock(ctx, s)
       const id = ctx.registry.itemsByName[item].id
       await withWindow(ctx, () => openStation(ctx, block, b => ctx.bot.openFurnace(b)), furnace =>
-        withTimeout(slot === 'input' ? furnace.putInput(id, null, count) : furnace.putFuel(id, null, count), 5000, `put ${slot}`))
+        withTimeout(slot === 'input' ? furnace.putInput(id, null, count) : furnace.putFuel(id, null, count), REPLY_MS, `put ${slot}`))
       await ctx.barrier()
       return { station: name, item, count, slot }
     }

@@ -1,6 +1,13 @@
 'use strict'
 // Small async helpers shared by the sidecar, the world and the skills.
 
+/**
+ * How long a bot waits for the server to answer one request: a window to open, a click or a toss to be
+ * applied, a barrier's reply, the blocks of a reset to reach its view. A healthy server answers in
+ * milliseconds; on a machine busy with other work a reply took over 5 s. Longer stalls are faults.
+ */
+const REPLY_MS = 15000
+
 /** Resolve after `ms` milliseconds. */
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 
@@ -45,4 +52,4 @@ class SerialQueue {
   }
 }
 
-module.exports = { sleep, withTimeout, waitFor, TimeoutError, SerialQueue }
+module.exports = { sleep, withTimeout, waitFor, TimeoutError, SerialQueue, REPLY_MS }

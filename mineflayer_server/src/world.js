@@ -16,7 +16,7 @@ const { SKILLS, SkillFailure, checkSkillArgs, checkSkillTable, countOf } = requi
 const { meterOf, noActions } = require('./actions')
 const { badRequest, isMap } = require('./protocol')
 const { check } = require('./validate')
-const { SerialQueue, waitFor, withTimeout, TimeoutError } = require('./util')
+const { SerialQueue, waitFor, withTimeout, TimeoutError, REPLY_MS } = require('./util')
 const { EmbeddedArena, BLOCK_STATIONS } = require('./arenas/embedded')
 
 /**
@@ -111,7 +111,7 @@ class World {
     if (isDisconnected(bot)) return false
     this.log('world', `dropping ${name}'s connection (test op)`)
     bot._client.end('dropped by the drop_bot test op')
-    await waitFor(() => bot.gcEnded, 5000, `${name} disconnected`)
+    await waitFor(() => bot.gcEnded, REPLY_MS, `${name} disconnected`)
     return true
   }
 
@@ -256,9 +256,9 @@ class World {
       this.log('world', `rebuilding: ${name} leaves`)
       try { bot.quit() } catch (err) { /* gone already */ }
     }
-    await Promise.all(bots.map(([name, bot]) => waitFor(() => bot.gcEnded, 5000, `${name} to leave`).catch(() => {})))
+    await Promise.all(bots.map(([name, bot]) => waitFor(() => bot.gcEnded, REPLY_MS, `${name} to leave`).catch(() => {})))
     // skills of the dropped bots end within a skill timeout at the latest; the rebuild waits no longer
-    await withTimeout(Promise.all([...this.queues.values()].map(q => q.tail)), this.skillTimeoutMs + 5000, 'skills of the dropped bots')
+    await withTimeout(Promise.all([...this.queues.values()].map(q => q.tail)), this.skillTimeoutMs + REPLY_MS, 'skills of the dropped bots')
       .catch(() => { for (const name of this.queues.keys()) this.queues.set(name, new SerialQueue()) })
   }
 
@@ -291,7 +291,7 @@ class World {
         for (const [name, n] of Object.entries(want)) if (countOf(bot, name) !== n) return false
         if (blocks.some(s => bot.blockAt(s.pos)?.name !== s.kind)) return false
         return siteCells.every(c => bot.blockAt(c)?.name === 'air')
-      }, 5000, `${agent}'s view of the reset arena`))
+      }, REPLY_MS, `${agent}'s view of the reset arena`))
     }))
   }
 

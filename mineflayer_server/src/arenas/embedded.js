@@ -4,7 +4,7 @@
 // instance serves one arena (one World): its edits, pickups and furnaces are those inside the arena's
 // region or of its own bots, so several arenas share one server without touching each other.
 
-const { withTimeout } = require('../util')
+const { withTimeout, REPLY_MS } = require('../util')
 
 const BLOCK_STATIONS = new Set(['chest', 'crafting_table', 'furnace'])
 /** A toss counts as aimed at its receiver within this many degrees of the line between them. */
@@ -105,7 +105,7 @@ class EmbeddedArena {
       bot.on('messagestr', onMessage)
     })
     bot.chat('/sync ' + token)
-    await withTimeout(reply, 5000, `barrier for ${bot.username}`)
+    await withTimeout(reply, REPLY_MS, `barrier for ${bot.username}`)
   }
 
   /** Server-side edits for one episode: blocks, container contents, inventories, positions. */

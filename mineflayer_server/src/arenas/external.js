@@ -21,7 +21,7 @@ const { goals } = require('mineflayer-pathfinder')
 const { MINECRAFT_VERSION } = require('../server')
 const { BLOCK_STATIONS } = require('./embedded')
 const { ARENA_HALF_WIDTH } = require('../world')
-const { withTimeout, waitFor } = require('../util')
+const { withTimeout, waitFor, REPLY_MS } = require('../util')
 
 const VANILLA_COOK_TICKS = 200
 const AROUND = [[0, 1], [0, -1], [1, 0], [-1, 0], [1, 1], [-1, -1], [1, -1], [-1, 1], [0, 2], [2, 0], [0, -2], [-2, 0]]
@@ -144,7 +144,7 @@ class ExternalArena {
       bot._client.on('tab_complete', onReply)
     })
     bot._client.write('tab_complete', { transactionId, text: '/' })
-    await withTimeout(answered, 5000, `barrier for ${bot.username}`)
+    await withTimeout(answered, REPLY_MS, `barrier for ${bot.username}`)
   }
 
   command (bot, text) {
@@ -182,7 +182,7 @@ class ExternalArena {
     if (director.entity.position.distanceTo(start.offset(0.5, 0, 0.5)) > 16) {
       this.command(director, `/tp ${director.username} ${start.x + 0.5} ${start.y} ${start.z + 0.5}`)
       await this.barrierFor(director)
-      await waitFor(() => cells.every(p => director.blockAt(p)), 5000, `${director.username}'s view of the arena`)
+      await waitFor(() => cells.every(p => director.blockAt(p)), REPLY_MS, `${director.username}'s view of the arena`)
     }
     const cleared = new Set()
     const setBlock = (p, name) => this.command(director, `/setblock ${p.x} ${p.y} ${p.z} minecraft:${name}`)
@@ -201,7 +201,7 @@ class ExternalArena {
       const s = wanted.get(key)
       const [x, y, z] = key.split(',').map(Number)
       return director.blockAt(new Vec3(x, y, z))?.name === (s ? s.kind : 'air')
-    }), 5000, `${director.username}'s view of the reset blocks`)
+    }), REPLY_MS, `${director.username}'s view of the reset blocks`)
 
     for (const s of stations.values()) {
       const contents = spec.containers[s.name] || {}
@@ -236,13 +236,13 @@ class ExternalArena {
     await this.barrierFor(bot)
     const target = spot.offset(0.5, 0, 0.5)
     await waitFor(() => bot.entity.position.distanceTo(target) < 0.5 &&
-      Object.entries(contents).every(([item, n]) => (ownedCounts(bot)[item] || 0) === n), 5000, `${bot.username} holding the contents of ${s.name}`)
-    const chest = await withTimeout(bot.openContainer(bot.blockAt(s.pos)), 5000, `open chest ${s.name}`)
+      Object.entries(contents).every(([item, n]) => (ownedCounts(bot)[item] || 0) === n), REPLY_MS, `${bot.username} holding the contents of ${s.name}`)
+    const chest = await withTimeout(bot.openContainer(bot.blockAt(s.pos)), REPLY_MS, `open chest ${s.name}`)
     try {
       const before = itemCounts(chest.containerItems())
       if (Object.keys(before).length) throw new Error(`chest ${s.name} still holds ${JSON.stringify(before)} after being replaced`)
       for (const [item, n] of Object.entries(contents)) {
-        await withTimeout(chest.deposit(this.registry.itemsByName[item].id, null, n), 5000, `deposit ${n} ${item} into ${s.name}`)
+        await withTimeout(chest.deposit(this.registry.itemsByName[item].id, null, n), REPLY_MS, `deposit ${n} ${item} into ${s.name}`)
       }
     } finally {
       bot.closeWindow(chest)
@@ -280,7 +280,7 @@ class ExternalArena {
     }
     const block = bot.blockAt(s.pos)
     if (!block || block.name !== s.kind) return s.kind === 'furnace' ? { input: {}, fuel: {}, output: {} } : {}
-    const window = await withTimeout(s.kind === 'furnace' ? bot.openFurnace(block) : bot.openContainer(block), 5000, `open ${s.name}`)
+    const window = await withTimeout(s.kind === 'furnace' ? bot.openFurnace(block) : bot.openContainer(block), REPLY_MS, `open ${s.name}`)
     try {
       return readWindow(window)
     } finally {
