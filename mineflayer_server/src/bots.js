@@ -36,6 +36,9 @@ const SPAWN_TIMEOUT_MS = 40000
  */
 const PATH_THINK_MS = 10000
 
+/** How long a closed connection waits for the server's reason, which can come after the socket's end. */
+const KICK_GRACE_MS = 1000
+
 /**
  * Join the server at `host:port` in offline mode as `username`; resolves once the bot stands on loaded
  * ground. Rejects at once, with the server's reason, when the server refuses or drops the bot before it spawns.
@@ -58,9 +61,16 @@ async function connectBot (username, port, log, { host = '127.0.0.1', timeoutMs 
   bot.on('kicked', reason => { kicked = reasonText(reason); log('bot', `${username} kicked: ${JSON.stringify(reason)}`) })
   bot.on('end', reason => { bot.gcEnded = true; log('bot', `${username} disconnected: ${reason}`) })
   const spawned = new Promise((resolve, reject) => {
-    const onEnd = reason => reject(new Error(kicked !== null
+    const settle = reason => reject(new Error(kicked !== null
       ? `the server at ${host}:${port} refused ${username}: ${kicked}`
       : `${username}'s connection to ${host}:${port} closed before it spawned (${failed ?? reason})`))
+    // the socket's end is seen at once, while the kick that came before it may still be in the client's
+    // packet pipeline (seen on a busy machine): give the reason a moment to arrive
+    const onEnd = reason => {
+      if (kicked !== null) return settle(reason)
+      const late = setTimeout(() => settle(reason), KICK_GRACE_MS)
+      bot.once('kicked', () => { clearTimeout(late); settle(reason) })
+    }
     bot.once('end', onEnd)
     bot.once('spawn', () => { bot.removeListener('end', onEnd); resolve() })
   })
