@@ -230,10 +230,6 @@ async function placeOn (ctx, cell, item) {
 }
 
 /**
- * op -> {run: (ctx, args) -> data}. Which ops exist and which arguments each takes is the op table
- * (skill_ops.json, read by rules.js), the one the Python world checks its calls against too.
- */
-/**
  * Walk onto the nearest lying items of `toss` (a give to this bot whose items did not reach it: thrown
  * from too close or too far, or flown past it between two server ticks). The toss is not walked to
  * again before another COLLECT_AFTER_MS; the await goes on until the items arrive or its time is up.
@@ -249,6 +245,10 @@ async function collectToss (ctx, toss) {
   await walkNear(ctx, drops[0].floored(), `the ${toss.item} ${toss.from} tossed`, 0.5)
 }
 
+/**
+ * op -> {run: (ctx, args) -> data}. Which ops exist and which arguments each takes is the op table
+ * (skill_ops.json, read by rules.js), the one the Python world checks its calls against too.
+ */
 const SKILLS = {
   goto: {
     async run (ctx, { station: name }) {

@@ -157,16 +157,16 @@ class World {
   /** The toss did not happen after all. */
   forgetToss (toss) { this.tosses = this.tosses.filter(t => t !== toss) }
 
-  /** The toss's items are out of the giver's hands (its items may still be in flight). */
-  tossThrown (toss) { toss.thrownAt = Date.now() }
-  /** The receiver has walked to the toss's items; `lyingToss` leaves it out for another while. */
-  tossCollected (toss) { toss.thrownAt = Date.now() }
+  /** The toss's items are out of the giver's hands (they may still be in flight): they lie from now. */
+  tossThrown (toss) { toss.lyingSince = Date.now() }
+  /** The receiver has walked to the toss's items: `lyingToss` counts their lying time from now again. */
+  tossCollected (toss) { toss.lyingSince = Date.now() }
 
-  /** A toss from `from` to `to` of `item` thrown at least `ms` ago whose items have not all arrived, or null. */
+  /** A toss from `from` to `to` of `item` whose items have lain at least `ms` without all arriving, or null. */
   lyingToss (from, to, item, ms) {
     const now = Date.now()
     return this.tosses.find(t => t.from === from && t.to === to && t.item === item && t.left > 0 &&
-      t.thrownAt !== undefined && now - t.thrownAt >= ms) || null
+      t.lyingSince !== undefined && now - t.lyingSince >= ms) || null
   }
 
   /**
