@@ -99,6 +99,17 @@ def sft_main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=2026073101)
     p.add_argument("--no-save", action="store_true", help="skip writing the checkpoint (timing runs)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    fit = p.add_argument_group("what decides success (gencoord_env.train.fit)")
+    fit.add_argument("--decision-weight", type=float, default=1.0,
+                     help="loss weight of each row's decision token (default 1: a token like any other)")
+    fit.add_argument("--code-renaming", type=float, default=0.0, metavar="SHARE",
+                     help="rename the binding codes of this share of the drawn samples, prompt and target alike (default 0)")
+    fit.add_argument("--monitor-every", type=int, default=0, metavar="STEPS",
+                     help="decision-token accuracy on a fixed sample of the rows every STEPS updates (default: only at the end)")
+    fit.add_argument("--fit-rows", type=int, default=4096, help="rows the teacher-forced fit reads after training (0: skip)")
+    fit.add_argument("--play", choices=["auto", "direct", "factor_code", "none"], default="auto",
+                     help="after training, play the train pool closed-loop with this policy kind and report each "
+                          "template x binding x role cell (auto: by the data, for the forward and factor_code sets)")
     a = p.parse_args(argv)
     if a.tokenizer and not a.scratch:
         p.error("--tokenizer applies to --scratch runs; a --base-model run uses the checkpoint's own tokenizer")
@@ -107,14 +118,44 @@ def sft_main(argv: Sequence[str] | None = None) -> int:
         data=tuple(a.data), out_dir=a.out, base_model=a.base_model, scratch=scratch, lr=a.lr, epochs=a.epochs,
         max_steps=a.max_steps, micro_batch=a.micro_batch, grad_accum=a.grad_accum, max_length=a.max_length,
         seed=a.seed, save=not a.no_save, progress=not a.quiet, subword_dropout=a.subword_dropout,
-        subword_dropout_rows=a.subword_dropout_rows,
+        subword_dropout_rows=a.subword_dropout_rows, decision_weight=a.decision_weight, code_renaming=a.code_renaming,
+        monitor_every=a.monitor_every, fit_rows=a.fit_rows,
     )
     result = train(config)
     prov = result.provenance
+    kind = _play_kind(a.play, a.data)
+    if kind is not None and result.checkpoint is not None:
+        _play_train(result, kind, Path(a.out))
+    fit = prov.get("fit") or {}
     print(json.dumps({k: prov[k] for k in ("optimizer_steps", "train_seconds", "loss_first", "loss_final", "token_exposure")}
                      | {"lr": prov["config"]["lr"], "parameters": prov["base_model"]["parameters"], "device": prov["libraries"]["device_name"],
-                        "checkpoint": str(result.checkpoint) if result.checkpoint else None}, indent=2))
+                        "checkpoint": str(result.checkpoint) if result.checkpoint else None,
+                        "fits": fit.get("fits"), "fit_reasons": fit.get("reasons"),
+                        "decision_accuracy": (fit.get("teacher_forced") or {}).get("decision_accuracy")}, indent=2))
     return 0
+
+
+def _play_kind(choice: str, data: Sequence[str]) -> str | None:
+    """The policy kind that plays the train pool after an SFT run (None: not a forward set of the train pool)."""
+    if choice != "auto":
+        return None if choice == "none" else choice
+    from gencoord_env.train.data import load_rows
+
+    sets = {r.set for path in data for r in load_rows(path)[:1]}
+    return {frozenset({"forward"}): "direct", frozenset({"factor_code"}): "factor_code"}.get(frozenset(sets))
+
+
+def _play_train(result: Any, kind: str, out: Path) -> None:
+    """Play the train pool closed-loop with the new checkpoint; the verdict joins the provenance."""
+    from gencoord_env.agents.lm.policy import load_policy
+    from gencoord_env.train.fit import closed_loop, shout, verdict
+
+    play = closed_loop(load_policy(str(result.checkpoint), kind=kind), "train")
+    prov = result.provenance
+    report = verdict((prov.get("fit") or {}).get("teacher_forced"), play)
+    prov["fit"] = {**(prov.get("fit") or {}), **report, "train_pool": play}
+    shout(report, str(out))
+    (out / "provenance.json").write_text(json.dumps(prov, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def grpo_main(argv: Sequence[str] | None = None) -> int:
@@ -236,7 +277,9 @@ def transfer_main(argv: Sequence[str] | None = None) -> int:
                              ("protocol-epochs", float), ("finetune-epochs", float), ("finetune-lr", float),
                              ("micro-batch", int), ("grad-accum", int), ("pretrain-micro-batch", int), ("eval-episodes", int),
                              ("eval-batch", int), ("subword-dropout", float), ("subword-dropout-rows", float),
-                             ("tokenizer-rows", int), ("pretrain-steps", int), ("protocol-steps", int), ("finetune-steps", int)))
+                             ("tokenizer-rows", int), ("pretrain-steps", int), ("protocol-steps", int), ("finetune-steps", int),
+                             ("decision-weight", float), ("code-renaming", float), ("pretrain-code-renaming", float),
+                             ("monitor-every", int)))
     p.add_argument("--summarize-only", action="store_true",
                    help="rebuild the summary from OUT/inputs.json and OUT/lanes/ (e.g. of a run cut short); trains nothing")
     p.add_argument("--quiet", action="store_true")

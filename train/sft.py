@@ -24,7 +24,16 @@ sub-word pieces that words it never met are segmented into.
 
 Loss: prompt positions carry label -100. The loss is the sum of token losses over the target and EOS
 tokens of the whole effective batch divided by their count, so gradient accumulation gives the same
-update as one large batch. Only target positions go through the output head: with a 248k-token
+update as one large batch. ``decision_weight`` multiplies the loss of each row's decision token (the one
+target token that differs from its twin's under the other binding, :mod:`gencoord_env.train.fit`; the
+divisor stays the token count), and ``code_renaming`` renames the binding codes of a seeded share of the
+samples, prompt and target alike (:mod:`gencoord_env.train.renaming`), so that the decision must be read
+rather than remembered. Both default to off (1.0 and 0.0), and the provenance records them.
+
+What decides success is measured, not the mean loss: every ``monitor_every`` updates the decision token's
+teacher-forced accuracy on a fixed sample of the rows (``decision_curve`` in the provenance), and after
+training on up to ``fit_rows`` rows per stage and template cell the full :func:`gencoord_env.train.fit.teacher_forced`
+report (``fit``); a run whose decision tokens are not all right says so with a loud warning. Only target positions go through the output head: with a 248k-token
 vocabulary the full logits of a 1,000-token prompt would cost more than the rest of the step.
 Batches are right-padded and run without an attention mask: causal attention (and the recurrent
 Gated-DeltaNet layers) never let a real token see the padding after it, and padded labels are -100.
@@ -46,7 +55,7 @@ import platform
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -114,6 +123,14 @@ class SFTConfig:
     save: bool = True
     log_every: int = 10
     progress: bool = True
+    # The loss weight of each row's decision token (1.0: a token like any other).
+    decision_weight: float = 1.0
+    # The share of drawn samples whose binding codes are renamed to other codes of the codebook.
+    code_renaming: float = 0.0
+    # Decision-token accuracy on a fixed sample of rows every this many updates (0: only at the end).
+    monitor_every: int = 0
+    # The teacher-forced fit after training reads at most this many rows (0: skip it).
+    fit_rows: int = 4096
 
     def __post_init__(self) -> None:
         if (self.base_model is None) == (self.scratch is None):
@@ -122,6 +139,9 @@ class SFTConfig:
             raise ValueError("SFTConfig.data needs at least one JSONL file from gencoord_env.train.data.build_all")
         if self.micro_batch < 1 or self.grad_accum < 1:
             raise ValueError(f"micro_batch and grad_accum must be >= 1, got {self.micro_batch} and {self.grad_accum}")
+        if self.decision_weight <= 0 or not 0.0 <= self.code_renaming <= 1.0:
+            raise ValueError(f"decision_weight must be > 0 and code_renaming in [0, 1], got {self.decision_weight} "
+                             f"and {self.code_renaming}")
         if not (0.0 <= self.subword_dropout < 1.0 and 0.0 <= self.subword_dropout_rows <= 1.0):
             raise ValueError(f"subword_dropout must be in [0, 1) and subword_dropout_rows in [0, 1], got "
                              f"{self.subword_dropout} and {self.subword_dropout_rows}")
@@ -134,7 +154,7 @@ class SFTConfig:
         if self.base_model is not None and Path(self.base_model).is_dir():
             d["base_model"] = Path(self.base_model).name
         d["lr"] = default_lr(self.base_model, self.scratch) if self.lr is None else self.lr
-        for key in ("out_dir", "device", "progress", "log_every", "save"):
+        for key in ("out_dir", "device", "progress", "log_every", "save", "monitor_every", "fit_rows"):
             d.pop(key)
         return d
 
@@ -146,6 +166,7 @@ class Encoded:
     input_ids: list[int]
     labels: list[int]
     row_id: str
+    decision: int | None = None  # the decision token, as an index into the target tokens
 
     @property
     def prompt_tokens(self) -> int:
@@ -185,6 +206,9 @@ def encode(rows: Sequence[Row], tokenizer: PreTrainedTokenizerBase, max_length: 
     # One batched call per side: the Rust tokenizer spreads a batch over the cores.
     canonical = tokenizer([t for i, t in enumerate(texts) if i not in dropped], add_special_tokens=False)["input_ids"] if len(dropped) < len(texts) else []
     targets = tokenizer([r.target for r in rows], add_special_tokens=False)["input_ids"] if rows else []
+    from gencoord_env.train.fit import decision_indices
+
+    decisions = decision_indices(rows, tokenizer, targets)
     it = iter(canonical)
     out = []
     for i, r in enumerate(rows):
@@ -195,24 +219,32 @@ def encode(rows: Sequence[Row], tokenizer: PreTrainedTokenizerBase, max_length: 
                 f"row {r.id} has {len(prompt) + len(target)} tokens, over max_length={max_length}; "
                 "raise max_length (truncating would cut the target)"
             )
-        out.append(Encoded(list(prompt) + target, [-100] * len(prompt) + target, r.id))
+        out.append(Encoded(list(prompt) + target, [-100] * len(prompt) + target, r.id, decisions[i]))
     return out
 
 
-def _collate(items: Sequence[Encoded], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def _collate(items: Sequence[Encoded], pad_id: int, device: torch.device,
+             decision_weight: float = 1.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Right-padded ids and labels, and (``decision_weight`` != 1) per-position loss weights."""
     width = max(len(e.input_ids) for e in items)
     ids = torch.full((len(items), width), pad_id, dtype=torch.long)
     labels = torch.full((len(items), width), -100, dtype=torch.long)
+    weights = torch.ones((len(items), width)) if decision_weight != 1.0 else None
     for i, e in enumerate(items):
         ids[i, : len(e.input_ids)] = torch.tensor(e.input_ids)
         labels[i, : len(e.labels)] = torch.tensor(e.labels)
-    return ids.to(device, non_blocking=True), labels.to(device, non_blocking=True)
+        if weights is not None and e.decision is not None:
+            weights[i, e.prompt_tokens + e.decision] = decision_weight
+    return (ids.to(device, non_blocking=True), labels.to(device, non_blocking=True),
+            None if weights is None else weights.to(device, non_blocking=True))
 
 
-def masked_loss(model: PreTrainedModel, input_ids: torch.Tensor, labels: torch.Tensor, n_items: int | None = None) -> torch.Tensor:
+def masked_loss(model: PreTrainedModel, input_ids: torch.Tensor, labels: torch.Tensor, n_items: int | None = None,
+                weights: torch.Tensor | None = None) -> torch.Tensor:
     """Summed cross-entropy of the positions whose next-token label is not -100, divided by ``n_items``.
 
-    ``n_items`` defaults to the number of such positions in this batch (a plain mean).
+    ``n_items`` defaults to the number of such positions in this batch (a plain mean); ``weights`` (the
+    shape of ``labels``) scales each label position's loss.
     """
     shifted = labels[:, 1:]
     keep = shifted != -100
@@ -222,11 +254,16 @@ def masked_loss(model: PreTrainedModel, input_ids: torch.Tensor, labels: torch.T
     decoder = getattr(model, "model", None)
     head = model.get_output_embeddings()
     if decoder is None or head is None:  # an architecture without the usual decoder/head split
+        if weights is not None:
+            raise ValueError(f"{type(model).__name__} has no decoder/head split: decision_weight needs one")
         out = model(input_ids=input_ids, labels=labels, num_items_in_batch=count)
         return out.loss
     hidden = decoder(input_ids=input_ids, use_cache=False).last_hidden_state[:, :-1]
     logits = head(hidden[keep]).float()
-    return F.cross_entropy(logits, shifted[keep], reduction="sum") / count
+    losses = F.cross_entropy(logits, shifted[keep], reduction="none")
+    if weights is not None:
+        losses = losses * weights[:, 1:][keep]
+    return losses.sum() / count
 
 
 def tree_sha256(directory: str | os.PathLike[str]) -> tuple[str, dict[str, str]]:
@@ -365,20 +402,25 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
     schedule = get_cosine_schedule_with_warmup(opt, math.ceil(config.warmup_ratio * steps), steps)
 
     losses: list[float] = []
-    exposure = {"samples": 0, "prompt_tokens": 0, "target_tokens": 0}
+    exposure = {"samples": 0, "prompt_tokens": 0, "target_tokens": 0, "renamed_samples": 0}
+    renamer = _Renamer(rows, tokenizer, config) if config.code_renaming > 0 else None
+    monitor = _monitor_rows(rows, encoded, used) if config.monitor_every else []
+    curve: list[dict[str, Any]] = []
     progress = _progress(config.progress)
     start = time.perf_counter()
     with progress:
         task = progress.add_task("sft", total=steps, loss=float("nan"))
         for step in range(steps):
-            batch = [encoded[i] for i in order[step * per_step : (step + 1) * per_step]]
+            span = range(step * per_step, (step + 1) * per_step)
+            batch = [(renamer(pos, order[pos]) if renamer else None) or encoded[order[pos]] for pos in span]
+            exposure["renamed_samples"] += sum(e.row_id.endswith("#renamed") for e in batch)
             n_items = sum(e.target_tokens for e in batch)
             total = torch.zeros((), device=device)
             for k in range(0, per_step, config.micro_batch):
                 micro = batch[k : k + config.micro_batch]
-                ids, labels = _collate(micro, pad_id, device)
+                ids, labels, weights = _collate(micro, pad_id, device, config.decision_weight)
                 with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                    loss = masked_loss(model, ids, labels, n_items)
+                    loss = masked_loss(model, ids, labels, n_items, weights)
                 loss.backward()
                 total += loss.detach()
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
@@ -393,6 +435,12 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
                 progress.update(task, loss=losses[-1])
                 if on_log:
                     on_log(step + 1, losses[-1], time.perf_counter() - start)
+            if monitor and ((step + 1) % config.monitor_every == 0 or step == steps - 1):
+                from gencoord_env.train.fit import teacher_forced
+
+                got = teacher_forced(model, tokenizer, [rows[i] for i in monitor], encoded=[encoded[i] for i in monitor])
+                curve.append({"step": step + 1, "decision_accuracy": got["decision_accuracy"],
+                              "decision_loss": got["decision_loss"], "row_exact": got["row_exact"]})
             progress.advance(task)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -420,6 +468,15 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
         "loss_final": losses[-1],
         "loss_curve": {"every": config.log_every, "values": losses},
     }
+    if curve:
+        provenance["decision_curve"] = {"rows": len(monitor), "points": curve}
+    if config.fit_rows:
+        from gencoord_env.train.fit import shout, teacher_forced, verdict
+
+        measured = sorted(encoded)[: config.fit_rows]
+        fit = teacher_forced(model, tokenizer, [rows[i] for i in measured], encoded=[encoded[i] for i in measured])
+        provenance["fit"] = {"teacher_forced": fit, **verdict(fit, None)}
+        shout(provenance["fit"], str(out))
     seen = {t for e in encoded.values() for t in e.input_ids}
     provenance["seen_tokens"] = len(seen)
     checkpoint = None
@@ -433,6 +490,7 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
             "base": base.get("source") if config.base_model else None,
             "data_sha256": provenance["data"]["sha256"], "rows": len(rows), "optimizer_steps": steps,
             "epochs": provenance["epochs"], "lr": lr, "seed": config.seed, "config_sha256": provenance["config_sha256"],
+            "decision_weight": config.decision_weight, "code_renaming": config.code_renaming,
             "token_exposure": provenance["token_exposure"], "subword_dropout": [config.subword_dropout, config.subword_dropout_rows],
         }
         record = {
@@ -444,6 +502,47 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
         provenance["checkpoint"] = {"dir": "final", "tree_sha256": digest, "files": files}
     (out / "provenance.json").write_text(json.dumps(provenance, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return RunResult(checkpoint, provenance, losses)
+
+
+class _Renamer:
+    """Per drawn sample, seeded by (run seed, sample position): keep it, or rename its codes (``code_renaming``)."""
+
+    def __init__(self, rows: Sequence[Row], tokenizer: PreTrainedTokenizerBase, config: SFTConfig) -> None:
+        from gencoord_env.train.fit import twin_key
+        from gencoord_env.train.renaming import public_codes
+
+        self.rows, self.tokenizer, self.config = rows, tokenizer, config
+        self.codes = public_codes()
+        self.twins: dict[tuple[str, str, str], list[int]] = {}
+        for i, r in enumerate(rows):
+            self.twins.setdefault(twin_key(r.episode, r.stage), []).append(i)
+
+    def __call__(self, position: int, index: int) -> Encoded | None:
+        from gencoord_env.train.fit import twin_key
+        from gencoord_env.train.renaming import rename_row, renaming_for, row_codes
+
+        rng = random.Random(f"rename:{self.config.seed}:{position}")
+        if rng.random() >= self.config.code_renaming:
+            return None
+        row = self.rows[index]
+        names = renaming_for(row_codes(row.prompt) or (row.binding,), rng, self.codes)
+        twins = [self.rows[j] for j in self.twins[twin_key(row.episode, row.stage)] if self.rows[j].binding != row.binding]
+        # the twin, renamed alike, locates the renamed row's decision token
+        batch = [rename_row(row, names), *(rename_row(t, names) for t in twins[:1])]
+        first = encode(batch, self.tokenizer, self.config.max_length)[0]
+        return dataclasses.replace(first, row_id=f"{first.row_id}#renamed")
+
+
+def _monitor_rows(rows: Sequence[Row], encoded: Mapping[int, Encoded], used: Sequence[int], per_cell: int = 8) -> list[int]:
+    """A fixed sample for the decision curve: up to ``per_cell`` rows of every stage x template cell."""
+    from gencoord_env.train.fit import cell_of
+
+    taken: dict[str, list[int]] = {}
+    for i in used:
+        cell = taken.setdefault(cell_of(rows[i].stage, rows[i].episode), [])
+        if len(cell) < per_cell and encoded[i].decision is not None:
+            cell.append(i)
+    return sorted(i for cell in taken.values() for i in cell)
 
 
 def _progress(enabled: bool):  # type: ignore[no-untyped-def]

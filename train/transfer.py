@@ -16,11 +16,27 @@ arm                      training
                          :data:`~gencoord_env.train.sft.CONTINUE_LR`
 =======================  ======================================================================================
 
-Each checkpoint plays every episode of ``heldout``, ``request``, ``horizon`` and ``crossproduct`` on the
-forward route (greedy, sim backend). Results: success with a 95% cluster-bootstrap interval (clusters are
-the unit; role permutations, and seeds when pooled, are averaged within a cluster), strict clusters (every
-observation succeeded) with their Clopper-Pearson interval, and the issue's targets: heldout every
-cluster, horizon at least 95%, crossproduct at least 58 of 60 clusters.
+Each checkpoint plays every episode of ``train``, ``heldout``, ``request``, ``horizon`` and ``crossproduct``
+on the forward route (greedy, sim backend). Results: success with a 95% cluster-bootstrap interval (clusters
+are the unit; role permutations, and seeds when pooled, are averaged within a cluster), strict clusters
+(every observation succeeded) with their Clopper-Pearson interval, success per template, and the targets:
+train and heldout every cluster, horizon at least 95%, crossproduct at least 58 of 60 clusters.
+
+Fit first (:mod:`gencoord_env.train.fit`). A model that does not fit its own training rows cannot be read
+for transfer, and the mean loss cannot tell: one decision token in ~60 target tokens carries the binding.
+Every run records its decision token's teacher-forced accuracy, loss and margin per stage x template
+(and a curve every ``monitor_every`` updates); each arm trained on the paper's rows gets a ``fit``
+verdict from that and from its closed-loop play of the train pool per template x binding x role; the
+summary's ``fit`` lists every seed, and a lane that does not fit says so in the log and as a warning.
+``decode_check`` replays heldout with ``transformers``' ``generate`` and counts the decisions that differ
+from the evaluation decoder's. The recipe's levers are in the budget and reported with it:
+``code_renaming`` (the share of samples whose binding codes are renamed, :mod:`gencoord_env.train.renaming`)
+and ``decision_weight`` (the decision token's loss weight).
+
+Coverage of codes: the procedural pool names every code of the public codebook (every even-numbered pair
+is named by two of them), and before anything trains the run checks that the pretraining rows name every
+binding code the evaluated pools use (:func:`code_coverage`; fine-tuning rows do not count), and stops
+with the missing codes otherwise.
 
 Shared inputs, built once: the paper's sets (pool seed 0), the procedural sets (``pretrain_rows``
 rows, procedural pool seed 0), and a byte-level BPE tokenizer trained on the paper's rows and the first
@@ -83,12 +99,13 @@ BACKENDS: dict[str, tuple[str, str]] = {
     "direct": ("forward", "procedural"),
     "factor_code": ("factor_code", "procedural_factor_code"),
 }
-#: Pools every checkpoint plays (forward route).
-POOLS: tuple[str, ...] = ("heldout", "request", "horizon", "crossproduct")
+#: Pools every checkpoint plays (forward route): the train pool first (does the model fit its own rows?).
+POOLS: tuple[str, ...] = ("train", "heldout", "request", "horizon", "crossproduct")
 #: Pools whose prompts the token coverage check reads: every pool the forward route serves.
 COVERAGE_POOLS: tuple[str, ...] = ("train", "heldout", "request", "horizon", "crossproduct", "visibility")
 #: The issue's targets: the fraction of clusters solved under every observation, or the success rate.
 TARGETS: dict[str, dict[str, float]] = {
+    "train": {"strict_fraction": 1.0},
     "heldout": {"strict_fraction": 1.0},
     "horizon": {"success_rate": 0.95},
     "crossproduct": {"strict_fraction": 58 / 60},
@@ -124,6 +141,13 @@ class Budget:
     eval_batch: int = 128
     max_new_tokens: int = 256
     max_length: int = 2048
+    # the recipe's levers on the decision token (gencoord_env.train.sft): its loss weight, and the share of
+    # samples whose codes are renamed, on the paper's rows (protocol-only and fine-tuning) and in pretraining
+    decision_weight: float = 1.0
+    code_renaming: float = 0.0
+    pretrain_code_renaming: float = 0.0
+    monitor_every: int = 100  # decision-token accuracy on a fixed sample every this many updates
+    decode_check: bool = True  # replay heldout with transformers' generate and count differing decisions
 
 
 #: ``full``: hidden 256 x 6 layers (about 6M parameters with the ~2k-token vocabulary): deep enough to
@@ -134,7 +158,7 @@ class Budget:
 #: the fine-tune is the paper's 240 updates. With ``--jobs 12`` on one H100 and 16 cores: 6 pretraining
 #: runs, 6 protocol-only runs, 6 fine-tunes and 18 evaluations of 856 episodes each.
 BUDGETS: dict[str, Budget] = {
-    "tiny": Budget(name="tiny", hidden_size=32, num_layers=1, pretrain_rows=80, pretrain_epochs=1.0,
+    "tiny": Budget(name="tiny", hidden_size=32, num_layers=1, pretrain_rows=208, pretrain_epochs=1.0,
                    protocol_epochs=2.0, micro_batch=4, pretrain_micro_batch=4, pretrain_steps=8, protocol_steps=4, finetune_steps=4,
                    subword_dropout_rows=1.0, tokenizer_rows=80, eval_episodes=4, eval_batch=4, max_new_tokens=24),
     "full": Budget(name="full", hidden_size=256, num_layers=6, pretrain_rows=32_000, pretrain_epochs=1.0,
@@ -234,6 +258,8 @@ def build_inputs(config: TransferConfig, data: Path, tokenizer_dir: Path, log: C
 
     t0 = time.perf_counter()
     rows = {s: load_rows(data / f"{s}.jsonl") for s in sets}
+    codes = code_coverage(rows, config.pools, config.data_seed)
+    log(f"codes: pretraining names {len(codes['pretraining'])}, the evaluated pools use {len(codes['evaluated'])}, none missing")
     corpus = {"sets": {s: manifest["files"][s]["sha256"] for s in sets}, "tokenizer_rows": b.tokenizer_rows,
               "vocab_size": b.vocab_size, "max_length": b.max_length}
     tokenizer = _shared_tokenizer(rows, b, tokenizer_dir, corpus)
@@ -250,6 +276,7 @@ def build_inputs(config: TransferConfig, data: Path, tokenizer_dir: Path, log: C
 
     return {
         "manifest": manifest,
+        "codes": codes,
         "tokenizer": {"vocabulary": len(tokenizer), "sha256": tree_sha256(tokenizer_dir)[0],
                       "trained_on": {"paper_rows": sum(len(rows[s]) for s in sets if not s.startswith("procedural")),
                                      "procedural_rows": min(b.tokenizer_rows, len(rows.get("procedural", rows.get("procedural_factor_code", []))))}},
@@ -257,6 +284,26 @@ def build_inputs(config: TransferConfig, data: Path, tokenizer_dir: Path, log: C
         "pool_tokens": pool_tokens,
         "seconds": {"data": data_seconds, "tokenizer": tokenizer_seconds, "checks": check_seconds},
     }
+
+
+def code_coverage(rows: Mapping[str, Sequence[Any]], pools: Sequence[str], seed: int = 0) -> dict[str, Any]:
+    """The binding codes that pretraining rows name in their targets, against those the evaluated pools use.
+
+    Only pretraining (procedural) rows count: a code that first appears in fine-tuning starts from a random
+    embedding there. Raises when an evaluated pool uses a code pretraining never names.
+    """
+    from gencoord_env.tasks import pool as load_pool
+
+    named = sorted({r.binding for name, rs in rows.items() if name.startswith("procedural") for r in rs})
+    used = {name: sorted({c.binding for c in load_pool(name, seed)}) for name in pools}
+    if not any(name.startswith("procedural") for name in rows):
+        return {"pretraining": [], "evaluated": sorted({c for cs in used.values() for c in cs}), "by_pool": used}
+    missing = {name: [c for c in cs if c not in named] for name, cs in used.items()}
+    missing = {k: v for k, v in missing.items() if v}
+    if missing:
+        raise ValueError(f"pretraining rows never name binding codes the evaluated pools use: {missing}; "
+                         "generate more procedural rows (--pretrain-rows) so that every public code appears")
+    return {"pretraining": named, "evaluated": sorted({c for cs in used.values() for c in cs}), "by_pool": used}
 
 
 def _shared_tokenizer(rows: Mapping[str, Sequence[Any]], b: Budget, out: Path, corpus_id: Mapping[str, Any]) -> Any:
@@ -332,7 +379,7 @@ def _lengths(tokenizer: Any, rows: Mapping[str, Sequence[Any]], prompts: Mapping
 
 
 def _sft(lane: Lane, data_file: str, out_dir: Path, *, steps: int | None, epochs: float, base: str | None,
-         lr: float | None, dropout: bool, micro_batch: int, grad_accum: int) -> Any:
+         lr: float | None, dropout: bool, micro_batch: int, grad_accum: int, renaming: float) -> Any:
     from gencoord_env.train.sft import SCRATCH_LR, SFTConfig, ScratchConfig, train
 
     b = lane.budget
@@ -344,6 +391,7 @@ def _sft(lane: Lane, data_file: str, out_dir: Path, *, steps: int | None, epochs
         device=lane.device, progress=False, log_every=50,
         subword_dropout=b.subword_dropout if dropout else 0.0,
         subword_dropout_rows=b.subword_dropout_rows if dropout else 0.0,
+        decision_weight=b.decision_weight, code_renaming=renaming, monitor_every=b.monitor_every,
     )
     return train(config)
 
@@ -372,12 +420,20 @@ def _run_summary(result: Any, work: Path) -> dict[str, Any]:
         "train_seconds": p["train_seconds"],
         "precision": p["precision"],
         "libraries": p["libraries"],
+        # what decides success, on the rows this run trained on (gencoord_env.train.fit)
+        "fit": p.get("fit", {}).get("teacher_forced"),
+        "decision_curve": p.get("decision_curve"),
+        "renamed_samples": p["token_exposure"].get("renamed_samples", 0),
     }
 
 
 def evaluate_checkpoint(checkpoint: Path, backend: str, pools: Sequence[str], budget: Budget,
-                        device: str | None) -> dict[str, Any]:
-    """Closed-loop results of one checkpoint on each pool: every episode's outcome, in pool order."""
+                        device: str | None, decode_check: bool = False) -> dict[str, Any]:
+    """Closed-loop results of one checkpoint on each pool: every episode's outcome, in pool order.
+
+    ``decode_check``: heldout is played a second time with ``transformers``' ``generate`` and every decision
+    compared with the evaluation decoder's (``decode_check`` in the heldout entry).
+    """
     from gencoord_env.agents.lm.generate import GenerationConfig
     from gencoord_env.agents.lm.loading import load_model
     from gencoord_env.agents.lm.policy import make_policy
@@ -413,7 +469,27 @@ def evaluate_checkpoint(checkpoint: Path, backend: str, pools: Sequence[str], bu
             "static_decode_failure": fallback,
             "seconds": time.perf_counter() - t0,
         }
+        if decode_check and name == "heldout" and policy.generator.backend != "generate":
+            reference = make_policy(lm.model, lm.tokenizer, backend, dataclasses.replace(generation, backend="generate"))  # type: ignore[arg-type]
+            again = evaluate(reference, name, route="forward", episodes=budget.eval_episodes, batch_size=budget.eval_batch)
+            out[name]["decode_check"] = _compare_decisions(episodes, again["episodes"])
     return out
+
+
+def _compare_decisions(ours: Sequence[Mapping[str, Any]], reference: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Decisions (actions) of two closed-loop passes over the same episodes: how many, how many differ."""
+    decisions = differ = 0
+    examples = []
+    for a, b in zip(ours, reference):
+        for x, y in zip(a["actions"], b["actions"]):
+            decisions += 1
+            if x["action"] != y["action"]:
+                differ += 1
+                if len(examples) < 3:
+                    examples.append({"episode": a["episode_id"], "stage": x["stage"], "ours": x["action"], "generate": y["action"]})
+        if len(a["actions"]) != len(b["actions"]):
+            differ += abs(len(a["actions"]) - len(b["actions"]))
+    return {"decisions": decisions, "differing": differ, "examples": examples}
 
 
 def run_lane(lane: Lane) -> dict[str, Any]:
@@ -446,30 +522,56 @@ def run_lane(lane: Lane) -> dict[str, Any]:
     if lane.chain == "protocol":
         run = timed("train_protocol_only", lambda: _sft(lane, f"{paper_set}.jsonl", base / "protocol_only", steps=b.protocol_steps,
                                                         epochs=b.protocol_epochs, base=None, lr=None, dropout=False,
-                                                        micro_batch=b.micro_batch, grad_accum=b.grad_accum))
+                                                        micro_batch=b.micro_batch, grad_accum=b.grad_accum,
+                                                        renaming=b.code_renaming))
         arms["protocol_only"] = {"runs": {"finetune": _run_summary(run, work)}}
         arms["protocol_only"]["eval"] = timed("eval_protocol_only", lambda: evaluate_checkpoint(
-            run.checkpoint, lane.backend, lane.pools, b, lane.device))
+            run.checkpoint, lane.backend, lane.pools, b, lane.device, b.decode_check))
     elif lane.chain == "pretrained":
         pre = timed("pretrain", lambda: _sft(lane, f"{procedural_set}.jsonl", base / "procedural_only", steps=b.pretrain_steps,
                                              epochs=b.pretrain_epochs, base=None, lr=None, dropout=True,
-                                             micro_batch=b.pretrain_micro_batch, grad_accum=1))
+                                             micro_batch=b.pretrain_micro_batch, grad_accum=1,
+                                             renaming=b.pretrain_code_renaming))
         arms["procedural_only"] = {"runs": {"pretrain": _run_summary(pre, work)}}
         arms["procedural_only"]["eval"] = timed("eval_procedural_only", lambda: evaluate_checkpoint(
             pre.checkpoint, lane.backend, lane.pools, b, lane.device))
         fine = timed("finetune", lambda: _sft(lane, f"{paper_set}.jsonl", base / "pretrained_protocol", steps=b.finetune_steps,
                                               epochs=b.finetune_epochs, base=str(pre.checkpoint), lr=b.finetune_lr, dropout=False,
-                                              micro_batch=b.micro_batch, grad_accum=b.grad_accum))
+                                              micro_batch=b.micro_batch, grad_accum=b.grad_accum,
+                                              renaming=b.code_renaming))
         arms["pretrained_protocol"] = {"runs": {"pretrain": _run_summary(pre, work), "finetune": _run_summary(fine, work)}}
         arms["pretrained_protocol"]["eval"] = timed("eval_pretrained_protocol", lambda: evaluate_checkpoint(
-            fine.checkpoint, lane.backend, lane.pools, b, lane.device))
+            fine.checkpoint, lane.backend, lane.pools, b, lane.device, b.decode_check))
     else:
         raise ValueError(f"unknown chain {lane.chain!r}; expected 'protocol' or 'pretrained'")
+    for arm in ("protocol_only", "pretrained_protocol"):  # the arms trained on the paper's rows: do they fit them?
+        if arm in arms:
+            arms[arm]["fit"] = _fit(arms[arm], lane)
     result = {"key": key, "lane": lane.name, "seed": lane.seed, "backend": lane.backend, "chain": lane.chain,
               "device": device_name(lane.device), "seconds": seconds, "arms": arms}
     result_path.parent.mkdir(parents=True, exist_ok=True)
     result_path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return result
+
+
+def _fit(arm: Mapping[str, Any], lane: Lane) -> dict[str, Any]:
+    """The fit verdict of an arm trained on the paper's rows: its decision tokens on those rows, and its
+    closed-loop play of the train pool per template x binding x role (when the lane played it)."""
+    from gencoord_env.train.fit import play_cells, shout, verdict
+
+    train = arm["eval"].get("train")
+    play = play_cells("train", train["episode_ids"], train["success_bits"]) if train else None
+    if play is not None and train["episodes"] < 2 * len(load_train_clusters()):
+        play = None  # a subset of the pool cannot show that every cell fits
+    report = {**verdict(arm["runs"]["finetune"]["fit"], play), "train_pool": play}
+    shout(report, lane.name)
+    return report
+
+
+def load_train_clusters() -> tuple[Any, ...]:
+    from gencoord_env.tasks import pool as load_pool
+
+    return tuple(load_pool("train", 0))
 
 
 def _run_lanes(lanes: Sequence[Lane], jobs: int, log: Callable[[str], None], after: Callable[[], None]) -> list[str]:
@@ -481,6 +583,7 @@ def _run_lanes(lanes: Sequence[Lane], jobs: int, log: Callable[[str], None], aft
             return
         assert result is not None
         summary = ", ".join(f"{arm} " + " ".join(f"{p} {v['success_bits'].count('1')}/{v['episodes']}" for p, v in a["eval"].items())
+                            + ("" if "fit" not in a else " FITS" if a["fit"]["fits"] else " DOES NOT FIT")
                             for arm, a in result["arms"].items())
         log(f"lane {lane.name}{' (reused)' if result.get('reused') else ''}: {summary}")
         after()
@@ -520,6 +623,13 @@ def _condition(evals: Sequence[Mapping[str, Any]], pool: str, ci_seed: int) -> d
         "strict_exact_ci95": list(exact) if exact else None,
         "outcomes": dict(sorted(sum((Counter(ev["outcomes"]) for ev in evals), Counter()).items())),
     }
+    templates: dict[str, list[int]] = {}
+    for ev in evals:
+        for e, bit in zip(ev["episode_ids"], ev["success_bits"]):
+            t = templates.setdefault(e.split("-")[1], [0, 0])
+            t[0] += bit == "1"
+            t[1] += 1
+    out["by_template"] = {t: {"success_rate": s / n, "episodes": n} for t, (s, n) in sorted(templates.items())}
     target = TARGETS.get(pool)
     if target is not None and means:
         key, bar = next(iter(target.items()))
@@ -779,6 +889,8 @@ def summarize(config: TransferConfig, failures: Sequence[str] = (), timing: Mapp
                   "vocabulary": inputs["tokenizer"]["vocabulary"], "parameters": parameters},
         "results": results,
         "coverage": coverage(lane_results, inputs),
+        "codes": inputs.get("codes"),
+        "fit": fit_summary(lane_results),
         "tokens": tokens,
         "seconds": {**{k: None for k in ("driver_wall", "lanes_wall")}, **(timing or {}), **inputs["seconds"],
                     "phases": phases,
@@ -812,9 +924,42 @@ def summarize(config: TransferConfig, failures: Sequence[str] = (), timing: Mapp
     return summary
 
 
+def fit_summary(lane_results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per backend, arm and seed: does the model fit its training rows (teacher-forced decision token, and
+    the train pool closed-loop), with the decoding check's figure."""
+    out: dict[str, Any] = {}
+    for r in lane_results:
+        for arm, a in r["arms"].items():
+            if "fit" not in a:
+                continue
+            fit = a["runs"]["finetune"]["fit"] or {}
+            play = a["fit"].get("train_pool") or {}
+            check = a["eval"].get("heldout", {}).get("decode_check")
+            out.setdefault(r["backend"], {}).setdefault(arm, {})[str(r["seed"])] = {
+                "fits": a["fit"]["fits"],
+                "reasons": a["fit"]["reasons"],
+                "decision_accuracy": fit.get("decision_accuracy"),
+                "decision_loss": fit.get("decision_loss"),
+                "near_ties": fit.get("near_ties"),
+                "row_exact": fit.get("row_exact"),
+                "failing_cells": fit.get("failing_cells"),
+                "train_pool": {k: play.get(k) for k in ("successes", "episodes", "failing_cells")} if play else None,
+                "decode_check": check,
+            }
+    return out
+
+
 def report_lines(summary: Mapping[str, Any]) -> list[str]:
     """A short text table of the pooled results (printed by the CLI)."""
     lines = []
+    for backend, arms in summary.get("fit", {}).items():
+        for arm, seeds in arms.items():
+            for seed, f in seeds.items():
+                tp = f["train_pool"]
+                acc = f["decision_accuracy"]
+                lines.append(f"fit {backend:11s} {arm:19s} {seed}: decision token {'-' if acc is None else f'{acc:.3f}'}"
+                             + (f", train pool {tp['successes']}/{tp['episodes']}" if tp else "")
+                             + ("  FITS" if f["fits"] else "  DOES NOT FIT"))
     for backend, arms in summary["results"].items():
         for arm in ARMS:
             if arm not in arms:

@@ -77,8 +77,16 @@ quantity, the world variant and the decoys, and the source stock covers either b
 
 The bindings' ids name the changed field in the codebook's style: the destination (``CHEST_A``,
 ``DEPOT``, ``SITE_B``), the product (``STICKS``, ``TORCH``, ``STONE_BRICKS``), the receiver's part
-(``RECEIVER_SITE_A``) or the continuation (``TORCH_BRANCH``). Naturalized private facts
-(``private_fact`` other than ``"id"``) are not available for generated bindings.
+(``RECEIVER_SITE_A``) or the continuation (``TORCH_BRANCH``). In every even-numbered pair the two
+bindings are instead named by two codes of the public codebook (``data/tasks.json``: ``BUILD``, ``ROOF``,
+``STORAGE_BRANCH``, ...; :func:`codebook_names`), consistently in every node, terminal and context: the
+codes are dealt two per pair from a seeded shuffle of the codebook, so every code is named once in each run
+of 2 x (codes / 2) pairs (the first 26 pairs, 208 forward rows, name all 26), each time in another pairing.
+Codes are public vocabulary, not held-out structure: a model pretrained on these pairs has read every code
+in a private line and copied it into a request, and because a code means something different in every
+pair, it can only succeed by reading the code it is shown, never by remembering which code a template
+uses. Naturalized private facts (``private_fact`` other than ``"id"``) are not available
+for generated bindings.
 """
 from __future__ import annotations
 
@@ -109,6 +117,8 @@ LENGTH = 2**31 - 1
 FAMILIES: tuple[str, ...] = ("destination", "recipe", "allocation", "active_branch")
 #: Draws of one pair before giving up (a bug, not bad luck: the reject rate is a few percent).
 MAX_ATTEMPTS = 64
+#: Every this many pairs, one has its bindings named by codes of the public codebook (see the docstring).
+CODEBOOK_EVERY = 2
 
 _MAX_Q = 8  # order quantities 1..8, as in the prior's templates
 _STACK = 64  # no task moves more than one stack: furnace slots hold one, Minecraft tosses stay small
@@ -1217,6 +1227,10 @@ def draw(seed: int, index: int, attempt: int = 0) -> tuple[TemplateSpec | None, 
         t = dataclasses.replace(t, quantities=allowed)
     bindings = list(t.bindings)
     rng.shuffle(bindings)  # which binding is listed first carries no information
+    names = codebook_names(seed, index)
+    if names is not None:
+        t = rename_bindings(t, dict(zip(bindings, names)))
+        bindings = list(t.bindings)
     # the id names the draw, which fixes the template: one id, one template, in every process
     t = dataclasses.replace(t, id=template_id(seed, index, attempt), bindings=tuple(bindings),
                             terminal={b: t.terminal[b] for b in bindings})
@@ -1226,12 +1240,38 @@ def draw(seed: int, index: int, attempt: int = 0) -> tuple[TemplateSpec | None, 
     return t, ""
 
 
+def codebook_names(seed: int, index: int) -> tuple[str, str] | None:
+    """The two public codes that name pair ``index``'s bindings, or None for a pair named by its own draw.
+
+    >>> sorted(c for k in range(0, 26, 2) for c in codebook_names(0, k)) == sorted(prior().codebook)
+    True
+    """
+    if index % CODEBOOK_EVERY:
+        return None
+    codes = sorted(prior().codebook)
+    cycle, slot = divmod(index // CODEBOOK_EVERY, len(codes) // 2)
+    random.Random(f"procedural:{seed}:codes:{cycle}").shuffle(codes)
+    return codes[2 * slot], codes[2 * slot + 1]
+
+
+def rename_bindings(t: TemplateSpec, names: Mapping[str, str]) -> TemplateSpec:
+    """``t`` with its bindings renamed by ``names`` (old -> new) in bindings, nodes, ``bind`` tags and terminals."""
+    if sorted(names) != sorted(t.bindings) or len(set(names.values())) != len(names):
+        raise ValueError(f"renaming {dict(names)} must map each of {list(t.bindings)} to a distinct new name")
+    nodes = tuple(dataclasses.replace(n, branch=names.get(n.branch, n.branch) if n.branch else None,
+                                      args={k: (names[v] if k == "bind" else v) for k, v in n.args.items()})
+                  for n in t.nodes)
+    return dataclasses.replace(t, bindings=tuple(names[b] for b in t.bindings), nodes=nodes,
+                               terminal={names[b]: v for b, v in t.terminal.items()})
+
+
 def _codebook(t: TemplateSpec) -> dict[str, str]:
     return {b: f"a {t.family.replace('_', ' ')} binding of {t.title}" for b in t.bindings}
 
 
 def extend_prior(t: TemplateSpec, base: Prior | None = None) -> Prior:
-    """``base`` (default: the package prior) with template ``t`` added and its bindings in the codebook."""
+    """``base`` (default: the package prior) with template ``t`` added and its bindings in the codebook
+    (a binding named by a public code keeps the codebook's entry: only its id reaches a context)."""
     base = base or prior()
     return dataclasses.replace(base, templates={**base.templates, t.id: t},
                                codebook={**_codebook(t), **base.codebook})
@@ -1349,7 +1389,7 @@ def procedural_episodes(seed: int = 0) -> ProceduralEpisodes:
 
 
 __all__ = [
-    "FAMILIES", "LENGTH", "POOL", "HeldOut", "Lin", "ProceduralEpisodes", "ProceduralPair", "Step", "draw",
-    "extend_prior", "generate", "held_out", "instance_problems", "procedural_episodes", "signature",
-    "source_items", "steps_from", "template_id", "template_problems",
+    "CODEBOOK_EVERY", "FAMILIES", "LENGTH", "POOL", "HeldOut", "Lin", "ProceduralEpisodes", "ProceduralPair", "Step", "draw",
+    "extend_prior", "generate", "held_out", "instance_problems", "procedural_episodes", "codebook_names", "rename_bindings",
+    "signature", "source_items", "steps_from", "template_id", "template_problems",
 ]

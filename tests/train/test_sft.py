@@ -48,12 +48,12 @@ def test_rows_longer_than_max_length_are_refused_not_truncated(tiny, rows: list[
 
 def test_masked_loss_is_the_causal_lm_loss_on_target_tokens_and_ignores_padding(tiny, rows: list[Row]) -> None:  # type: ignore[no-untyped-def]
     enc = encode(rows[:3], tiny.tokenizer)
-    ids, labels = _collate(enc, tiny.tokenizer.pad_token_id, torch.device("cpu"))
+    ids, labels, _ = _collate(enc, tiny.tokenizer.pad_token_id, torch.device("cpu"))
     with torch.no_grad():
         ours = masked_loss(tiny.model, ids, labels)
         reference = tiny.model(input_ids=ids, labels=labels).loss
         assert torch.allclose(ours, reference, atol=1e-5)
-        alone_ids, alone_labels = _collate(enc[:1], tiny.tokenizer.pad_token_id, torch.device("cpu"))
+        alone_ids, alone_labels, _ = _collate(enc[:1], tiny.tokenizer.pad_token_id, torch.device("cpu"))
         padded = masked_loss(tiny.model, ids[:1], labels[:1])  # row 0 padded to the batch width
         assert torch.allclose(masked_loss(tiny.model, alone_ids, alone_labels), padded, atol=1e-5)
         # Changing a prompt token's label to -100 (it already is) changes nothing; unmasking one changes the loss.
@@ -88,7 +88,7 @@ def test_short_scratch_run_learns_and_checkpoint_round_trips(rows: list[Row], tm
 
     loaded = load_model(tmp_path / "run" / "final", device="cpu")
     enc = encode(rows[:2], loaded.tokenizer)
-    ids, _ = _collate(enc, loaded.tokenizer.pad_token_id, torch.device("cpu"))
+    ids, _, _ = _collate(enc, loaded.tokenizer.pad_token_id, torch.device("cpu"))
     saved_model = result.checkpoint
     assert saved_model is not None
     again = load_model(saved_model, device="cpu")

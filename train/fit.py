@@ -1,0 +1,232 @@
+"""Whether a model fits its training rows, measured where success is decided.
+
+In every forward row one target token carries the decision: the first token at which the row's target
+differs from its *twin's*, the row of the same public instance, role permutation and stage under the
+matched pair's other binding (for Factor-Code rows, inside the binding code; for Direct Short DSL rows,
+wherever the two bindings' paths part, often the ``bind=`` code). Every other target token is
+boilerplate the twin shares. The mean loss over ~60 target tokens hides a coin flip on that one token
+(0.69 / 57 = 0.012), so this module measures the decision itself:
+
+- :func:`teacher_forced`: on the training rows, the decision token's argmax accuracy, its loss and its
+  margin (target logit minus the best other: a margin near 0 is a near-tie that bf16 rounding or another
+  decoder can flip), and whether every target token is the argmax (``row_exact``); per stage x template.
+- :func:`closed_loop`: the model plays the train pool itself in the env (greedy, sim), success per
+  template x binding x role permutation: a template whose two bindings sit at 100% and 0% is one the model
+  answers from the template, not from the fact it was shown.
+- :func:`verdict`: both together; ``fits`` only when every decision token and every train-pool cell is
+  right. :func:`shout` warns loudly when a run does not fit.
+
+A row without a twin in the set (a subset, a single-binding set) takes the first token of its binding code
+in the target as its decision token.
+
+Example::
+
+    fit = teacher_forced(model, tokenizer, rows)
+    fit["decision_accuracy"], fit["by_cell"]["sender_initial/dual_build"]
+    play = closed_loop(policy, "train")
+    report = verdict(fit, play)
+    shout(report, "runs/sft")
+"""
+from __future__ import annotations
+
+import re
+import warnings
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "cell_of", "closed_loop", "decision_index", "decision_indices", "play_cells", "shout", "teacher_forced", "twin_key",
+    "verdict",
+]
+
+_HASH = re.compile(r"-[0-9a-f]{6}$")
+
+
+def twin_key(episode_id: str, stage: str) -> tuple[str, str, str]:
+    """(public instance, role permutation, stage): equal for a row and its twin, and for no other row.
+
+    Episode ids are ``<pool>-<template>-q<q>-<variant>-<decoy>-<hash>-R<perm>`` (the hash names the binding).
+    """
+    cluster, _, perm = episode_id.rpartition("-R")
+    return _HASH.sub("", cluster), perm, stage
+
+
+def template_of(episode_id: str) -> str:
+    return episode_id.split("-")[1]
+
+
+def cell_of(stage: str, episode_id: str) -> str:
+    return f"{stage}/{template_of(episode_id)}"
+
+
+def decision_index(target: Sequence[int], twin: Sequence[int] | None) -> int | None:
+    """The first position where ``target`` and ``twin`` differ (None when equal or no twin)."""
+    if twin is None:
+        return None
+    for k, (a, b) in enumerate(zip(target, twin)):
+        if a != b:
+            return k
+    return None if len(target) == len(twin) else min(len(target), len(twin))
+
+
+def _code_index(tokenizer: Any, target: str, binding: str) -> int | None:
+    """The target token covering the first character of ``binding`` in ``target`` (after ``=``)."""
+    m = re.search(rf"=({re.escape(binding)})(?![A-Za-z0-9_])", target)
+    if m is None:
+        return None
+    enc = tokenizer(target, add_special_tokens=False, return_offsets_mapping=True)
+    for k, (a, b) in enumerate(enc["offset_mapping"]):
+        if a <= m.start(1) < b:
+            return k
+    return None
+
+
+def decision_indices(rows: Sequence[Any], tokenizer: Any, targets: Sequence[Sequence[int]] | None = None) -> list[int | None]:
+    """The decision token of each row, as an index into its target tokens (see the module docstring)."""
+    if targets is None:
+        targets = tokenizer([r.target for r in rows], add_special_tokens=False)["input_ids"] if rows else []
+    by_key: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for i, r in enumerate(rows):
+        by_key[twin_key(r.episode, r.stage)].append(i)
+    out: list[int | None] = []
+    for i, r in enumerate(rows):
+        twins = [j for j in by_key[twin_key(r.episode, r.stage)] if j != i and rows[j].binding != r.binding]
+        k = decision_index(targets[i], targets[twins[0]]) if twins else None
+        out.append(k if k is not None else _code_index(tokenizer, r.target, r.binding))
+    return out
+
+
+def teacher_forced(model: Any, tokenizer: Any, rows: Sequence[Any], *, batch_size: int = 16,
+                   max_length: int = 2048, near_tie: float = 1.0, encoded: Sequence[Any] | None = None) -> dict[str, Any]:
+    """Decision-token accuracy, loss and margin, and exact rows, of ``model`` on ``rows`` (teacher-forced).
+
+    ``near_tie``: a decision whose margin (target logit minus the best other logit) is below this counts
+    as a near-tie, right or wrong. ``encoded``: the rows already encoded (:func:`gencoord_env.train.sft.encode`,
+    whose ``decision`` fields were found among a larger set of rows).
+    """
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    from gencoord_env.train.sft import encode
+
+    device = next(model.parameters()).device
+    if encoded is None:
+        encoded = encode(rows, tokenizer, max_length)
+    decisions = [e.decision for e in encoded]
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    was_training = model.training
+    model.eval()
+    per_row: list[dict[str, Any]] = []
+    with torch.no_grad():
+        for start in range(0, len(encoded), batch_size):
+            chunk = encoded[start:start + batch_size]
+            width = max(len(e.input_ids) for e in chunk)
+            ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+            for i, e in enumerate(chunk):
+                ids[i, :len(e.input_ids)] = torch.tensor(e.input_ids)
+            ids = ids.to(device)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+                hidden = model.model(input_ids=ids, use_cache=False).last_hidden_state
+            head = model.get_output_embeddings()
+            for i, e in enumerate(chunk):
+                p = e.prompt_tokens
+                logits = head(hidden[i, p - 1:len(e.input_ids) - 1]).float()  # predicts target + EOS
+                gold = torch.tensor(e.input_ids[p:], device=device)
+                exact = bool((logits.argmax(-1) == gold).all())
+                k = decisions[start + i]
+                row: dict[str, Any] = {"row_exact": exact, "decision": k}
+                if k is not None:
+                    lk = logits[k]
+                    other = lk.clone()
+                    other[gold[k]] = float("-inf")
+                    row.update(correct=bool(lk.argmax() == gold[k]),
+                               loss=float(F.cross_entropy(lk[None], gold[k][None])),
+                               margin=float(lk[gold[k]] - other.max()))
+                per_row.append(row)
+    if was_training:
+        model.train()
+    return _aggregate(rows, per_row, near_tie)
+
+
+def _aggregate(rows: Sequence[Any], per_row: Sequence[Mapping[str, Any]], near_tie: float) -> dict[str, Any]:
+    cells: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r, x in zip(rows, per_row):
+        cells[cell_of(r.stage, r.episode)].append(x)
+
+    def summary(xs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        scored = [x for x in xs if x.get("decision") is not None]
+        n = len(scored)
+        return {
+            "rows": len(xs),
+            "decision_rows": n,
+            "decision_accuracy": sum(x["correct"] for x in scored) / n if n else None,
+            "decision_loss": sum(x["loss"] for x in scored) / n if n else None,
+            "decision_margin_min": min((x["margin"] for x in scored), default=None),
+            "near_ties": sum(abs(x["margin"]) < near_tie for x in scored),
+            "row_exact": sum(x["row_exact"] for x in xs) / len(xs) if xs else None,
+        }
+
+    out = summary(per_row)
+    out["near_tie"] = near_tie
+    out["by_cell"] = {c: summary(xs) for c, xs in sorted(cells.items())}
+    out["failing_cells"] = [c for c, s in out["by_cell"].items() if s["decision_accuracy"] is not None and s["decision_accuracy"] < 1.0]
+    return out
+
+
+def closed_loop(policy: Any, pool: str = "train", *, pool_seed: int = 0, batch_size: int = 128,
+                episodes: int | None = None) -> dict[str, Any]:
+    """Play ``pool`` closed-loop (sim, forward route); success per template x binding x role permutation."""
+    from gencoord_env.train.evaluate import evaluate
+
+    report = evaluate(policy, pool, route="forward", pool_seed=pool_seed, episodes=episodes, batch_size=batch_size)
+    episodes_ = report["episodes"]
+    out = play_cells(pool, [e["episode_id"] for e in episodes_],
+                     ["1" if str(e["outcome"]) == "SUCCESS" else "0" for e in episodes_], pool_seed)
+    out["outcomes"] = report["metrics"]["outcomes"]
+    return out
+
+
+def play_cells(pool: str, episode_ids: Sequence[str], success_bits: Sequence[str], pool_seed: int = 0) -> dict[str, Any]:
+    """Closed-loop results of ``pool``'s episodes, per template x binding x role permutation.
+
+    ``success_bits``: "1" / "0" per episode, in the order of ``episode_ids``.
+    """
+    from gencoord_env.tasks import Episode, pool as load_pool
+
+    meta = {Episode(c, perm).id: (c.template, c.binding, perm) for c in load_pool(pool, pool_seed) for perm in (0, 1)}
+    cells: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for episode_id, bit in zip(episode_ids, success_bits):
+        template, binding, perm = meta[episode_id]
+        cell = cells[f"{template}/{binding}/R{perm}"]
+        cell[0] += bit == "1"
+        cell[1] += 1
+    n = len(episode_ids)
+    wins = sum(c[0] for c in cells.values())
+    return {
+        "pool": pool,
+        "episodes": n,
+        "successes": wins,
+        "success_rate": wins / n if n else None,
+        "by_cell": {k: {"successes": s, "episodes": m} for k, (s, m) in sorted(cells.items())},
+        "failing_cells": sorted(k for k, (s, m) in cells.items() if s < m),
+    }
+
+
+def verdict(fit: Mapping[str, Any] | None, play: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``fits``: every decision token right on the training rows and every train-pool episode a success."""
+    reasons = []
+    if fit is not None and fit["failing_cells"]:
+        reasons.append(f"decision token below 100% on {len(fit['failing_cells'])} stage/template cells "
+                       f"(accuracy {fit['decision_accuracy']:.3f}): {', '.join(fit['failing_cells'][:6])}")
+    if play is not None and play["failing_cells"]:
+        reasons.append(f"train pool closed-loop {play['successes']}/{play['episodes']}; failing template/binding/role "
+                       f"cells: {', '.join(play['failing_cells'][:6])}" + (" ..." if len(play["failing_cells"]) > 6 else ""))
+    return {"fits": not reasons, "reasons": reasons, "checked": [k for k, v in (("teacher_forced", fit), ("closed_loop", play)) if v is not None]}
+
+
+def shout(report: Mapping[str, Any], where: str) -> None:
+    """A loud warning (and a line on stderr through ``warnings``) when ``report`` says the model does not fit."""
+    if not report["fits"]:
+        warnings.warn(f"MODEL DOES NOT FIT ITS TRAINING SET ({where}): " + "; ".join(report["reasons"]),
+                      RuntimeWarning, stacklevel=2)

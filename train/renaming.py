@@ -1,0 +1,59 @@
+"""Consistent code renaming: a training row whose binding codes are replaced by other codes of the codebook.
+
+A binding code is a label: the sender copies it from its private line into its request, the receiver
+reads it out of the request and finds the branch the prior's DAG tags with it (``bind=CODE``). Renaming a
+row's two codes (the ones its prior lists, ``codebook=A,B``) to two other codes of the public codebook,
+in the prompt and the target alike, leaves a row that is just as right, and one that a model can only
+answer by reading the code it is shown: a model that remembers "this template uses BUILD" is wrong on it.
+``gencoord train sft --code-renaming P`` renames a seeded share ``P`` of the samples it draws, each with
+fresh codes (the rows on disk and the rows the fit is measured on are never renamed).
+
+>>> row_codes("PRIOR view=full roles=sender,receiver codebook=BUILD,DEPOSIT\\n...")
+('BUILD', 'DEPOSIT')
+>>> rename_text("PRIVATE active_binding_id=BUILD; bind=DEPOSIT; CHEST_A", {"BUILD": "ROOF", "DEPOSIT": "BUILD"})
+'PRIVATE active_binding_id=ROOF; bind=BUILD; CHEST_A'
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["public_codes", "rename_row", "rename_text", "renaming_for", "row_codes"]
+
+_CODEBOOK = re.compile(r"codebook=([A-Za-z0-9_,]+)")
+
+
+def public_codes() -> tuple[str, ...]:
+    """Every code of the package prior's public codebook, sorted."""
+    from gencoord_env.tasks.prior import prior
+
+    return tuple(sorted(prior().codebook))
+
+
+def row_codes(prompt: str) -> tuple[str, ...]:
+    """The codes the row's prior lists (its template's bindings), in order; () when it lists none."""
+    m = _CODEBOOK.search(prompt)
+    return tuple(m.group(1).split(",")) if m else ()
+
+
+def rename_text(text: str, names: Mapping[str, str]) -> str:
+    """``text`` with every whole-word occurrence of a key of ``names`` replaced at once (swaps work)."""
+    if not names:
+        return text
+    words = sorted(names, key=len, reverse=True)
+    pattern = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, words)) + r")(?![A-Za-z0-9_])")
+    return pattern.sub(lambda m: names[m.group(1)], text)
+
+
+def renaming_for(codes: Sequence[str], rng: random.Random, pool: Sequence[str]) -> dict[str, str]:
+    """A map from ``codes`` to as many distinct codes drawn from ``pool`` (which may swap them)."""
+    return dict(zip(codes, rng.sample(list(pool), len(codes))))
+
+
+def rename_row(row: Any, names: Mapping[str, str]) -> Any:
+    """``row`` (a :class:`gencoord_env.train.data.Row`) with its codes renamed in prompt, target and binding."""
+    return dataclasses.replace(row, prompt=rename_text(row.prompt, names), target=rename_text(row.target, names),
+                               binding=rename_text(row.binding, names))
