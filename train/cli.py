@@ -273,6 +273,8 @@ def transfer_main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--device", help="torch device of every lane (default: cuda when available)")
     p.add_argument("--jobs", type=positive_int, default=1, help="lanes (seed x backend x chain) run at once, one process each (default 1)")
     p.add_argument("--data-workers", type=positive_int, default=1, help="processes that play the procedural episodes (default 1)")
+    p.add_argument("--chains", nargs="+", choices=["pretrained", "protocol"], default=["pretrained", "protocol"],
+                   help="which lanes run (default both; a run split over several calls runs each with the same --out)")
     add_budget_overrides(p, (("hidden-size", int), ("num-layers", int), ("pretrain-rows", int), ("pretrain-epochs", float),
                              ("protocol-epochs", float), ("finetune-epochs", float), ("finetune-lr", float),
                              ("micro-batch", int), ("grad-accum", int), ("pretrain-micro-batch", int), ("eval-episodes", int),
@@ -286,7 +288,8 @@ def transfer_main(argv: Sequence[str] | None = None) -> int:
     a = p.parse_args(argv)
     budget = with_overrides(BUDGETS[a.budget], a)
     config = TransferConfig(out=a.out, seeds=tuple(a.seeds), budget=budget, backends=tuple(a.backends), pools=tuple(a.pools),
-                            work=a.work, device=a.device, jobs=a.jobs, data_workers=a.data_workers, progress=not a.quiet)
+                            work=a.work, device=a.device, jobs=a.jobs, data_workers=a.data_workers, progress=not a.quiet,
+                            chains=tuple(a.chains))
     if a.summarize_only:
         from gencoord_env.train.transfer import summarize
 

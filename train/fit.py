@@ -1,10 +1,12 @@
 """Whether a model fits its training rows, measured where success is decided.
 
-In every forward row one target token carries the decision: the first token at which the row's target
-differs from its *twin's*, the row of the same public instance, role permutation and stage under the
-matched pair's other binding (for Factor-Code rows, inside the binding code; for Direct Short DSL rows,
-wherever the two bindings' paths part, often the ``bind=`` code). Every other target token is
-boilerplate the twin shares. The mean loss over ~60 target tokens hides a coin flip on that one token
+In every forward row a token or two carry the decision: the first token at which the row's target differs
+from its *twin's*, the row of the same public instance, role permutation and stage under the matched
+pair's other binding, and the first token of the binding code the row names (``bind=CODE``, or the
+Factor-Code field's value). For Factor-Code rows and most Direct Short DSL rows the two are one token;
+where a sender's own path already differs by binding (Deposit/Build: the sender builds, or not), the
+paths part first and the code follows later, and both must be right. Every other target token is
+boilerplate that the twin shares or that follows from these. The mean loss over ~60 target tokens hides a coin flip on that one token
 (0.69 / 57 = 0.012), so this module measures the decision itself:
 
 - :func:`teacher_forced`: on the training rows, the decision token's argmax accuracy, its loss and its
@@ -16,8 +18,7 @@ boilerplate the twin shares. The mean loss over ~60 target tokens hides a coin f
 - :func:`verdict`: both together; ``fits`` only when every decision token and every train-pool cell is
   right. :func:`shout` warns loudly when a run does not fit.
 
-A row without a twin in the set (a subset, a single-binding set) takes the first token of its binding code
-in the target as its decision token.
+A row without a twin in the set (a subset, a single-binding set) has the code's token alone.
 
 Example::
 
@@ -82,18 +83,20 @@ def _code_index(tokenizer: Any, target: str, binding: str) -> int | None:
     return None
 
 
-def decision_indices(rows: Sequence[Any], tokenizer: Any, targets: Sequence[Sequence[int]] | None = None) -> list[int | None]:
-    """The decision token of each row, as an index into its target tokens (see the module docstring)."""
+def decision_indices(rows: Sequence[Any], tokenizer: Any,
+                     targets: Sequence[Sequence[int]] | None = None) -> list[tuple[int, ...]]:
+    """The decision tokens of each row, as indices into its target tokens (see the module docstring)."""
     if targets is None:
         targets = tokenizer([r.target for r in rows], add_special_tokens=False)["input_ids"] if rows else []
     by_key: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
         by_key[twin_key(r.episode, r.stage)].append(i)
-    out: list[int | None] = []
+    out: list[tuple[int, ...]] = []
     for i, r in enumerate(rows):
         twins = [j for j in by_key[twin_key(r.episode, r.stage)] if j != i and rows[j].binding != r.binding]
-        k = decision_index(targets[i], targets[twins[0]]) if twins else None
-        out.append(k if k is not None else _code_index(tokenizer, r.target, r.binding))
+        first = decision_index(targets[i], targets[twins[0]]) if twins else None
+        code = _code_index(tokenizer, r.target, r.binding)
+        out.append(tuple(sorted({k for k in (first, code) if k is not None and k < len(targets[i])})))
     return out
 
 
@@ -113,7 +116,7 @@ def teacher_forced(model: Any, tokenizer: Any, rows: Sequence[Any], *, batch_siz
     device = next(model.parameters()).device
     if encoded is None:
         encoded = encode(rows, tokenizer, max_length)
-    decisions = [e.decision for e in encoded]
+    decisions = [e.decisions for e in encoded]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     was_training = model.training
     model.eval()
@@ -134,15 +137,15 @@ def teacher_forced(model: Any, tokenizer: Any, rows: Sequence[Any], *, batch_siz
                 logits = head(hidden[i, p - 1:len(e.input_ids) - 1]).float()  # predicts target + EOS
                 gold = torch.tensor(e.input_ids[p:], device=device)
                 exact = bool((logits.argmax(-1) == gold).all())
-                k = decisions[start + i]
-                row: dict[str, Any] = {"row_exact": exact, "decision": k}
-                if k is not None:
-                    lk = logits[k]
-                    other = lk.clone()
-                    other[gold[k]] = float("-inf")
-                    row.update(correct=bool(lk.argmax() == gold[k]),
-                               loss=float(F.cross_entropy(lk[None], gold[k][None])),
-                               margin=float(lk[gold[k]] - other.max()))
+                ks = list(decisions[start + i])
+                row: dict[str, Any] = {"row_exact": exact, "decision": ks or None}
+                if ks:
+                    picked, right = logits[ks], gold[ks]
+                    other = picked.clone()
+                    other[torch.arange(len(ks)), right] = float("-inf")
+                    row.update(correct=bool((picked.argmax(-1) == right).all()),
+                               loss=float(F.cross_entropy(picked, right, reduction="sum")),
+                               margin=float((picked.gather(1, right[:, None])[:, 0] - other.max(-1).values).min()))
                 per_row.append(row)
     if was_training:
         model.train()

@@ -24,9 +24,9 @@ sub-word pieces that words it never met are segmented into.
 
 Loss: prompt positions carry label -100. The loss is the sum of token losses over the target and EOS
 tokens of the whole effective batch divided by their count, so gradient accumulation gives the same
-update as one large batch. ``decision_weight`` multiplies the loss of each row's decision token (the one
-target token that differs from its twin's under the other binding, :mod:`gencoord_env.train.fit`; the
-divisor stays the token count), and ``code_renaming`` renames the binding codes of a seeded share of the
+update as one large batch. ``decision_weight`` multiplies the loss of each row's decision tokens (where
+its target parts from its twin's under the other binding, and its binding code: :mod:`gencoord_env.train.fit`;
+the divisor stays the token count), and ``code_renaming`` renames the binding codes of a seeded share of the
 samples, prompt and target alike (:mod:`gencoord_env.train.renaming`), so that the decision must be read
 rather than remembered. Both default to off (1.0 and 0.0), and the provenance records them.
 
@@ -166,7 +166,7 @@ class Encoded:
     input_ids: list[int]
     labels: list[int]
     row_id: str
-    decision: int | None = None  # the decision token, as an index into the target tokens
+    decisions: tuple[int, ...] = ()  # the decision tokens, as indices into the target tokens
 
     @property
     def prompt_tokens(self) -> int:
@@ -233,8 +233,9 @@ def _collate(items: Sequence[Encoded], pad_id: int, device: torch.device,
     for i, e in enumerate(items):
         ids[i, : len(e.input_ids)] = torch.tensor(e.input_ids)
         labels[i, : len(e.labels)] = torch.tensor(e.labels)
-        if weights is not None and e.decision is not None:
-            weights[i, e.prompt_tokens + e.decision] = decision_weight
+        if weights is not None:
+            for k in e.decisions:
+                weights[i, e.prompt_tokens + k] = decision_weight
     return (ids.to(device, non_blocking=True), labels.to(device, non_blocking=True),
             None if weights is None else weights.to(device, non_blocking=True))
 
@@ -540,7 +541,7 @@ def _monitor_rows(rows: Sequence[Row], encoded: Mapping[int, Encoded], used: Seq
     taken: dict[str, list[int]] = {}
     for i in used:
         cell = taken.setdefault(cell_of(rows[i].stage, rows[i].episode), [])
-        if len(cell) < per_cell and encoded[i].decision is not None:
+        if len(cell) < per_cell and encoded[i].decisions:
             cell.append(i)
     return sorted(i for cell in taken.values() for i in cell)
 

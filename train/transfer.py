@@ -179,8 +179,11 @@ class TransferConfig:
     data_seed: int = 0  # pool seed of the paper's sets and of the procedural pool
     data_workers: int = 1
     progress: bool = True
+    chains: tuple[str, ...] = ("pretrained", "protocol")  # which lanes run: a run may split them over calls
 
     def __post_init__(self) -> None:
+        if not self.chains or set(self.chains) - {"pretrained", "protocol"}:
+            raise ValueError(f"chains must be some of ['pretrained', 'protocol'], got {list(self.chains)}")
         unknown = [b for b in self.backends if b not in BACKENDS]
         if unknown:
             raise ValueError(f"unknown backends {unknown}; expected some of {sorted(BACKENDS)}")
@@ -528,10 +531,10 @@ def run_lane(lane: Lane) -> dict[str, Any]:
         arms["protocol_only"]["eval"] = timed("eval_protocol_only", lambda: evaluate_checkpoint(
             run.checkpoint, lane.backend, lane.pools, b, lane.device, b.decode_check))
     elif lane.chain == "pretrained":
-        pre = timed("pretrain", lambda: _sft(lane, f"{procedural_set}.jsonl", base / "procedural_only", steps=b.pretrain_steps,
-                                             epochs=b.pretrain_epochs, base=None, lr=None, dropout=True,
-                                             micro_batch=b.pretrain_micro_batch, grad_accum=1,
-                                             renaming=b.pretrain_code_renaming))
+        pre = timed("pretrain", lambda: _reuse(base / "procedural_only", key) or _done(key, _sft(
+            lane, f"{procedural_set}.jsonl", base / "procedural_only", steps=b.pretrain_steps, epochs=b.pretrain_epochs,
+            base=None, lr=None, dropout=True, micro_batch=b.pretrain_micro_batch, grad_accum=1,
+            renaming=b.pretrain_code_renaming)))
         arms["procedural_only"] = {"runs": {"pretrain": _run_summary(pre, work)}}
         arms["procedural_only"]["eval"] = timed("eval_procedural_only", lambda: evaluate_checkpoint(
             pre.checkpoint, lane.backend, lane.pools, b, lane.device))
@@ -552,6 +555,27 @@ def run_lane(lane: Lane) -> dict[str, Any]:
     result_path.parent.mkdir(parents=True, exist_ok=True)
     result_path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return result
+
+
+_DONE = "lane_key.txt"
+
+
+def _done(key: str, result: Any) -> Any:
+    """Mark a finished pretraining run with its lane's key (a lane cut short later reuses it)."""
+    (Path(result.checkpoint).parent / _DONE).write_text(key + "\n", encoding="utf-8")
+    return result
+
+
+def _reuse(run_dir: Path, key: str) -> Any:
+    """The finished pretraining run of a lane with the same key, or None: a lane that was cut short after
+    pretraining (a time limit) continues from its checkpoint instead of pretraining again."""
+    from gencoord_env.train.sft import RunResult
+
+    marker, prov = run_dir / _DONE, run_dir / "provenance.json"
+    if not (marker.is_file() and prov.is_file() and marker.read_text(encoding="utf-8").strip() == key):
+        return None
+    provenance = json.loads(prov.read_text(encoding="utf-8"))
+    return RunResult(run_dir / "final", provenance, provenance["loss_curve"]["values"])
 
 
 def _fit(arm: Mapping[str, Any], lane: Lane) -> dict[str, Any]:
@@ -801,7 +825,8 @@ def plot(summary: Mapping[str, Any], path: Path) -> None:
 def lanes_for(config: TransferConfig, out: Path, work: Path, data: Path, tokenizer: Path) -> list[Lane]:
     threads = threads_per_lane(config.jobs)
     # Longest chains first, so the slowest lanes are not left for last.
-    order = [(chain, seed, backend) for chain in ("pretrained", "protocol") for seed in config.seeds for backend in config.backends]
+    order = [(chain, seed, backend) for chain in ("pretrained", "protocol") if chain in config.chains
+             for seed in config.seeds for backend in config.backends]
     return [Lane(seed, backend, chain, str(out), str(work), str(data), str(tokenizer), config.budget,
                  tuple(config.pools), lane_device(config.device, k), threads)
             for k, (chain, seed, backend) in enumerate(order)]
@@ -879,7 +904,7 @@ def summarize(config: TransferConfig, failures: Sequence[str] = (), timing: Mapp
         "pools": list(config.pools),
         "route": "forward",
         "lanes_done": len(lane_results),
-        "lanes_expected": 2 * len(config.seeds) * len(config.backends),
+        "lanes_expected": len(config.chains) * len(config.seeds) * len(config.backends),
         "arms": {"protocol_only": "random weights, the paper's rows only",
                  "procedural_only": "random weights, procedural rows only (the pretraining checkpoint)",
                  "pretrained_protocol": "the procedural checkpoint continued on the paper's rows (paper schedule)"},
