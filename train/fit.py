@@ -54,7 +54,9 @@ def twin_key(episode_id: str, stage: str) -> tuple[str, str, str]:
 
 
 def template_of(episode_id: str) -> str:
-    return episode_id.split("-")[1]
+    """The template an episode id names; every generated template (``proc<seed>_...``) is ``procedural``."""
+    template = episode_id.split("-")[1]
+    return "procedural" if episode_id.startswith("procedural-") else template
 
 
 def cell_of(stage: str, episode_id: str) -> str:

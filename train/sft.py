@@ -534,16 +534,21 @@ class _Renamer:
         return dataclasses.replace(first, row_id=f"{first.row_id}#renamed")
 
 
-def _monitor_rows(rows: Sequence[Row], encoded: Mapping[int, Encoded], used: Sequence[int], per_cell: int = 8) -> list[int]:
-    """A fixed sample for the decision curve: up to ``per_cell`` rows of every stage x template cell."""
+def _monitor_rows(rows: Sequence[Row], encoded: Mapping[int, Encoded], used: Sequence[int], total: int = 128) -> list[int]:
+    """A fixed sample for the decision curve: ``total`` rows dealt round-robin over the stage x template cells."""
     from gencoord_env.train.fit import cell_of
 
-    taken: dict[str, list[int]] = {}
+    cells: dict[str, list[int]] = {}
     for i in used:
-        cell = taken.setdefault(cell_of(rows[i].stage, rows[i].episode), [])
-        if len(cell) < per_cell and encoded[i].decisions:
-            cell.append(i)
-    return sorted(i for cell in taken.values() for i in cell)
+        if encoded[i].decisions:
+            cells.setdefault(cell_of(rows[i].stage, rows[i].episode), []).append(i)
+    queues = [cells[c] for c in sorted(cells)]
+    out: list[int] = []
+    for depth in range(max(map(len, queues), default=0)):
+        out += [q[depth] for q in queues if depth < len(q)][: total - len(out)]
+        if len(out) >= total:
+            break
+    return sorted(out)
 
 
 def _progress(enabled: bool):  # type: ignore[no-untyped-def]
