@@ -22,10 +22,13 @@ function noArgs (op, args) {
  * `testOps` enables ops that exist only so tests can inject faults (`drop_bot`); otherwise they are refused.
  */
 function createOps (pool, onShutdown, { testOps = false } = {}) {
-  /** Run `fn(entry)` on the arena `args` names; errors other than refusals become ArenaFault. */
-  async function onArena (op, args, fields, fn) {
+  /**
+   * Run `fn(entry)` on the arena `args` names, which the requesting connection (`owner`) must hold; errors
+   * other than refusals become ArenaFault.
+   */
+  async function onArena (op, args, owner, fields, fn) {
     check.keys(args, ['arena', ...fields], `${op} args`)
-    const entry = pool.get(args.arena)
+    const entry = pool.owned(args.arena, owner)
     try {
       return await fn(entry)
     } catch (err) {
@@ -52,8 +55,11 @@ function createOps (pool, onShutdown, { testOps = false } = {}) {
       }
     },
     ping (args) { noArgs('ping', args); return 'pong' },
-    /** Hold an arena (`arena`: a name, else the first free or a new one); connects `agents`' bots if given. */
-    async open_arena (args) {
+    /**
+     * Hold an arena for this connection (`arena`: a name, else the first free or a new one); connects
+     * `agents`' bots if given. Every other op on it must come on the same connection.
+     */
+    async open_arena (args, { owner }) {
       check.keys(args, ['arena', 'agents'], 'open_arena args')
       const agents = args.agents === undefined ? [] : args.agents
       if (!Array.isArray(agents) || !agents.every(a => typeof a === 'string' && /^[A-Za-z0-9_]{1,16}$/.test(a))) {
@@ -61,7 +67,7 @@ function createOps (pool, onShutdown, { testOps = false } = {}) {
       }
       let entry
       try {
-        entry = await pool.open({ name: args.arena ?? null, agents })
+        entry = await pool.open({ name: args.arena ?? null, agents, owner })
       } catch (err) {
         if (err instanceof ProtocolError) throw err
         throw new ProtocolError('ArenaFault', `open_arena: ${err.message}`)
@@ -69,12 +75,12 @@ function createOps (pool, onShutdown, { testOps = false } = {}) {
       const w = entry.world
       return { arena: entry.name, origin: [w.origin.x, 0, w.origin.z], agents: w.agents() }
     },
-    close_arena (args) {
+    close_arena (args, { owner }) {
       check.keys(args, ['arena'], 'close_arena args')
-      return pool.close(args.arena)
+      return pool.close(args.arena, owner)
     },
-    reset (args) {
-      return onArena('reset', args, ['spec', 'rebuild'], async entry => {
+    reset (args, { owner }) {
+      return onArena('reset', args, owner, ['spec', 'rebuild'], async entry => {
         if (!isMap(args.spec)) throw badRequest('reset args.spec must be the episode spec (a map)')
         const rebuild = args.rebuild === true || entry.broken !== null
         if (rebuild) entry.world.log('world', `rebuilding${entry.broken ? ` after: ${entry.broken}` : ' on request'}`)
@@ -83,17 +89,17 @@ function createOps (pool, onShutdown, { testOps = false } = {}) {
         return { ...result, rebuilt: rebuild }
       })
     },
-    execute (args) {
-      return onArena('execute', args, ['call'], async entry => {
+    execute (args, { owner }) {
+      return onArena('execute', args, owner, ['call'], async entry => {
         const call = entry.world.checkCall(args.call)
         intact(entry)
         return { events: await entry.world.execute(call) }
       })
     },
-    observe (args) { return onArena('observe', args, [], entry => { intact(entry); return entry.world.observe() }) },
-    barrier (args) { return onArena('barrier', args, [], entry => { intact(entry); return entry.world.barrier() }) },
+    observe (args, { owner }) { return onArena('observe', args, owner, [], entry => { intact(entry); return entry.world.observe() }) },
+    barrier (args, { owner }) { return onArena('barrier', args, owner, [], entry => { intact(entry); return entry.world.barrier() }) },
     shutdown (args) { noArgs('shutdown', args); setImmediate(onShutdown); return true },
-    /** Test-only fault: cut one bot's connection; `{dropped}` is false when it was already gone. */
+    /** Test-only fault: cut one bot's connection, from any connection (as a network fault would); `{dropped}` is false when it was already gone. */
     async drop_bot (args) {
       if (!testOps) throw badRequest('drop_bot is a test-only op; start the sidecar with --test-ops to allow it')
       check.keys(args, ['arena', 'agent'], 'drop_bot args')

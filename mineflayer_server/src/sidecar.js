@@ -102,14 +102,15 @@ async function main () {
   process.on('SIGTERM', () => shutdown(0))
   process.on('SIGINT', () => shutdown(0))
 
-  async function handle (payload) {
+  /** `owner`: the routing id of the connection the request came on (hex); arenas belong to it. */
+  async function handle (payload, owner) {
     let id = null
     try {
       const request = decodeRequest(payload, limits.transport.message_bytes)
       id = request.id
       const op = Object.hasOwn(ops, request.op) ? ops[request.op] : null
       if (!op) throw new ProtocolError('BadRequest', `unknown op ${JSON.stringify(request.op)}; ops are ${Object.keys(ops).join(', ')}`)
-      return encodeResult(id, await op(request.args))
+      return encodeResult(id, await op(request.args, { owner }))
     } catch (err) {
       if (err instanceof ProtocolError) return encodeError(err.id ?? id, err.type, err.message)
       log('sidecar', `internal error: ${err && err.stack}`)
@@ -137,7 +138,7 @@ async function main () {
     // DEALER peers send [identity, payload]; REQ peers add an empty delimiter frame.
     const envelope = frames.slice(0, -1)
     const payload = frames[frames.length - 1]
-    handle(payload).then(reply => sendQueue.run(() => sock.send([...envelope, reply])))
+    handle(payload, Buffer.from(frames[0]).toString('hex')).then(reply => sendQueue.run(() => sock.send([...envelope, reply])))
       .catch(err => log('sidecar', `could not send a reply: ${err && err.message}`))
   }
 }

@@ -1,12 +1,15 @@
 'use strict'
 // A hostile local user on the embedded server's port: malformed byte streams (negative and huge frame
 // lengths, truncated packets, garbage after a handshake, random bytes) close their own connection and are
-// logged, while an episode of the sidecar runs to its end and the process stays up.
+// logged, while an episode of the sidecar runs to its end and the process stays up. And a stranger on the
+// sidecar's own socket (another connection holding the same keys) can neither use nor close an arena it did
+// not open.
 
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const net = require('net')
-const { startSidecar } = require('./helpers')
+const { decode, encode } = require('@msgpack/msgpack')
+const { startSidecar, dealer } = require('./helpers')
 const { splitFrames, MAX_FRAME_BYTES } = require('../src/plugin/connections')
 
 const STREAMS = 10000
@@ -18,7 +21,11 @@ const PROTOCOL_1_21_4 = 769
 
 let sc
 
-before(async () => { sc = await startSidecar(['--skill-timeout-ms', '20000']) })
+before(async () => {
+  sc = await startSidecar(['--skill-timeout-ms', '20000'])
+  const opened = await sc.call('open_arena', { arena: 'a0' })
+  assert.equal(opened.ok, true, JSON.stringify(opened.error))
+})
 after(async () => { await sc.close() })
 
 /** A seeded PRNG (mulberry32), so a failing stream can be found again by its index. */
@@ -155,4 +162,40 @@ test(`${STREAMS} malformed streams while episodes run: every episode succeeds an
   assert.equal(sc.child.exitCode, null)
   assert.equal((await sc.call('ping')).result, 'pong')
   await episode() // and after the storm
+})
+
+test('an arena belongs to the connection that opened it: another may not reset, drive, observe or close it', async () => {
+  const stranger = dealer(sc.ready, sc.keys, { receiveTimeout: 30000 })
+  let id = 0
+  const ask = async (op, args) => {
+    await stranger.send(encode({ v: 2, id: ++id, op, args }))
+    const [payload] = await stranger.receive()
+    return decode(payload)
+  }
+  try {
+    const refused = /arena a0 is held by another (connection|client)/
+    for (const [op, args] of [
+      ['observe', { arena: 'a0' }],
+      ['barrier', { arena: 'a0' }],
+      ['reset', { arena: 'a0', spec: SPEC }],
+      ['execute', { arena: 'a0', call: { id: 'x', actor: 'agent_a', op: 'wait', args: { ticks: 1 } } }],
+      ['close_arena', { arena: 'a0' }],
+      ['open_arena', { arena: 'a0' }]
+    ]) {
+      const reply = await ask(op, args)
+      assert.equal(reply.ok, false, `${op} of another connection's arena was allowed`)
+      assert.equal(reply.error.type, 'ArenaBusy', `${op}: ${JSON.stringify(reply.error)}`)
+      assert.match(reply.error.message, refused)
+    }
+    // an arena of its own it may open and use; the owner's arena is still its owner's
+    const own = await ask('open_arena', {})
+    assert.equal(own.ok, true, JSON.stringify(own.error))
+    assert.notEqual(own.result.arena, 'a0')
+    assert.equal((await ask('barrier', { arena: own.result.arena })).ok, true)
+    assert.equal((await ask('close_arena', { arena: own.result.arena })).ok, true)
+    assert.equal((await ask('observe', { arena: own.result.arena })).error.type, 'BadRequest') // closed: no longer its own
+    await episode()
+  } finally {
+    stranger.close()
+  }
 })

@@ -158,7 +158,7 @@ test('drop_bot is refused unless the sidecar was started with --test-ops', async
   const { createOps } = require('../src/ops')
   const dropped = []
   const world = { dropBot: async name => { dropped.push(name); return true } }
-  const pool = { get: name => ({ name, world }) }
+  const pool = { get: name => ({ name, world }), owned: name => ({ name, world }) }
   await assert.rejects(createOps(pool, () => {}).drop_bot({ arena: 'a0', agent: 'agent_b' }),
     err => err instanceof ProtocolError && err.type === 'BadRequest' && /test-only op; start the sidecar with --test-ops/.test(err.message))
   assert.deepEqual(dropped, [])

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .client import CurveKeys, SidecarClient
+from .client import CurveKeys, Identity, SidecarClient
 from .errors import SidecarDied, SidecarTimeout
 from .protocol import check_hello
 from .runtime import Runtime, locate
@@ -221,15 +221,16 @@ class SidecarPool:
                 self.restarts += 1
             return self.start()
 
-    def client(self) -> SidecarClient:
-        """A new client (its own socket) of the running sidecar, for one world."""
+    def client(self, identity: Identity | None = None) -> SidecarClient:
+        """A new client (its own socket) of the running sidecar, for one world; ``identity``: the world's own, so
+        the arena it opened stays its own across clients (a fresh one if None)."""
         with self._lock:
             self.start()
             sidecar = self._sidecar
             assert self._endpoint is not None
             if sidecar is None:
-                return SidecarClient(self._endpoint, timeouts=self.timeouts, curve=self._curve)
-            return sidecar.new_client()
+                return SidecarClient(self._endpoint, timeouts=self.timeouts, curve=self._curve, identity=identity)
+            return sidecar.new_client(identity)
 
     def hello(self) -> dict[str, Any]:
         """The sidecar's ``hello``: versions and its arenas (``{name, slot, origin, held, agents}`` each)."""

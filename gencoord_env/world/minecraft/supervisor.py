@@ -417,10 +417,11 @@ class Sidecar:
             )
         return key
 
-    def new_client(self) -> SidecarClient:
-        """A client with its own socket; it refers to this Sidecar's process and log, not to the Sidecar."""
+    def new_client(self, identity: Identity | None = None) -> SidecarClient:
+        """A client with its own socket (under ``identity``, else a fresh one); it refers to this Sidecar's process
+        and log, not to the Sidecar."""
         return SidecarClient(self.endpoint, exit_code=self.process.poll, describe_log=self.log_view,
-                             timeouts=self.options.timeouts, curve=self.curve)
+                             timeouts=self.options.timeouts, curve=self.curve, identity=identity)
 
     def exit_code(self) -> int | None:
         """The process's exit code, or None while it runs."""
