@@ -29,25 +29,30 @@ const badRequest = message => new ProtocolError('BadRequest', message)
 const tooLarge = message => new ProtocolError('TooLarge', message)
 
 /** The limit names each wire section of limits.json must hold (the Python side reads the same). */
-const WIRE_LIMITS = Object.freeze({ transport: ['message_bytes'], spec: ['stations', 'site_cells', 'item_kinds'] })
+const WIRE_LIMITS = Object.freeze({ transport: ['message_bytes'], spec: ['stations', 'site_cells', 'item_kinds'], arena: ['reach', 'height'] })
 
 /**
- * The maxima of limits.json's `transport` and `spec` sections (`rules.limits`, as rules.js read it):
- * `{transport: {message_bytes}, spec: {stations, site_cells, item_kinds}}`. Throws naming the entry to fix.
+ * The limits of limits.json's `transport`, `spec` and `arena` sections (`rules.limits`, as rules.js read it):
+ * `{transport: {message_bytes}, spec: {stations, site_cells, item_kinds}, arena: {reach, height}}`, each its
+ * max, and `ranges` the same names' `{min, max}`. Throws naming the entry to fix.
  */
 function wireLimits (limits) {
   const out = {}
+  const ranges = {}
   for (const [section, names] of Object.entries(WIRE_LIMITS)) {
     out[section] = {}
+    ranges[section] = {}
     for (const name of names) {
       const l = limits && limits[section] && limits[section][name]
       if (!l || !Number.isInteger(l.min) || !Number.isInteger(l.max) || l.min < 0 || l.min > l.max) {
         throw new Error(`limits.json: ${section}.${name} needs {min, max} integers with 0 <= min <= max, got ${JSON.stringify(l)}`)
       }
       out[section][name] = l.max
+      ranges[section][name] = Object.freeze({ min: l.min, max: l.max })
     }
     Object.freeze(out[section])
   }
+  out.ranges = ranges
   return Object.freeze(out)
 }
 const isMap = v => v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Uint8Array)

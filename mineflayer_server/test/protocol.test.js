@@ -70,6 +70,7 @@ test('the wire limits come from limits.json, and a broken entry is named', () =>
   const wire = wireLimits(LIMITS)
   assert.equal(wire.transport.message_bytes, MAX_BYTES)
   assert.deepEqual(Object.keys(wire.spec).sort(), ['item_kinds', 'site_cells', 'stations'])
+  assert.deepEqual(wire.ranges.arena, { reach: { min: 0, max: 24 }, height: { min: 0, max: 16 } })
   assert.throws(() => wireLimits({ ...LIMITS, spec: { ...LIMITS.spec, site_cells: { min: 2, max: 1 } } }), /limits.json: spec.site_cells needs \{min, max\}/)
   assert.throws(() => wireLimits({ args: LIMITS.args }), /transport.message_bytes/)
 })

@@ -146,6 +146,16 @@ def test_an_action_over_max_length_is_a_parse_failure_before_parsing(surface: st
         assert not any(terms.values())
 
 
+@pytest.mark.parametrize("actions", [None, "SELF -", ["SELF -"], 3])
+def test_step_without_a_dict_is_a_type_error_naming_the_dict(actions: Any) -> None:
+    env = gencoord_env.parallel_env(backend="sim", pool="heldout")
+    _, infos = env.reset(options={"index": 0})
+    turn = next(a for a, i in infos.items() if i["deciding"])
+    with pytest.raises(TypeError, match=f"step\\(\\) expects a dict agent -> action \\(e.g. {{'{turn}': action}}.*got {type(actions).__name__}$"):
+        env.step(actions)
+    _, _, terms, _, _ = env.step({turn: "SELF -"})  # the episode goes on as if nothing was sent
+
+
 def test_an_overlong_action_is_kept_as_prefix_length_and_hash_in_the_trace_and_the_record_and_replays(tmp_path) -> None:
     import hashlib
     import io

@@ -19,6 +19,7 @@ from .errors import (
     SidecarDied,
     SidecarError,
     SidecarTimeout,
+    SpecRefused,
 )
 from .pool import SidecarPool
 from .runtime import locate, setup
@@ -38,6 +39,7 @@ __all__ = [
     "SidecarDied",
     "SidecarError",
     "SidecarTimeout",
+    "SpecRefused",
     "locate",
     "setup",
 ]

@@ -40,6 +40,7 @@ from .errors import (
     SidecarDied,
     SidecarError,
     SidecarTimeout,
+    SpecRefused,
 )
 from .protocol import IDEMPOTENT_OPS, Reply, decode_reply, encode_request
 
@@ -309,6 +310,8 @@ class SidecarClient:
         if reply.error_type == "TooLarge":
             raise RequestTooLarge(text + " (the sidecar goes on; the limits are gencoord_env/data/limits.json, "
                                   "read by both sides)")
+        if op == "reset" and reply.error_type == "BadRequest":  # the spec, not the installation, is wrong
+            raise SpecRefused(text + "; nothing was done and the sidecar goes on: fix the reset spec (WorldSpec)")
         if reply.error_type in _REFUSALS:
             raise ProtocolMismatch(
                 text + "; the request did not match what the sidecar expects: the Python package and "
