@@ -5,10 +5,14 @@
 // Every op that touches a world names its arena (`args.arena`, opened with `open_arena`). An error
 // inside one arena that is not a refusal of the request (a bot disconnected, the reset could not be
 // arranged, the truth could not be read) is an `ArenaFault` reply naming that arena; the arena is
-// rebuilt at its next reset and the other arenas never notice.
+// rebuilt at its next reset and the other arenas never notice. An episode the sidecar stalled in (stall.js)
+// is lost as a whole: every execute, observe or barrier of it after the stall is a `Stalled` reply, whatever
+// its skills did, since budgets ran out (or not) for the machine's sake and keeping only the episodes that
+// succeeded anyway would bias what they measure.
 
 const { PROTOCOL_VERSION, ProtocolError, badRequest, isMap } = require('./protocol')
 const { check } = require('./validate')
+const { describeStalls } = require('./stall')
 const { MINECRAFT_VERSION } = require('./server')
 const { version: SIDECAR_VERSION } = require('../package.json')
 
@@ -20,8 +24,19 @@ function noArgs (op, args) {
 /**
  * Build the dispatch table over an ArenaPool. `onShutdown` runs after the shutdown reply is sent.
  * `testOps` enables ops that exist only so tests can inject faults (`drop_bot`); otherwise they are refused.
+ * `stalls`: the process's StallMonitor (stall.js), or null to judge no episode by stalls.
  */
-function createOps (pool, onShutdown, { testOps = false } = {}) {
+function createOps (pool, onShutdown, { testOps = false, stalls = null } = {}) {
+  /** `Stalled` if the sidecar stalled since the arena's episode began (its reset finished). */
+  function unstalled (op, entry) {
+    if (!stalls || entry.episodeStart === undefined) return
+    const crossed = stalls.since(entry.episodeStart)
+    if (!crossed.length) return
+    throw new ProtocolError('Stalled', `arena ${entry.name}: the sidecar stalled during this episode, before this ${op} ` +
+      `finished: ${describeStalls(crossed)}. Skills run on wall-clock budgets, so the episode is lost for the machine's ` +
+      'sake, not the agents\': the next reset starts another (give a paused or starved machine more CPU, or fewer arenas)')
+  }
+
   /**
    * Run `fn(entry)` on the arena `args` names, which the requesting connection (`owner`) must hold; errors
    * other than refusals become ArenaFault.
@@ -86,6 +101,7 @@ function createOps (pool, onShutdown, { testOps = false } = {}) {
         if (rebuild) entry.world.log('world', `rebuilding${entry.broken ? ` after: ${entry.broken}` : ' on request'}`)
         const result = await entry.world.reset(args.spec, { rebuild })
         entry.broken = null
+        entry.episodeStart = stalls ? stalls.now() : undefined
         return { ...result, rebuilt: rebuild }
       })
     },
@@ -93,11 +109,17 @@ function createOps (pool, onShutdown, { testOps = false } = {}) {
       return onArena('execute', args, owner, ['call'], async entry => {
         const call = entry.world.checkCall(args.call)
         intact(entry)
-        return { events: await entry.world.execute(call) }
+        const events = await entry.world.execute(call)
+        unstalled('execute', entry)
+        return { events }
       })
     },
-    observe (args, { owner }) { return onArena('observe', args, owner, [], entry => { intact(entry); return entry.world.observe() }) },
-    barrier (args, { owner }) { return onArena('barrier', args, owner, [], entry => { intact(entry); return entry.world.barrier() }) },
+    observe (args, { owner }) {
+      return onArena('observe', args, owner, [], async entry => { intact(entry); const truth = await entry.world.observe(); unstalled('observe', entry); return truth })
+    },
+    barrier (args, { owner }) {
+      return onArena('barrier', args, owner, [], async entry => { intact(entry); const done = await entry.world.barrier(); unstalled('barrier', entry); return done })
+    },
     shutdown (args) { noArgs('shutdown', args); setImmediate(onShutdown); return true },
     /** Test-only fault: cut one bot's connection, from any connection (as a network fault would); `{dropped}` is false when it was already gone. */
     async drop_bot (args) {

@@ -10,9 +10,11 @@ const PROTOCOL_VERSION = 2
 /**
  * `ArenaFault`: the arena named in the request lost its episode (a bot disconnected, the reset or the
  * read-back failed); the next reset of that arena rebuilds it. `ArenaBusy`: the arena asked for is held
- * by another client, or no more arenas may be opened.
+ * by another client, or no more arenas may be opened. `Stalled`: the sidecar stalled (stopped, paused or
+ * starved) during the arena's episode, whose skills run on wall-clock budgets: the episode is lost, for the
+ * machine's sake, not the agents'.
  */
-const ERROR_TYPES = Object.freeze(['BadRequest', 'TooLarge', 'VersionMismatch', 'SkillFailed', 'ArenaFault', 'ArenaBusy', 'Internal'])
+const ERROR_TYPES = Object.freeze(['BadRequest', 'TooLarge', 'VersionMismatch', 'SkillFailed', 'ArenaFault', 'ArenaBusy', 'Stalled', 'Internal'])
 
 /** A request the sidecar refuses; `type` is one of ERROR_TYPES and travels to the client. */
 class ProtocolError extends Error {

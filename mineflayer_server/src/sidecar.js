@@ -27,6 +27,7 @@ const { MAX_AGENTS } = require('./spec')
 const { PROTOCOL_VERSION, ProtocolError, decodeRequest, encodeResult, encodeError, wireLimits } = require('./protocol')
 const { bindSocket } = require('./socket')
 const { SerialQueue } = require('./util')
+const { StallMonitor } = require('./stall')
 
 /** How often the parent is looked for, and how long a shutdown may take before the process just exits. */
 const PARENT_POLL_MS = 250
@@ -98,7 +99,8 @@ async function main () {
     socket.close()
     process.exit(code)
   }
-  const ops = createOps(pool, () => shutdown(0), { testOps: opts.testOps })
+  const stalls = new StallMonitor({ log }).start()
+  const ops = createOps(pool, () => shutdown(0), { testOps: opts.testOps, stalls })
   process.on('SIGTERM', () => shutdown(0))
   process.on('SIGINT', () => shutdown(0))
 

@@ -18,6 +18,7 @@ from .errors import (
     ServerUnreachable,
     SidecarDied,
     SidecarError,
+    SidecarStalled,
     SidecarTimeout,
     SpecRefused,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "ServerUnreachable",
     "SidecarDied",
     "SidecarError",
+    "SidecarStalled",
     "SidecarTimeout",
     "SpecRefused",
     "locate",

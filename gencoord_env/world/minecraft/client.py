@@ -39,6 +39,7 @@ from .errors import (
     RequestTooLarge,
     SidecarDied,
     SidecarError,
+    SidecarStalled,
     SidecarTimeout,
     SpecRefused,
 )
@@ -305,6 +306,8 @@ class SidecarClient:
         text = f"sidecar refused {op}: {reply.error_type}: {reply.error_message}"
         if reply.error_type == "ArenaFault":
             raise ArenaFault(f"{op} failed: {reply.error_message}" + self._log_suffix())
+        if reply.error_type == "Stalled":
+            raise SidecarStalled(f"{op}: {reply.error_message}" + self._log_suffix())
         if reply.error_type == "ArenaBusy":
             raise ArenaBusy(f"{op} refused: {reply.error_message}")
         if reply.error_type == "TooLarge":

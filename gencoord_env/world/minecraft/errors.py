@@ -68,6 +68,13 @@ class ArenaFault(MinecraftBackendError):
     """
 
 
+class SidecarStalled(MinecraftBackendError):
+    """The sidecar stalled during this world's episode: it ran nothing for seconds (the process was stopped, the
+    machine paused, or its event loop starved of CPU). Skills run on wall-clock budgets, so the episode is lost
+    for the machine's sake, never counted as the agents' failure; the next ``reset()`` starts another. Give the
+    machine more CPU or run fewer arenas if it recurs."""
+
+
 class ArenaBusy(MinecraftBackendError):
     """The arena asked for is held by another env, or the sidecar holds as many arenas as it may."""
 

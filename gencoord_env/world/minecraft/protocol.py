@@ -60,9 +60,9 @@ TEST_OPS: frozenset[str] = frozenset({"drop_bot"})
 #: Ops that may be resent after a timeout: repeating them cannot change the world twice.
 IDEMPOTENT_OPS: frozenset[str] = frozenset({"hello", "ping", "observe", "barrier"})
 #: ``ArenaFault``: the named arena lost its episode (rebuilt at its next reset); ``ArenaBusy``: the arena
-#: is held by another client, or no more may be opened.
+#: is held by another client, or no more may be opened; ``Stalled``: the sidecar stalled during the episode.
 ERROR_TYPES: frozenset[str] = frozenset({"BadRequest", "TooLarge", "VersionMismatch", "SkillFailed", "ArenaFault",
-                                         "ArenaBusy", "Internal"})
+                                         "ArenaBusy", "Stalled", "Internal"})
 
 _MISMATCH_HINT = (
     "the Python package and mineflayer_server/ come from different versions; "
