@@ -185,8 +185,9 @@ class MinecraftWorld:
             if previous is not None or self.requested_arena is not None:
                 args["arena"] = previous if previous is not None else self.requested_arena
             self.arena = arena_from_map(client.call("open_arena", args))
-        except BaseException:
+        except BaseException as e:
             client.close()
+            self._guard(e)  # a sidecar that does not answer here is recovered at the next reset, not asked again
             raise
         self._client_ = client
         if previous is None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import stat
 import threading
 import time
 import weakref
@@ -133,6 +134,24 @@ class Identity:
 
     def next_id(self) -> int:
         return next(self._ids)
+
+
+def unreachable(endpoint: str) -> str | None:
+    """Why no new connection can reach ``endpoint``, or None: an ipc endpoint whose socket file is gone (deleted,
+    or its folder cleaned up) can no longer be connected to, though the connections made before go on.
+
+    >>> unreachable("ipc:///nonexistent/sidecar.sock")
+    'its socket file /nonexistent/sidecar.sock is gone (deleted?): no new connection can reach it'
+    """
+    if not endpoint.startswith("ipc://"):
+        return None
+    path = endpoint[len("ipc://"):]
+    try:
+        if stat.S_ISSOCK(os.stat(path).st_mode):
+            return None
+        return f"{path} is no longer a socket: no new connection can reach it"
+    except OSError:
+        return f"its socket file {path} is gone (deleted?): no new connection can reach it"
 
 
 def _close_sockets(box: list[zmq.Socket[bytes]], pid: int) -> None:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from .client import CurveKeys, SidecarClient
+from .client import CurveKeys, Identity, SidecarClient, unreachable
 from .errors import SETUP_HINT, ProtocolMismatch, RuntimeMissing, SidecarDied, SidecarTimeout
 from .protocol import check_hello
 from .runtime import Runtime, cache_dir
@@ -430,6 +430,12 @@ class Sidecar:
     @property
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    @property
+    def unreachable(self) -> str | None:
+        """Why no new client can connect although the process may run (its ipc socket file is gone), or None."""
+        why = unreachable(self.endpoint)
+        return f"the sidecar at {self.endpoint} is unreachable: {why}" if why else None
 
     def describe_log(self) -> str:
         """The log path and its last lines, for fault messages."""
