@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 
 import gencoord_env
-from gencoord_env import FailureCode, dsl
-from gencoord_env.tasks import references as R
+from gencoord_env import FailureCode
 
-from conftest import MISSING
+from conftest import MISSING, play_sender
 
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"run 'gencoord setup' first: {MISSING}")
 
@@ -33,15 +32,6 @@ def world() -> Iterator[Any]:
     w = MinecraftWorld(sidecar_args=("--skill-timeout-ms", str(SKILL_MS)))
     yield w
     w.close()
-
-
-def _sender(env: Any) -> tuple[str, str]:
-    """Reset, play the sender's reference record; (the receiver, its reference record)."""
-    obs, infos = env.reset(options={"index": 0})
-    q = R.sender_initial(env.session.episode)
-    obs, _, _, _, infos = env.step({env.session.turn: dsl.format(q)})
-    receiver = next(a for a, i in infos.items() if i["deciding"])
-    return receiver, dsl.format(R.receiver_after_request(q.peer_requests[0]))
 
 
 class _Stopper(threading.Thread):
@@ -80,7 +70,7 @@ def _stalled_step(env: Any, receiver: str, record: str) -> Any:
 
 
 def _recovered(env: Any) -> None:
-    receiver, record = _sender(env)
+    receiver, record = play_sender(env)
     _, rewards, terms, truncs, infos = env.step({receiver: record})
     assert infos["agent_a"]["outcome"] is FailureCode.SUCCESS, infos["agent_a"]["reason"]
     assert all(terms.values()) and not any(truncs.values())
@@ -88,7 +78,7 @@ def _recovered(env: Any) -> None:
 
 def test_a_stall_truncates_the_episode_with_the_fault_not_an_agent_failure(world: Any) -> None:
     env = gencoord_env.parallel_env(backend="minecraft", pool="heldout", world=world, on_fault="truncate")
-    receiver, record = _sender(env)
+    receiver, record = play_sender(env)
     _, rewards, terms, truncs, infos = _stalled_step(env, receiver, record)
     info = infos["agent_a"]
     assert info["outcome"] is None, f"a stalled episode ended as {info['outcome']}: {info['reason']}"
@@ -104,7 +94,7 @@ def test_a_stall_raises_sidecar_stalled(world: Any) -> None:
     from gencoord_env.world.minecraft import SidecarStalled
 
     env = gencoord_env.parallel_env(backend="minecraft", pool="heldout", world=world, on_fault="raise")
-    receiver, record = _sender(env)
+    receiver, record = play_sender(env)
     with pytest.raises(SidecarStalled, match=r"a stall of \d+\.\d s \(the process ran nothing"):
         _stalled_step(env, receiver, record)
     _recovered(env)

@@ -173,7 +173,6 @@ class SidecarPool:
                     raise SidecarDied(f"the sidecar at {self._endpoint} cannot be reached: {why}; it was started by "
                                       "another process: restart it there")
                 if self._attached is None:
-                    assert self._endpoint is not None
                     self._attached = SidecarClient(self._endpoint, timeouts=self.timeouts, curve=self._curve)
                     try:
                         check_hello(self._attached.call("hello"))
