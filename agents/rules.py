@@ -15,6 +15,7 @@ fact, as a two-agent receiver does.
 """
 from __future__ import annotations
 
+import hashlib
 import random
 from typing import Any
 
@@ -210,16 +211,24 @@ class CompleteCaseTable(RuleMinimalRequest):
 
 
 class RandomAgent(RuleMinimalRequest):
-    """Chooses a uniformly random admissible branch (``garbage=True``: random printable text)."""
+    """Chooses a uniformly random admissible branch (``garbage=True``: random printable text).
+
+    Each decision draws from its own stream, seeded by (``seed``, the episode, the deciding role, the turn),
+    so an episode's draws are the same whichever episodes this agent played before it: a rollout over several
+    arenas or workers, each with its own agent, equals the serial one. Two plays of one episode draw alike.
+    """
 
     name = "random"
 
     def __init__(self, seed: int = 0, garbage: bool = False, surface: str = "dsl") -> None:
         super().__init__(surface)
+        self.seed = seed
         self.rng = random.Random(seed)
         self.garbage = garbage
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
+        key = f"{self.seed}|{info.get('episode_id')}|{info.get('role')}|{info.get('turn')}"
+        self.rng = random.Random(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
         if self.garbage:
             import string
 

@@ -4,7 +4,9 @@ A ``TraceRecorder`` record names the episode (cluster and role permutation), the
 intervention stack and the deciding agents' actions. ``replay`` rebuilds that env on that single episode,
 feeds the recorded actions in order and compares what comes out with what was recorded: the deciding
 agent at every step, the outcome, the reason, the metrics and every stage record of the trace (including
-each observation the agents saw). Wall-clock measurements (``VOLATILE``) are not compared.
+each observation the agents saw). Wall-clock measurements (``VOLATILE``) are not compared, nor the hash of an
+overlong action, which the record keeps as prefix, length and hash: it replays as its prefix padded to its
+length, refused for that length as the original was.
 
 ``gencoord replay --show TRACE.jsonl [--episode ID]`` re-runs nothing: it prints one recorded episode's
 runtime accounting (:mod:`gencoord_env.accounting`).
@@ -88,7 +90,8 @@ def replay(record: Mapping[str, Any], backend: str | None = None, world: Any = N
         if turn != step["agent"]:
             mismatches.append(f"action {k}: {turn} decides, the record has {step['agent']}")
         actions.append({"agent": turn, "action": step["action"]})
-        obs, _, _, _, infos = env.step({a: (step["action"] if a == turn else "") for a in env.agents})
+        action = _unfolded(step["action"])
+        obs, _, _, _, infos = env.step({a: (action if a == turn else "") for a in env.agents})
     if env.agents:
         mismatches.append(f"the episode did not end after the {len(record['actions'])} recorded actions")
         env.close()
@@ -124,7 +127,21 @@ def pick_record(records: list[dict[str, Any]], episode_id: str | None) -> dict[s
     raise ReplayError(f"the trace has no episode {episode_id!r}{hint}")
 
 
+def _overlong(value: Any) -> bool:
+    """Whether ``value`` is how a trace keeps an overlong action (``session.traced``)."""
+    return isinstance(value, dict) and set(value) == {"prefix", "characters", "sha256"}
+
+
+def _unfolded(action: Any) -> Any:
+    """A recorded action as the env is to get it again: an overlong one as its prefix padded to its length."""
+    if _overlong(action):
+        return str(action["prefix"]).ljust(int(action["characters"]))
+    return action
+
+
 def _strip(value: Any) -> Any:
+    if _overlong(value):
+        return {k: v for k, v in value.items() if k != "sha256"}  # a replay rebuilds only prefix and length
     if isinstance(value, dict):
         return {k: _strip(v) for k, v in value.items() if k not in VOLATILE}
     if isinstance(value, list):

@@ -35,6 +35,21 @@ def test_results_come_in_the_order_asked_and_equal_the_serial_run() -> None:
     assert all(r["trace"].count("\n") == 1 for r in played.results)  # one trace record per episode
 
 
+def test_a_random_policy_gives_the_serial_results_on_several_arenas() -> None:
+    # each slot has its own RandomAgent; which episodes it plays, and in which order, depends on the slots' timing
+    spec = RolloutSpec({"pool": "heldout", "backend": "sim"}, policy="random", trace=True)
+    build = partial(rollout_slot, spec)
+    order = list(range(24))
+    with ArenaRunner("sim", 1) as serial_runner:
+        serial = serial_runner.run(order, build, play_rollout)
+    with ArenaRunner("sim", 3) as runner:
+        played = runner.run(order, build, play_rollout)
+    assert [comparable(r["info"]) for r in played.results] == [comparable(r["info"]) for r in serial.results]
+    assert [r["trace"] for r in played.results] == [r["trace"] for r in serial.results]
+    # the random draws show in the outcomes: not one episode played alike by chance
+    assert len({str(r["info"]["outcome"]) for r in serial.results}) > 1
+
+
 def _flaky(fail: dict[int, int], slot: Slot, index: int) -> dict:
     with _LOCK:
         left = fail.get(index, 0)

@@ -15,9 +15,10 @@ Record layout (keys sorted in the file, so records of equal episodes are byte-id
 
 An episode truncated by an infrastructure fault (``on_fault="truncate"``) is recorded too, with
 ``"outcome": null`` and ``"fault": {"type", "message"}``. The recorder takes any action the env takes:
-a str or a machine-sized number is recorded as it is (a numpy scalar as the Python number), anything else
-(``None``, bytes, objects) as its short ``repr`` (``envs.gencoord.session.traced``), which replays as a
-parse failure too, though with the reason of a str.
+a str or a machine-sized number is recorded as it is (a numpy scalar as the Python number), a str over the
+action space's ``max_length`` as ``{"prefix", "characters", "sha256"}`` (replayed as its prefix padded to its
+length: refused for its length again), anything else (``None``, bytes, objects) as its short ``repr``
+(``envs.gencoord.session.traced``), which replays as a parse failure too, though with the reason of a str.
 
 Trace values are made JSON-safe by ``jsonable``: a ``Task`` becomes its Short DSL text, a value with a
 ``trace_record()`` method the object it returns (commitments, resolutions and dispatch plans, whose

@@ -4,8 +4,9 @@
 // x = x0 + k * ARENA_SPACING; a World keeps everything it places within ARENA_REACH of its origin, so
 // no item, block or bot of one arena comes near another.
 //
-// A client opens an arena (`open_arena`) before using it and closes it when done; an open arena is
-// held by its client and refused to others. An arena whose episode failed (ArenaFault) is rebuilt at its
+// A client opens an arena (`open_arena`) before using it and closes it when done; an open arena belongs
+// to the connection that opened it (its ZeroMQ routing id, `owner`): only that connection may reset, drive,
+// observe or close it, and it is refused to every other. An arena whose episode failed (ArenaFault) is rebuilt at its
 // next reset: its bots rejoin and its region is cleared, while the other arenas go on.
 
 const { World } = require('./world')
@@ -26,13 +27,13 @@ class ArenaPool {
    */
   constructor ({ makeArena, rules, log, skillTimeoutMs, maxArenas = 16, x0 = 0 }) {
     Object.assign(this, { makeArena, rules, log, skillTimeoutMs, maxArenas, x0 })
-    this.entries = new Map() // name -> {name, slot, world, held, broken}
+    this.entries = new Map() // name -> {name, slot, world, owner (routing id of the holder, or null), broken}
   }
 
   /** Every arena, in slot order: `{name, slot, origin, held, agents}`. */
   list () {
     return [...this.entries.values()].sort((a, b) => a.slot - b.slot).map(e => ({
-      name: e.name, slot: e.slot, origin: [e.world.origin.x, 0, e.world.origin.z], held: e.held, agents: e.world.agents()
+      name: e.name, slot: e.slot, origin: [e.world.origin.x, 0, e.world.origin.z], held: e.owner !== null, agents: e.world.agents()
     }))
   }
 
@@ -46,11 +47,21 @@ class ArenaPool {
 
   names () { return [...this.entries.keys()].join(', ') || 'none' }
 
+  /** The arena named `name` if the connection `owner` holds it; else ArenaBusy (another holds it) or BadRequest (nobody). */
+  owned (name, owner) {
+    const entry = this.get(name)
+    if (entry.owner === owner) return entry
+    if (entry.owner === null) throw badRequest(`arena ${entry.name} is not open on this connection; open it with open_arena first`)
+    throw new ProtocolError('ArenaBusy', `arena ${entry.name} is held by another connection; only the connection that opened it may use or close it`)
+  }
+
   /**
-   * Hold an arena: `name` if given (created when new; ArenaBusy when another client holds it), else the
-   * first free existing arena or a new one. Connects `agents`' bots if given. Resolves to the entry.
+   * Hold an arena for the connection `owner`: `name` if given (created when new; ArenaBusy when another
+   * connection holds it), else the first free existing arena or a new one. Connects `agents`' bots if given.
+   * Resolves to the entry.
    */
-  async open ({ name = null, agents = [] } = {}) {
+  async open ({ name = null, agents = [], owner }) {
+    if (typeof owner !== 'string' || !owner) throw new Error('ArenaPool.open needs the routing id of the connection that holds the arena')
     // each agent is a bot joining the server: checked before any is connected
     if (agents.length > MAX_AGENTS) throw badRequest(`open_arena names ${agents.length} agents; an arena holds at most ${MAX_AGENTS} bots`)
     let entry = null
@@ -59,18 +70,18 @@ class ArenaPool {
         throw badRequest(`arena name ${JSON.stringify(name)} must be 1-6 of a-z 0-9, starting with a letter`)
       }
       entry = this.entries.get(name) || null
-      if (entry && entry.held) {
+      if (entry && entry.owner !== null && entry.owner !== owner) {
         throw new ProtocolError('ArenaBusy', `arena ${name} is held by another client; open another arena (open_arena without a name) or close ${name} first`)
       }
     } else {
-      entry = [...this.entries.values()].sort((a, b) => a.slot - b.slot).find(e => !e.held) || null
+      entry = [...this.entries.values()].sort((a, b) => a.slot - b.slot).find(e => e.owner === null) || null
     }
     if (!entry) entry = this.create(name)
-    entry.held = true
+    entry.owner = owner
     try {
       if (agents.length) await entry.world.ensureBots(agents)
     } catch (err) {
-      entry.held = false
+      entry.owner = null
       entry.broken = err.message
       throw err
     }
@@ -93,16 +104,16 @@ class ArenaPool {
       arena: this.makeArena(), rules: this.rules, log: this.log, skillTimeoutMs: this.skillTimeoutMs,
       name, origin: [this.x0 + slot * ARENA_SPACING, 0]
     })
-    const entry = { name, slot, world, held: false, broken: null }
+    const entry = { name, slot, world, owner: null, broken: null }
     this.entries.set(name, entry)
     this.log('arenas', `arena ${name} at x=${world.origin.x}`)
     return entry
   }
 
-  /** Let go of an arena; its bots stay connected for whoever opens it next. */
-  close (name) {
+  /** Let go of an arena the connection `owner` holds (one nobody holds: nothing to do); its bots stay connected for whoever opens it next. */
+  close (name, owner) {
     const entry = this.get(name)
-    entry.held = false
+    if (entry.owner !== null) this.owned(name, owner).owner = null
     return true
   }
 

@@ -5,10 +5,14 @@
 // Every op that touches a world names its arena (`args.arena`, opened with `open_arena`). An error
 // inside one arena that is not a refusal of the request (a bot disconnected, the reset could not be
 // arranged, the truth could not be read) is an `ArenaFault` reply naming that arena; the arena is
-// rebuilt at its next reset and the other arenas never notice.
+// rebuilt at its next reset and the other arenas never notice. An episode the sidecar stalled in (stall.js)
+// is lost as a whole: every execute, observe or barrier of it after the stall is a `Stalled` reply, whatever
+// its skills did, since budgets ran out (or not) for the machine's sake and keeping only the episodes that
+// succeeded anyway would bias what they measure.
 
 const { PROTOCOL_VERSION, ProtocolError, badRequest, isMap } = require('./protocol')
 const { check } = require('./validate')
+const { describeStalls } = require('./stall')
 const { MINECRAFT_VERSION } = require('./server')
 const { version: SIDECAR_VERSION } = require('../package.json')
 
@@ -20,12 +24,26 @@ function noArgs (op, args) {
 /**
  * Build the dispatch table over an ArenaPool. `onShutdown` runs after the shutdown reply is sent.
  * `testOps` enables ops that exist only so tests can inject faults (`drop_bot`); otherwise they are refused.
+ * `stalls`: the process's StallMonitor (stall.js), or null to judge no episode by stalls.
  */
-function createOps (pool, onShutdown, { testOps = false } = {}) {
-  /** Run `fn(entry)` on the arena `args` names; errors other than refusals become ArenaFault. */
-  async function onArena (op, args, fields, fn) {
+function createOps (pool, onShutdown, { testOps = false, stalls = null } = {}) {
+  /** `Stalled` if the sidecar stalled since the arena's episode began (its reset finished). */
+  function unstalled (op, entry) {
+    if (!stalls || entry.episodeStart === undefined) return
+    const crossed = stalls.since(entry.episodeStart)
+    if (!crossed.length) return
+    throw new ProtocolError('Stalled', `arena ${entry.name}: the sidecar stalled during this episode, before this ${op} ` +
+      `finished: ${describeStalls(crossed)}. Skills run on wall-clock budgets, so the episode is lost for the machine's ` +
+      'sake, not the agents\': the next reset starts another (give a paused or starved machine more CPU, or fewer arenas)')
+  }
+
+  /**
+   * Run `fn(entry)` on the arena `args` names, which the requesting connection (`owner`) must hold; errors
+   * other than refusals become ArenaFault.
+   */
+  async function onArena (op, args, owner, fields, fn) {
     check.keys(args, ['arena', ...fields], `${op} args`)
-    const entry = pool.get(args.arena)
+    const entry = pool.owned(args.arena, owner)
     try {
       return await fn(entry)
     } catch (err) {
@@ -52,8 +70,11 @@ function createOps (pool, onShutdown, { testOps = false } = {}) {
       }
     },
     ping (args) { noArgs('ping', args); return 'pong' },
-    /** Hold an arena (`arena`: a name, else the first free or a new one); connects `agents`' bots if given. */
-    async open_arena (args) {
+    /**
+     * Hold an arena for this connection (`arena`: a name, else the first free or a new one); connects
+     * `agents`' bots if given. Every other op on it must come on the same connection.
+     */
+    async open_arena (args, { owner }) {
       check.keys(args, ['arena', 'agents'], 'open_arena args')
       const agents = args.agents === undefined ? [] : args.agents
       if (!Array.isArray(agents) || !agents.every(a => typeof a === 'string' && /^[A-Za-z0-9_]{1,16}$/.test(a))) {
@@ -61,7 +82,7 @@ function createOps (pool, onShutdown, { testOps = false } = {}) {
       }
       let entry
       try {
-        entry = await pool.open({ name: args.arena ?? null, agents })
+        entry = await pool.open({ name: args.arena ?? null, agents, owner })
       } catch (err) {
         if (err instanceof ProtocolError) throw err
         throw new ProtocolError('ArenaFault', `open_arena: ${err.message}`)
@@ -69,31 +90,38 @@ function createOps (pool, onShutdown, { testOps = false } = {}) {
       const w = entry.world
       return { arena: entry.name, origin: [w.origin.x, 0, w.origin.z], agents: w.agents() }
     },
-    close_arena (args) {
+    close_arena (args, { owner }) {
       check.keys(args, ['arena'], 'close_arena args')
-      return pool.close(args.arena)
+      return pool.close(args.arena, owner)
     },
-    reset (args) {
-      return onArena('reset', args, ['spec', 'rebuild'], async entry => {
+    reset (args, { owner }) {
+      return onArena('reset', args, owner, ['spec', 'rebuild'], async entry => {
         if (!isMap(args.spec)) throw badRequest('reset args.spec must be the episode spec (a map)')
         const rebuild = args.rebuild === true || entry.broken !== null
         if (rebuild) entry.world.log('world', `rebuilding${entry.broken ? ` after: ${entry.broken}` : ' on request'}`)
         const result = await entry.world.reset(args.spec, { rebuild })
         entry.broken = null
+        entry.episodeStart = stalls ? stalls.now() : undefined
         return { ...result, rebuilt: rebuild }
       })
     },
-    execute (args) {
-      return onArena('execute', args, ['call'], async entry => {
+    execute (args, { owner }) {
+      return onArena('execute', args, owner, ['call'], async entry => {
         const call = entry.world.checkCall(args.call)
         intact(entry)
-        return { events: await entry.world.execute(call) }
+        const events = await entry.world.execute(call)
+        unstalled('execute', entry)
+        return { events }
       })
     },
-    observe (args) { return onArena('observe', args, [], entry => { intact(entry); return entry.world.observe() }) },
-    barrier (args) { return onArena('barrier', args, [], entry => { intact(entry); return entry.world.barrier() }) },
+    observe (args, { owner }) {
+      return onArena('observe', args, owner, [], async entry => { intact(entry); const truth = await entry.world.observe(); unstalled('observe', entry); return truth })
+    },
+    barrier (args, { owner }) {
+      return onArena('barrier', args, owner, [], async entry => { intact(entry); const done = await entry.world.barrier(); unstalled('barrier', entry); return done })
+    },
     shutdown (args) { noArgs('shutdown', args); setImmediate(onShutdown); return true },
-    /** Test-only fault: cut one bot's connection; `{dropped}` is false when it was already gone. */
+    /** Test-only fault: cut one bot's connection, from any connection (as a network fault would); `{dropped}` is false when it was already gone. */
     async drop_bot (args) {
       if (!testOps) throw badRequest('drop_bot is a test-only op; start the sidecar with --test-ops to allow it')
       check.keys(args, ['arena', 'agent'], 'drop_bot args')

@@ -10,9 +10,11 @@ const PROTOCOL_VERSION = 2
 /**
  * `ArenaFault`: the arena named in the request lost its episode (a bot disconnected, the reset or the
  * read-back failed); the next reset of that arena rebuilds it. `ArenaBusy`: the arena asked for is held
- * by another client, or no more arenas may be opened.
+ * by another client, or no more arenas may be opened. `Stalled`: the sidecar stalled (stopped, paused or
+ * starved) during the arena's episode, whose skills run on wall-clock budgets: the episode is lost, for the
+ * machine's sake, not the agents'.
  */
-const ERROR_TYPES = Object.freeze(['BadRequest', 'TooLarge', 'VersionMismatch', 'SkillFailed', 'ArenaFault', 'ArenaBusy', 'Internal'])
+const ERROR_TYPES = Object.freeze(['BadRequest', 'TooLarge', 'VersionMismatch', 'SkillFailed', 'ArenaFault', 'ArenaBusy', 'Stalled', 'Internal'])
 
 /** A request the sidecar refuses; `type` is one of ERROR_TYPES and travels to the client. */
 class ProtocolError extends Error {
@@ -29,25 +31,30 @@ const badRequest = message => new ProtocolError('BadRequest', message)
 const tooLarge = message => new ProtocolError('TooLarge', message)
 
 /** The limit names each wire section of limits.json must hold (the Python side reads the same). */
-const WIRE_LIMITS = Object.freeze({ transport: ['message_bytes'], spec: ['stations', 'site_cells', 'item_kinds'] })
+const WIRE_LIMITS = Object.freeze({ transport: ['message_bytes'], spec: ['stations', 'site_cells', 'item_kinds'], arena: ['reach', 'height'] })
 
 /**
- * The maxima of limits.json's `transport` and `spec` sections (`rules.limits`, as rules.js read it):
- * `{transport: {message_bytes}, spec: {stations, site_cells, item_kinds}}`. Throws naming the entry to fix.
+ * The limits of limits.json's `transport`, `spec` and `arena` sections (`rules.limits`, as rules.js read it):
+ * `{transport: {message_bytes}, spec: {stations, site_cells, item_kinds}, arena: {reach, height}}`, each its
+ * max, and `ranges` the same names' `{min, max}`. Throws naming the entry to fix.
  */
 function wireLimits (limits) {
   const out = {}
+  const ranges = {}
   for (const [section, names] of Object.entries(WIRE_LIMITS)) {
     out[section] = {}
+    ranges[section] = {}
     for (const name of names) {
       const l = limits && limits[section] && limits[section][name]
       if (!l || !Number.isInteger(l.min) || !Number.isInteger(l.max) || l.min < 0 || l.min > l.max) {
         throw new Error(`limits.json: ${section}.${name} needs {min, max} integers with 0 <= min <= max, got ${JSON.stringify(l)}`)
       }
       out[section][name] = l.max
+      ranges[section][name] = Object.freeze({ min: l.min, max: l.max })
     }
     Object.freeze(out[section])
   }
+  out.ranges = ranges
   return Object.freeze(out)
 }
 const isMap = v => v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Uint8Array)

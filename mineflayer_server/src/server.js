@@ -47,6 +47,7 @@ async function startServer ({ port = 0, cookTicks = 200, rules, log, pickupDelay
     worldFolder: undefined, // in memory: nothing touches the disk
     generation: { name: 'superflat', options: { seed: 1 } },
     kickTimeout: 30000,
+    hideErrors: true, // a client's error is logged once by plugin/connections.js, not as a stack per connection
     plugins: { [PLUGIN_PATH]: { cookTicks, recipes: rules.recipes, log, pickupDelayMs, throwerDelayMs, operators } },
     modpe: false,
     'view-distance': 2,

@@ -27,6 +27,7 @@ const { MAX_AGENTS } = require('./spec')
 const { PROTOCOL_VERSION, ProtocolError, decodeRequest, encodeResult, encodeError, wireLimits } = require('./protocol')
 const { bindSocket } = require('./socket')
 const { SerialQueue } = require('./util')
+const { StallMonitor } = require('./stall')
 
 /** How often the parent is looked for, and how long a shutdown may take before the process just exits. */
 const PARENT_POLL_MS = 250
@@ -98,18 +99,20 @@ async function main () {
     socket.close()
     process.exit(code)
   }
-  const ops = createOps(pool, () => shutdown(0), { testOps: opts.testOps })
+  const stalls = new StallMonitor({ log }).start()
+  const ops = createOps(pool, () => shutdown(0), { testOps: opts.testOps, stalls })
   process.on('SIGTERM', () => shutdown(0))
   process.on('SIGINT', () => shutdown(0))
 
-  async function handle (payload) {
+  /** `owner`: the routing id of the connection the request came on (hex); arenas belong to it. */
+  async function handle (payload, owner) {
     let id = null
     try {
       const request = decodeRequest(payload, limits.transport.message_bytes)
       id = request.id
       const op = Object.hasOwn(ops, request.op) ? ops[request.op] : null
       if (!op) throw new ProtocolError('BadRequest', `unknown op ${JSON.stringify(request.op)}; ops are ${Object.keys(ops).join(', ')}`)
-      return encodeResult(id, await op(request.args))
+      return encodeResult(id, await op(request.args, { owner }))
     } catch (err) {
       if (err instanceof ProtocolError) return encodeError(err.id ?? id, err.type, err.message)
       log('sidecar', `internal error: ${err && err.stack}`)
@@ -137,7 +140,7 @@ async function main () {
     // DEALER peers send [identity, payload]; REQ peers add an empty delimiter frame.
     const envelope = frames.slice(0, -1)
     const payload = frames[frames.length - 1]
-    handle(payload).then(reply => sendQueue.run(() => sock.send([...envelope, reply])))
+    handle(payload, Buffer.from(frames[0]).toString('hex')).then(reply => sendQueue.run(() => sock.send([...envelope, reply])))
       .catch(err => log('sidecar', `could not send a reply: ${err && err.message}`))
   }
 }

@@ -10,6 +10,7 @@
 //   can send nothing, and the client knows it talks to this process (only it holds the secret key).
 // - ipc: the socket file must lie in a folder only this user may enter (the Python side makes a 0700
 //   folder per launch); a folder others can enter is refused.
+// - Arenas belong to the connection that opened them, known by its ZeroMQ routing id (arenaPool.js).
 
 const crypto = require('crypto')
 const fs = require('fs')
@@ -71,7 +72,9 @@ async function startZap (allowed, log) {
  * (z85) on tcp, else null.
  */
 async function bindSocket ({ endpoint, maxBytes, clientKey, log }) {
-  const options = { maxMessageSize: maxBytes + FRAME_SLACK }
+  // handover: a client that reconnects under its routing id (the Python client's Lazy Pirate resend) takes
+  // over the old connection's place, and so keeps the arenas it opened (arenaPool.js binds them to that id)
+  const options = { maxMessageSize: maxBytes + FRAME_SLACK, handover: true }
   let zap = null
   let serverKey = null
   if (endpoint.startsWith('tcp://')) {

@@ -14,7 +14,7 @@ const { connectBot, isDisconnected } = require('./bots')
 const { parseSpec } = require('./spec')
 const { SKILLS, SkillFailure, checkSkillArgs, checkSkillTable, countOf } = require('./skills')
 const { meterOf, noActions } = require('./actions')
-const { badRequest, isMap } = require('./protocol')
+const { badRequest, isMap, wireLimits } = require('./protocol')
 const { check } = require('./validate')
 const { SerialQueue, waitFor, withTimeout, TimeoutError, REPLY_MS } = require('./util')
 const { EmbeddedArena, BLOCK_STATIONS } = require('./arenas/embedded')
@@ -230,8 +230,12 @@ class World {
     })
   }
 
-  /** BadRequest unless the spec's bot names are valid usernames and its layout fits inside the arena. */
+  /**
+   * BadRequest unless the spec's bot names are valid usernames and its layout fits inside the arena: every
+   * place within limits.json's `arena.reach` of the origin along x and z, and `arena.height` above the floor.
+   */
   checkFits (spec) {
+    const { reach, height } = wireLimits(this.rules.limits).ranges.arena
     for (const agent of spec.agents) {
       const username = this.username(agent)
       if (username.length > 16) {
@@ -242,9 +246,12 @@ class World {
       ...spec.stations.flatMap(s => [[s.name, s.pos], ...s.cells.map(c => [s.name, c])]),
       ...spec.agents.map(a => [a, spec.positions[a]])
     ]
-    for (const [what, [x, , z]] of places) {
-      if (Math.abs(x) > ARENA_REACH || Math.abs(z) > ARENA_REACH) {
-        throw badRequest(`${what} at x=${x}, z=${z} lies outside the arena: keep |x| and |z| at most ${ARENA_REACH}`)
+    for (const [what, [x, y, z]] of places) {
+      if (Math.abs(x) > Math.min(reach.max, ARENA_REACH) || Math.abs(z) > Math.min(reach.max, ARENA_REACH)) {
+        throw badRequest(`${what} at x=${x}, z=${z} lies outside the arena: keep |x| and |z| at most ${Math.min(reach.max, ARENA_REACH)} (limits.arena.reach)`)
+      }
+      if (y < height.min || y > height.max) {
+        throw badRequest(`${what} at y=${y} lies outside the arena: keep y from ${height.min} to ${height.max} above the floor (limits.arena.height)`)
       }
     }
   }

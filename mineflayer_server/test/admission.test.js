@@ -95,6 +95,7 @@ test('bots of another process cannot join a sidecar\'s server, even under its ow
     assert.ok(sc.stderr.join('').includes('[admission] refused "a0_agent_a"'))
 
     // the sidecar's own episode is untouched
+    assert.equal((await sc.call('open_arena', { arena: 'a0' })).ok, true)
     const reply = await sc.call('reset', {
       arena: 'a0',
       spec: { agents: ['agent_a', 'agent_b'], stations: [], positions: { agent_a: [0, 0, 0], agent_b: [2, 0, 0] }, inventories: { agent_a: { oak_log: 1 } } }

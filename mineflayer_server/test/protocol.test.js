@@ -70,6 +70,7 @@ test('the wire limits come from limits.json, and a broken entry is named', () =>
   const wire = wireLimits(LIMITS)
   assert.equal(wire.transport.message_bytes, MAX_BYTES)
   assert.deepEqual(Object.keys(wire.spec).sort(), ['item_kinds', 'site_cells', 'stations'])
+  assert.deepEqual(wire.ranges.arena, { reach: { min: 0, max: 24 }, height: { min: 0, max: 16 } })
   assert.throws(() => wireLimits({ ...LIMITS, spec: { ...LIMITS.spec, site_cells: { min: 2, max: 1 } } }), /limits.json: spec.site_cells needs \{min, max\}/)
   assert.throws(() => wireLimits({ args: LIMITS.args }), /transport.message_bytes/)
 })
@@ -158,7 +159,7 @@ test('drop_bot is refused unless the sidecar was started with --test-ops', async
   const { createOps } = require('../src/ops')
   const dropped = []
   const world = { dropBot: async name => { dropped.push(name); return true } }
-  const pool = { get: name => ({ name, world }) }
+  const pool = { get: name => ({ name, world }), owned: name => ({ name, world }) }
   await assert.rejects(createOps(pool, () => {}).drop_bot({ arena: 'a0', agent: 'agent_b' }),
     err => err instanceof ProtocolError && err.type === 'BadRequest' && /test-only op; start the sidecar with --test-ops/.test(err.message))
   assert.deepEqual(dropped, [])

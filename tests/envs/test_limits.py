@@ -146,6 +146,40 @@ def test_an_action_over_max_length_is_a_parse_failure_before_parsing(surface: st
         assert not any(terms.values())
 
 
+@pytest.mark.parametrize("actions", [None, "SELF -", ["SELF -"], 3])
+def test_step_without_a_dict_is_a_type_error_naming_the_dict(actions: Any) -> None:
+    env = gencoord_env.parallel_env(backend="sim", pool="heldout")
+    _, infos = env.reset(options={"index": 0})
+    turn = next(a for a, i in infos.items() if i["deciding"])
+    with pytest.raises(TypeError, match=f"step\\(\\) expects a dict agent -> action \\(e.g. {{'{turn}': action}}.*got {type(actions).__name__}$"):
+        env.step(actions)
+    _, _, terms, _, _ = env.step({turn: "SELF -"})  # the episode goes on as if nothing was sent
+
+
+def test_an_overlong_action_is_kept_as_prefix_length_and_hash_in_the_trace_and_the_record_and_replays(tmp_path) -> None:
+    import hashlib
+    import io
+    import json
+
+    from gencoord_env.replay import replay
+    from gencoord_env.wrappers import TraceRecorder
+
+    buffer = io.StringIO()
+    env = TraceRecorder(gencoord_env.parallel_env(backend="sim", pool="heldout"), buffer)
+    _, infos = env.reset(options={"index": 0})
+    turn = next(a for a, i in infos.items() if i["deciding"])
+    huge = "SELF " + "x" * (1 << 20)  # 1 MiB
+    _, _, terms, _, infos = env.step({turn: huge})
+    assert all(terms.values()) and infos[turn]["outcome"] is FailureCode.PARSE_FAILURE
+    kept = {"prefix": huge[:256], "characters": len(huge), "sha256": hashlib.sha256(huge.encode()).hexdigest()}
+    assert infos[turn]["trace"][0]["action"] == kept
+    record = buffer.getvalue()
+    assert len(record) < 64_000, f"a record of {len(record)} characters for one refused action"
+    assert json.loads(record)["actions"] == [{"agent": turn, "action": kept}]
+    result = replay(json.loads(record))
+    assert result.ok, result.mismatches
+
+
 @pytest.mark.parametrize("action", OTHERS, ids=[type(a).__name__ for a in OTHERS])
 @pytest.mark.parametrize("surface,actions", [("dsl", "text"), ("freeform", "text"), ("json", "menu")])
 def test_any_action_value_is_a_failure_code(action: Any, surface: str, actions: str) -> None:

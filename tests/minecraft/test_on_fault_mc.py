@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 
 import gencoord_env
-from gencoord_env import FailureCode, dsl
-from gencoord_env.tasks import references as R
+from gencoord_env import FailureCode
 
-from conftest import MISSING
+from conftest import MISSING, play_sender
 
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"run 'gencoord setup' first: {MISSING}")
 
@@ -27,15 +26,6 @@ def env() -> Iterator[Any]:
     world.close()
 
 
-def _sender(env: Any) -> tuple[str, str]:
-    """Reset, play the sender's reference record; (the receiver, its reference record)."""
-    obs, infos = env.reset(options={"index": 0})
-    q = R.sender_initial(env.session.episode)
-    obs, _, _, _, infos = env.step({env.session.turn: dsl.format(q)})
-    receiver = next(a for a, i in infos.items() if i["deciding"])
-    return receiver, dsl.format(R.receiver_after_request(q.peer_requests[0]))
-
-
 def _truncated(env: Any, receiver: str, record: str, fault: str) -> dict[str, Any]:
     """The receiver's step, in which the world is found broken: a truncation for every agent."""
     _, rewards, terms, truncs, infos = env.step({receiver: record})  # compile, execute: the world is gone
@@ -48,7 +38,7 @@ def _truncated(env: Any, receiver: str, record: str, fault: str) -> dict[str, An
 
 
 def _recovered(env: Any) -> dict[str, Any]:
-    receiver, record = _sender(env)
+    receiver, record = play_sender(env)
     _, rewards, terms, truncs, infos = env.step({receiver: record})
     assert infos["agent_a"]["outcome"] is FailureCode.SUCCESS, infos["agent_a"]["reason"]
     assert rewards == {"agent_a": 1.0, "agent_b": 1.0} and all(terms.values()) and not any(truncs.values())
@@ -57,7 +47,7 @@ def _recovered(env: Any) -> dict[str, Any]:
 
 def test_a_dropped_bot_truncates_the_episode_and_reset_rebuilds_the_arena(env: Any) -> None:
     world = env.world
-    receiver, record = _sender(env)
+    receiver, record = play_sender(env)
     assert world.sidecar.client.call("drop_bot", {"arena": world.arena, "agent": receiver}) == {"dropped": True}
     info = _truncated(env, receiver, record, "ArenaFault")
     assert receiver in info["fault"]["message"] and "the next reset rebuilds" in info["fault"]["message"]
@@ -67,7 +57,7 @@ def test_a_dropped_bot_truncates_the_episode_and_reset_rebuilds_the_arena(env: A
 
 def test_a_killed_sidecar_truncates_the_episode_and_reset_starts_a_fresh_one(env: Any) -> None:
     world = env.world
-    receiver, record = _sender(env)
+    receiver, record = play_sender(env)
     restarts, process = world.restarts, world.sidecar.process
     process.kill()
     process.wait()

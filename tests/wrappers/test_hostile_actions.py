@@ -12,6 +12,8 @@ import pytest
 
 import gencoord_env
 from gencoord_env import FailureCode, dsl
+from gencoord_env.envs.gencoord.interface import MAX_ACTION
+from gencoord_env.envs.gencoord.session import traced
 from gencoord_env.replay import replay
 from gencoord_env.tasks import references as R
 from gencoord_env.wrappers import (
@@ -92,7 +94,11 @@ def test_trace_recorder_writes_any_action_and_the_record_replays(action: Any) ->
     assert line.isascii() and record["outcome"] in ("PARSE_FAILURE", "CONTRACT_REJECT")
     assert record["actions"][0]["agent"] == "agent_a"
     recorded = record["actions"][0]["action"]
-    if action is None or isinstance(action, str) or (isinstance(action, (int, float)) and abs(action) < 2**63):
+    if isinstance(action, str) and len(action) > MAX_ACTION:  # refused unread: kept as prefix, length and hash
+        assert recorded == traced(action) and recorded["characters"] == len(action)
+        result = replay(record)
+        assert result.ok, result.mismatches
+    elif action is None or isinstance(action, str) or (isinstance(action, (int, float)) and abs(action) < 2**63):
         assert recorded == action
         result = replay(record)
         assert result.ok, result.mismatches

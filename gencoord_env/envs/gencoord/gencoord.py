@@ -102,7 +102,7 @@ metrics.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium
@@ -314,6 +314,9 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         if s is None or not self.agents:
             raise RuntimeError("step() called before reset() or after the episode ended; call reset() first")
         turn = s.turn
+        if not isinstance(actions, Mapping):  # the dict itself is the caller's; what is in it is the agent's
+            raise TypeError(f"step() expects a dict agent -> action (e.g. {{{turn!r}: action}}, the deciding agent's "
+                            f"action under its name), got {type(actions).__name__}")
         action = actions.get(turn, "")
         text, why = self.interface.action_text(action, self._menu)
         try:

@@ -26,6 +26,7 @@ recorded. ``observation()`` has no side effects.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -69,9 +70,22 @@ def unreadable(action: Any) -> str | None:
     return None
 
 
+#: Characters of an overlong action the trace keeps.
+TRACED_PREFIX = 256
+
+
 def traced(action: Any) -> Any:
-    """``action`` as the trace keeps it (strict JSON): a str, finite float or machine-sized int as it is,
-    anything else as a short ``repr`` (``interface.brief``)."""
+    """``action`` as the trace keeps it (strict JSON): a str, finite float or machine-sized int as it is, a str
+    over ``MAX_ACTION`` characters (refused unread) as ``{"prefix", "characters", "sha256"}`` (its first
+    ``TRACED_PREFIX`` characters, its length, the sha256 of its UTF-8), anything else as a short ``repr``
+    (``interface.brief``).
+
+    >>> traced("x" * 5000)["characters"]
+    5000
+    """
+    if isinstance(action, str) and len(action) > MAX_ACTION:
+        raw = action.encode("utf-8", "surrogatepass")
+        return {"prefix": action[:TRACED_PREFIX], "characters": len(action), "sha256": hashlib.sha256(raw).hexdigest()}
     if action is None or isinstance(action, (str, bool)) or (isinstance(action, float) and math.isfinite(action)):
         return action  # NaN and infinities are not JSON
     if isinstance(action, int) and -(1 << 63) <= action < (1 << 63):

@@ -18,7 +18,9 @@ from .errors import (
     ServerUnreachable,
     SidecarDied,
     SidecarError,
+    SidecarStalled,
     SidecarTimeout,
+    SpecRefused,
 )
 from .pool import SidecarPool
 from .runtime import locate, setup
@@ -37,7 +39,9 @@ __all__ = [
     "ServerUnreachable",
     "SidecarDied",
     "SidecarError",
+    "SidecarStalled",
     "SidecarTimeout",
+    "SpecRefused",
     "locate",
     "setup",
 ]

@@ -33,12 +33,12 @@ import os
 import time
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..types import GroundTruth, SkillCall, WorldEvent, WorldSpec
 from . import schedule
-from .client import SidecarClient
+from .client import Identity, SidecarClient
 from .errors import EpisodeLost, ProtocolMismatch, RequestRefused, SidecarDied, SidecarTimeout
 from .pool import SERVERS, SidecarPool
 from .protocol import arena_from_map, events_from_result, execute_args, ground_truth_from_map, reset_args
@@ -51,10 +51,12 @@ __all__ = ["MinecraftWorld", "SERVERS"]
 @dataclass
 class _Lease:
     """The arena a world holds and the client it holds it through, apart from the world, so that a world
-    dropped without ``close()`` still lets go of its arena (``release``, its finalizer)."""
+    dropped without ``close()`` still lets go of its arena (``release``, its finalizer). ``identity``: the routing
+    id every client of this world presents; the sidecar lets only it use and close the arena."""
 
     client: SidecarClient | None = None
     arena: str | None = None
+    identity: Identity = field(default_factory=Identity)
 
     def release(self) -> None:
         """Send ``close_arena`` without waiting and close the socket; never blocks."""
@@ -175,7 +177,7 @@ class MinecraftWorld:
         self._drop_client()
         # the same sidecar still holds our arena (we dropped a socket): take it back rather than leak it
         previous = self.arena if generation == self._generation else None
-        client = self.pool.client()
+        client = self.pool.client(self._lease.identity)
         try:
             if previous is not None:
                 client.call("close_arena", {"arena": previous})
@@ -183,8 +185,9 @@ class MinecraftWorld:
             if previous is not None or self.requested_arena is not None:
                 args["arena"] = previous if previous is not None else self.requested_arena
             self.arena = arena_from_map(client.call("open_arena", args))
-        except BaseException:
+        except BaseException as e:
             client.close()
+            self._guard(e)  # a sidecar that does not answer here is recovered at the next reset, not asked again
             raise
         self._client_ = client
         if previous is None:

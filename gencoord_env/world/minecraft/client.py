@@ -13,11 +13,15 @@ collector). A client's socket is closed with linger 0 by ``close()`` or, for a c
 ``close()``, by a ``weakref.finalize`` that holds only the socket, so collecting a client never blocks.
 
 On tcp the sidecar admits only CURVE clients holding the per-launch key pair it was started for
-(``CurveKeys``); on ipc the socket lies in a private folder and needs no key.
+(``CurveKeys``); on ipc the socket lies in a private folder and needs no key. An arena belongs to the
+connection that opened it, known to the sidecar by its routing id (``Identity``): a client's resends on a
+fresh socket, and a world's successive clients, present the same one and so keep their arena.
 """
 from __future__ import annotations
 
+import itertools
 import os
+import stat
 import threading
 import time
 import weakref
@@ -36,7 +40,9 @@ from .errors import (
     RequestTooLarge,
     SidecarDied,
     SidecarError,
+    SidecarStalled,
     SidecarTimeout,
+    SpecRefused,
 )
 from .protocol import IDEMPOTENT_OPS, Reply, decode_reply, encode_request
 
@@ -115,6 +121,39 @@ class CurveKeys:
         return cls(server, public, secret)
 
 
+class Identity:
+    """Who a client is to the sidecar: the ZeroMQ routing id its sockets present (the sidecar binds the arenas a
+    connection opens to it; 16 random bytes, so no other process can guess it) and the request ids sent under it,
+    never reused, so a late reply to an abandoned request never matches a newer one. Share one between clients
+    (``SidecarClient(identity=...)``) to hand an arena from one to the next."""
+
+    def __init__(self) -> None:
+        # libzmq reserves routing ids that start with a zero byte for its own
+        self.routing_id = b"g" + os.urandom(15)
+        self._ids = itertools.count(1)
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+
+def unreachable(endpoint: str) -> str | None:
+    """Why no new connection can reach ``endpoint``, or None: an ipc endpoint whose socket file is gone (deleted,
+    or its folder cleaned up) can no longer be connected to, though the connections made before go on.
+
+    >>> unreachable("ipc:///nonexistent/sidecar.sock")
+    'its socket file /nonexistent/sidecar.sock is gone (deleted?): no new connection can reach it'
+    """
+    if not endpoint.startswith("ipc://"):
+        return None
+    path = endpoint[len("ipc://"):]
+    try:
+        if stat.S_ISSOCK(os.stat(path).st_mode):
+            return None
+        return f"{path} is no longer a socket: no new connection can reach it"
+    except OSError:
+        return f"its socket file {path} is gone (deleted?): no new connection can reach it"
+
+
 def _close_sockets(box: list[zmq.Socket[bytes]], pid: int) -> None:
     """Close every socket in ``box`` at once (linger 0); the finalizer of a client dropped without ``close()``.
 
@@ -140,7 +179,7 @@ class SidecarClient:
 
     ``exit_code`` returns the sidecar process's exit code, or None while it runs; ``describe_log`` returns
     text (e.g. the log path and its last lines) appended to fault messages; ``curve``: the keys a tcp
-    sidecar requires (None for ipc).
+    sidecar requires (None for ipc); ``identity``: the routing id and request ids to use (a fresh one if None).
     """
 
     def __init__(
@@ -153,8 +192,10 @@ class SidecarClient:
         retries: int = 2,
         poll_s: float = 0.1,
         curve: CurveKeys | None = None,
+        identity: Identity | None = None,
     ) -> None:
         self.endpoint = endpoint
+        self.identity = identity if identity is not None else Identity()
         self._exit_code = exit_code
         self._describe_log = describe_log
         self.timeouts = {**DEFAULT_TIMEOUTS, **(timeouts or {})}
@@ -165,7 +206,6 @@ class SidecarClient:
         self._socks: list[zmq.Socket[bytes]] = []  # the open socket, for the finalizer (which must not hold self)
         self._pid = os.getpid()
         self._finalizer = weakref.finalize(self, _close_sockets, self._socks, self._pid)
-        self._next_id = 0
         self._ops: dict[int, str] = {}       # in-flight id -> op
         self._early: dict[int, Reply] = {}   # replies that arrived while waiting for another id
         self._connect()
@@ -177,6 +217,7 @@ class SidecarClient:
         self._sock = None
         sock: zmq.Socket[bytes] = shared_context().socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.ROUTING_ID, self.identity.routing_id)
         if self._curve is not None:
             sock.curve_secretkey = self._curve.secret.encode("ascii")
             sock.curve_publickey = self._curve.public.encode("ascii")
@@ -199,8 +240,7 @@ class SidecarClient:
         if sock is not None and sock in self._socks and os.getpid() == self._pid:
             self._socks.remove(sock)  # closed here, lingering, rather than at once by close()
             try:
-                self._next_id += 1
-                sock.send(encode_request(self._next_id, op, args), zmq.NOBLOCK)
+                sock.send(encode_request(self.identity.next_id(), op, args), zmq.NOBLOCK)
                 sock.setsockopt(zmq.LINGER, int(linger_s * 1000))
             except (zmq.ZMQError, MinecraftBackendError):
                 pass  # best effort: the sidecar may be gone
@@ -217,8 +257,7 @@ class SidecarClient:
         """Send one request without waiting; returns its id for ``wait``."""
         if self._sock is None:
             raise EpisodeLost(f"the connection to the sidecar at {self.endpoint} was closed; call reset(spec) to open a new one")
-        self._next_id += 1
-        rid = self._next_id
+        rid = self.identity.next_id()
         self._sock.send(encode_request(rid, op, args))
         self._ops[rid] = op
         return rid
@@ -286,11 +325,15 @@ class SidecarClient:
         text = f"sidecar refused {op}: {reply.error_type}: {reply.error_message}"
         if reply.error_type == "ArenaFault":
             raise ArenaFault(f"{op} failed: {reply.error_message}" + self._log_suffix())
+        if reply.error_type == "Stalled":
+            raise SidecarStalled(f"{op}: {reply.error_message}" + self._log_suffix())
         if reply.error_type == "ArenaBusy":
             raise ArenaBusy(f"{op} refused: {reply.error_message}")
         if reply.error_type == "TooLarge":
             raise RequestTooLarge(text + " (the sidecar goes on; the limits are gencoord_env/data/limits.json, "
                                   "read by both sides)")
+        if op == "reset" and reply.error_type == "BadRequest":  # the spec, not the installation, is wrong
+            raise SpecRefused(text + "; nothing was done and the sidecar goes on: fix the reset spec (WorldSpec)")
         if reply.error_type in _REFUSALS:
             raise ProtocolMismatch(
                 text + "; the request did not match what the sidecar expects: the Python package and "
@@ -302,7 +345,8 @@ class SidecarClient:
     # ---- helpers --------------------------------------------------------------------------------
 
     def _reconnect_keeping_pending(self) -> None:
-        # Lazy Pirate: a fresh socket so the next send does not queue behind a stuck connection. Other
+        # Lazy Pirate: a fresh socket (under the same routing id, which the sidecar hands over to it, so the
+        # arena stays ours) so the next send does not queue behind a stuck connection. Other
         # in-flight requests lose their replies, so they are forgotten too (only idempotent calls
         # run alone through call(); execute batches never reach here).
         self._ops.clear()

@@ -45,6 +45,12 @@ class RequestTooLarge(RequestRefused):
     over ``limits.transport.message_bytes`` or a reset spec over ``limits.spec.*``."""
 
 
+class SpecRefused(MinecraftBackendError, ValueError):
+    """The sidecar refused a reset spec it cannot arrange (an unknown item, a place it cannot build, ...): the
+    spec is wrong, not the installation. Nothing was done; the sidecar and its arenas go on. (A place outside the
+    arena, ``limits.arena``, is refused on this side first, with a ValueError.)"""
+
+
 class EpisodeLost(MinecraftBackendError):
     """This world's episode already ended with an infrastructure fault (raised earlier); nothing more of it may
     run. ``reset()`` starts the next episode (rebuilding the arena, or restarting the sidecar, as needed)."""
@@ -60,6 +66,13 @@ class ArenaFault(MinecraftBackendError):
     The sidecar and its other arenas go on; the next ``reset()`` of this world rebuilds the arena (its bots
     rejoin, its region is cleared).
     """
+
+
+class SidecarStalled(MinecraftBackendError):
+    """The sidecar stalled during this world's episode: it ran nothing for seconds (the process was stopped, the
+    machine paused, or its event loop starved of CPU). Skills run on wall-clock budgets, so the episode is lost
+    for the machine's sake, never counted as the agents' failure; the next ``reset()`` starts another. Give the
+    machine more CPU or run fewer arenas if it recurs."""
 
 
 class ArenaBusy(MinecraftBackendError):

@@ -14,7 +14,8 @@ at once on one server.
 
 Faults stay local. An ``ArenaFault`` ends one world's episode and the sidecar rebuilds that arena at the
 world's next reset. A dead or hung sidecar is restarted once for all its worlds, by whichever world
-notices first; each world opens a fresh arena at its next reset (``generation`` tells them apart).
+notices first; each world opens a fresh arena at its next reset (``generation`` tells them apart). So is
+one whose ipc socket file is gone: the connections it has go on, but no world could open an arena there.
 
     >>> with SidecarPool(arenas=2) as pool:
     ...     a, b = MinecraftWorld(pool=pool), MinecraftWorld(pool=pool)
@@ -29,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .client import CurveKeys, SidecarClient
+from .client import CurveKeys, Identity, SidecarClient, unreachable
 from .errors import SidecarDied, SidecarTimeout
 from .protocol import check_hello
 from .runtime import Runtime, locate
@@ -162,11 +163,16 @@ class SidecarPool:
         return self._sidecar.log_path if self._sidecar else None
 
     def start(self) -> int:
-        """Start the sidecar unless it runs (or check an attached one answers); returns the generation."""
+        """Start the sidecar unless it runs and new clients can reach it (or check an attached one answers);
+        returns the generation."""
         with self._lock:
             if self.attached:
+                assert self._endpoint is not None
+                why = unreachable(self._endpoint)
+                if why:
+                    raise SidecarDied(f"the sidecar at {self._endpoint} cannot be reached: {why}; it was started by "
+                                      "another process: restart it there")
                 if self._attached is None:
-                    assert self._endpoint is not None
                     self._attached = SidecarClient(self._endpoint, timeouts=self.timeouts, curve=self._curve)
                     try:
                         check_hello(self._attached.call("hello"))
@@ -179,7 +185,7 @@ class SidecarPool:
                                              f"(SidecarPool(...).endpoint in the process that owns it)") from None
                     self.generation += 1
                 return self.generation
-            if self._sidecar is not None and self._sidecar.alive:
+            if self._sidecar is not None and self._sidecar.alive and not self._sidecar.unreachable:
                 return self.generation
             if self._sidecar is not None:
                 self._sidecar.kill()
@@ -195,8 +201,12 @@ class SidecarPool:
             return self.generation
 
     def recover(self, generation: int) -> int:
-        """After a world saw the sidecar die or hang: restart it unless it answers a ping (or another world
-        already restarted it). Returns the generation to use."""
+        """After a world saw the sidecar die or hang: restart it unless it answers a ping on a new connection (or
+        another world already restarted it). Returns the generation to use.
+
+        The ping goes over a fresh socket: a sidecar whose old connections still answer while new ones never
+        reach it (its ipc socket file deleted) is of no use to a world that must connect anew.
+        """
         with self._lock:
             if generation != self.generation:
                 return self.generation
@@ -209,27 +219,31 @@ class SidecarPool:
                                       "process: restart it there") from None
                 return self.generation
             sidecar = self._sidecar
-            if sidecar is not None and sidecar.alive and sidecar.client is not None:
+            if sidecar is not None and sidecar.alive and not sidecar.unreachable:
+                probe = sidecar.new_client()
                 try:
-                    sidecar.client.call("ping", timeout=5.0)
+                    probe.call("ping", timeout=5.0)
                     return self.generation
                 except Exception:  # noqa: BLE001 - any failure to answer means: replace it
                     pass
+                finally:
+                    probe.close()
             if sidecar is not None:
                 sidecar.kill()
                 self._sidecar = None
                 self.restarts += 1
             return self.start()
 
-    def client(self) -> SidecarClient:
-        """A new client (its own socket) of the running sidecar, for one world."""
+    def client(self, identity: Identity | None = None) -> SidecarClient:
+        """A new client (its own socket) of the running sidecar, for one world; ``identity``: the world's own, so
+        the arena it opened stays its own across clients (a fresh one if None)."""
         with self._lock:
             self.start()
             sidecar = self._sidecar
             assert self._endpoint is not None
             if sidecar is None:
-                return SidecarClient(self._endpoint, timeouts=self.timeouts, curve=self._curve)
-            return sidecar.new_client()
+                return SidecarClient(self._endpoint, timeouts=self.timeouts, curve=self._curve, identity=identity)
+            return sidecar.new_client(identity)
 
     def hello(self) -> dict[str, Any]:
         """The sidecar's ``hello``: versions and its arenas (``{name, slot, origin, held, agents}`` each)."""

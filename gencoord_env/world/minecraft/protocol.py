@@ -32,7 +32,7 @@ from .errors import ProtocolMismatch, RequestRefused, RequestTooLarge
 
 
 def wire_limit(section: str, name: str) -> Limit:
-    """``limits.<section>.<name>`` of ``data/limits.json`` (sections ``transport`` and ``spec``).
+    """``limits.<section>.<name>`` of ``data/limits.json`` (sections ``transport``, ``spec`` and ``arena``).
 
     >>> wire_limit("transport", "message_bytes").max
     1048576
@@ -51,6 +51,8 @@ MINECRAFT_VERSION = "1.21.4"
 MAX_MESSAGE_BYTES = wire_limit("transport", "message_bytes").max
 #: What one reset spec may hold (the sidecar refuses more, before any work).
 SPEC_LIMITS: Mapping[str, Limit] = {n: wire_limit("spec", n) for n in ("stations", "site_cells", "item_kinds")}
+#: Where a reset spec may place anything: |x|, |z| up to ``reach.max`` from the arena's origin, y within ``height``.
+ARENA_REACH, ARENA_HEIGHT = wire_limit("arena", "reach"), wire_limit("arena", "height")
 OPS: frozenset[str] = frozenset({"hello", "ping", "open_arena", "close_arena", "reset", "execute", "observe",
                                  "barrier", "shutdown", "drop_bot"})
 #: Ops a sidecar serves only when started with ``--test-ops`` (fault injection for tests); refused otherwise.
@@ -58,9 +60,9 @@ TEST_OPS: frozenset[str] = frozenset({"drop_bot"})
 #: Ops that may be resent after a timeout: repeating them cannot change the world twice.
 IDEMPOTENT_OPS: frozenset[str] = frozenset({"hello", "ping", "observe", "barrier"})
 #: ``ArenaFault``: the named arena lost its episode (rebuilt at its next reset); ``ArenaBusy``: the arena
-#: is held by another client, or no more may be opened.
+#: is held by another client, or no more may be opened; ``Stalled``: the sidecar stalled during the episode.
 ERROR_TYPES: frozenset[str] = frozenset({"BadRequest", "TooLarge", "VersionMismatch", "SkillFailed", "ArenaFault",
-                                         "ArenaBusy", "Internal"})
+                                         "ArenaBusy", "Stalled", "Internal"})
 
 _MISMATCH_HINT = (
     "the Python package and mineflayer_server/ come from different versions; "
@@ -191,12 +193,33 @@ def check_spec_size(spec: WorldSpec) -> None:
                               "(the limits are gencoord_env/data/limits.json, section spec, read by both sides)")
 
 
+def check_spec_places(spec: WorldSpec) -> None:
+    """ValueError naming every station, cell or position of ``spec`` outside the arena (``limits.arena``):
+    the world could not build it, and the sidecar would refuse it.
+
+    >>> from gencoord_env.world.types import Station
+    >>> check_spec_places(WorldSpec(("a",), (Station("c", "chest", (0, 900, 0)),), {"a": (0, 0, 0)}, {}, {}))
+    Traceback (most recent call last):
+    ValueError: the reset spec places c at (0, 900, 0), outside the arena; every station, cell and position must keep |x| and |z| at most 24 (limits.arena.reach) and y from 0 to 16 (limits.arena.height)
+    """
+    places = [*((s.name, p) for s in spec.stations for p in (s.pos, *s.cells)), *spec.positions.items()]
+    outside = [f"{name} at {tuple(p)}" for name, p in places
+               if len(p) != 3 or abs(p[0]) > ARENA_REACH.max or abs(p[2]) > ARENA_REACH.max or p[1] not in ARENA_HEIGHT]
+    if outside:
+        shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
+        raise ValueError(f"the reset spec places {shown}, outside the arena; every station, cell and position must keep "
+                         f"|x| and |z| at most {ARENA_REACH.max} ({ARENA_REACH.cite('arena')}) and y from {ARENA_HEIGHT.min} "
+                         f"to {ARENA_HEIGHT.max} ({ARENA_HEIGHT.cite('arena')})")
+
+
 def reset_args(arena: str, spec: WorldSpec, rebuild: bool = False) -> dict[str, Any]:
     """The ``reset`` args: the arena, its episode spec, and whether to rebuild it first.
 
-    RequestTooLarge, before anything is sent, for a spec over ``limits.spec.*``.
+    RequestTooLarge, before anything is sent, for a spec over ``limits.spec.*``; ValueError for one that places
+    anything outside the arena (``limits.arena``).
     """
     check_spec_size(spec)
+    check_spec_places(spec)
     return {"arena": arena, "spec": spec_to_map(spec), "rebuild": bool(rebuild)}
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from .client import CurveKeys, SidecarClient
+from .client import CurveKeys, Identity, SidecarClient, unreachable
 from .errors import SETUP_HINT, ProtocolMismatch, RuntimeMissing, SidecarDied, SidecarTimeout
 from .protocol import check_hello
 from .runtime import Runtime, cache_dir
@@ -417,10 +417,11 @@ class Sidecar:
             )
         return key
 
-    def new_client(self) -> SidecarClient:
-        """A client with its own socket; it refers to this Sidecar's process and log, not to the Sidecar."""
+    def new_client(self, identity: Identity | None = None) -> SidecarClient:
+        """A client with its own socket (under ``identity``, else a fresh one); it refers to this Sidecar's process
+        and log, not to the Sidecar."""
         return SidecarClient(self.endpoint, exit_code=self.process.poll, describe_log=self.log_view,
-                             timeouts=self.options.timeouts, curve=self.curve)
+                             timeouts=self.options.timeouts, curve=self.curve, identity=identity)
 
     def exit_code(self) -> int | None:
         """The process's exit code, or None while it runs."""
@@ -429,6 +430,12 @@ class Sidecar:
     @property
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    @property
+    def unreachable(self) -> str | None:
+        """Why no new client can connect although the process may run (its ipc socket file is gone), or None."""
+        why = unreachable(self.endpoint)
+        return f"the sidecar at {self.endpoint} is unreachable: {why}" if why else None
 
     def describe_log(self) -> str:
         """The log path and its last lines, for fault messages."""

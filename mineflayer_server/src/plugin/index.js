@@ -7,6 +7,7 @@
 // server standing in for an external one admits and obeys (none in the sidecar: admission.js, permissions.js).
 
 const modules = [
+  require('./connections'),
   require('./admission'),
   require('./permissions'),
   require('./packetFixes'),

@@ -50,6 +50,7 @@ def main() -> None:
         sys.exit(2)
     ctx = zmq.Context()
     sock = ctx.socket(zmq.ROUTER)
+    sock.setsockopt(zmq.ROUTER_HANDOVER, 1)  # as the real one: a client resending on a fresh socket keeps its routing id
     ready: dict[str, Any] = {}
     if "--client-key" in argv:  # as the real one on tcp: CURVE, admitting only the client key it was given
         from zmq.auth.thread import ThreadAuthenticator

@@ -132,6 +132,32 @@ def test_an_arena_fault_does_not_touch_its_neighbour(pool: SidecarPool) -> None:
         b.close()
 
 
+def test_an_arena_belongs_to_the_connection_that_opened_it(pool: SidecarPool) -> None:
+    a = MinecraftWorld(pool=pool)
+    stranger = pool.client()  # another connection to the same socket, with the same rights on it
+    try:
+        a.reset(SPEC_B)
+        assert a.arena is not None
+        for op, args in [("observe", {"arena": a.arena}), ("close_arena", {"arena": a.arena}),
+                         ("reset", {"arena": a.arena, "spec": {"agents": ["agent_a"], "positions": {"agent_a": [0, 0, 0]}}}),
+                         ("execute", {"arena": a.arena, "call": {"id": "x", "actor": "agent_a", "op": "wait", "args": {"ticks": 1}}})]:
+            with pytest.raises(ArenaBusy, match=f"arena {a.arena} is held by another connection"):
+                stranger.call(op, args)
+        with pytest.raises(ArenaBusy, match=f"arena {a.arena} is held by another client"):
+            stranger.call("open_arena", {"arena": a.arena})
+        # the owner's resend on a fresh socket (Lazy Pirate) and its next client keep the arena
+        assert a._client_ is not None
+        a._client_._reconnect_keeping_pending()
+        assert all(e.ok for e in a.run(CALLS_B))
+        assert a.observe() == sim_truth(SPEC_B, CALLS_B)
+        a._drop_client()
+        a.reset(SPEC_B)
+        assert a.observe().containers == {"chest1": {"coal": 2}}
+    finally:
+        stranger.close()
+        a.close()
+
+
 def test_a_held_arena_is_refused_and_a_closed_one_reused(pool: SidecarPool) -> None:
     a = MinecraftWorld(pool=pool, arena="a1")
     a.reset(SPEC_B)

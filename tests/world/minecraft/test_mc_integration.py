@@ -22,6 +22,7 @@ from gencoord_env.world.minecraft import (
     ProtocolMismatch,
     RuntimeMissing,
     SidecarDied,
+    SpecRefused,
     locate,
 )
 from gencoord_env.world.types import SkillCall, Station, WorldSpec
@@ -69,6 +70,26 @@ def test_episode_verified_from_server_truth(world: MinecraftWorld) -> None:
         assert truth.inventories == {"agent_a": {}, "agent_b": {"crafting_table": 1}}
         assert truth.containers == {"chest1": {"oak_planks": 4}}
         assert truth.sites == {"site": ((0, 0, 6, "cobblestone"), (1, 0, 6, "cobblestone"))}
+
+
+def test_a_spec_the_world_cannot_build_is_refused_with_what_to_fix(world: MinecraftWorld) -> None:
+    import dataclasses
+
+    high = dataclasses.replace(SPEC, stations=(Station("chest1", "chest", (4, 900, 2)),), containers={})
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match=re.escape("the reset spec places chest1 at (4, 900, 2), outside the arena; "
+                                                   "every station, cell and position must keep |x| and |z| at most 24 "
+                                                   "(limits.arena.reach) and y from 0 to 16 (limits.arena.height)")):
+        world.reset(high)
+    assert time.monotonic() - t0 < 5.0  # refused before it was sent, not after the sidecar's reset stalled
+    # a spec the sidecar refuses for its content: the spec is named as what to fix, not the installation
+    unknown = dataclasses.replace(SPEC, inventories={"agent_a": {"unobtainium": 1}})
+    with pytest.raises(SpecRefused, match="unobtainium") as refused:
+        world.reset(unknown)
+    assert not isinstance(refused.value, ProtocolMismatch) and "reinstall" not in str(refused.value)
+    assert "fix the reset spec" in str(refused.value)
+    world.reset(SPEC)  # the world goes on
+    assert world.restarts == 0 and not world.rebuilt
 
 
 def test_failed_skill_is_a_value_and_stops_new_calls(world: MinecraftWorld) -> None:

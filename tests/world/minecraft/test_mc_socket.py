@@ -134,3 +134,35 @@ def test_on_ipc_a_private_folder_and_a_message_far_over_the_cap_leaves_the_sidec
         assert after - before < 32 * 1024, f"the sidecar's RSS grew from {before} KiB to {after} KiB"
         assert sc.client.call("ping") == "pong"
     assert not folder.exists()
+
+
+def test_a_deleted_socket_file_restarts_the_sidecar_instead_of_waiting_on_it() -> None:
+    from gencoord_env.world.minecraft import SidecarDied
+    from gencoord_env.world.types import SkillCall, Station, WorldSpec
+
+    spec = WorldSpec(agents=("agent_a", "agent_b"), stations=(Station("chest1", "chest", (3, 0, 2)),),
+                     positions={"agent_a": (0, 0, 0), "agent_b": (2, 0, 0)}, inventories={"agent_a": {"oak_log": 1}},
+                     containers={})
+    calls = [SkillCall("a1", "agent_a", "craft", {"item": "oak_planks", "count": 4, "station": ""}),
+             SkillCall("a2", "agent_a", "deposit", {"station": "chest1", "item": "oak_planks", "count": 4}, after=("a1",))]
+    with SidecarPool(arenas=1, transport="ipc", timeouts={"open_arena": 20.0}) as pool:
+        first = MinecraftWorld(pool=pool)
+        first.reset(spec)
+        old_endpoint, old_process = pool.endpoint, pool.sidecar.process
+        os.unlink(old_endpoint[len("ipc://"):])  # the connections made go on; no new one can be made
+        assert all(e.ok for e in first.run(calls))
+        # another process attaching by the old endpoint is told at once what is wrong
+        with pytest.raises(SidecarDied, match="its socket file .* is gone \\(deleted\\?\\)"):
+            SidecarPool(endpoint=old_endpoint).hello()
+        # a new world of the pool does not wait on the dead endpoint: the pool restarts the sidecar
+        second = MinecraftWorld(pool=pool)
+        t0 = time.monotonic()
+        second.reset(spec)
+        assert time.monotonic() - t0 < 20.0 and pool.restarts == 1 and pool.sidecar.process is not old_process
+        assert old_process.poll() is not None
+        assert all(e.ok for e in second.run(calls)) and second.observe().containers == {"chest1": {"oak_planks": 4}}
+        # the first world's next reset opens an arena of the new sidecar
+        first.reset(spec)
+        assert all(e.ok for e in first.run(calls)) and first.observe().containers == {"chest1": {"oak_planks": 4}}
+        first.close()
+        second.close()
