@@ -28,7 +28,8 @@ with a feedback form) ``feedback`` routes on the ``dsl`` and ``json`` surfaces.
 ### Arguments
 ``parallel_env(pool="heldout", backend="minecraft", route="forward", view="full", surface="dsl", seed=0,
 pool_seed=0, private_fact="id", actions="text", observations="text", tokenizer=None, max_tokens=1024,
-reward="binary", infos="full", timings=False, on_fault="raise", world=None, stages=None, render_mode=None)``
+reward="binary", infos="full", timings=False, on_fault="raise", world=None, stages=None, render_mode=None,
+max_cycles=None)``
 
 - ``pool``: ``train``, ``heldout``, ``request``, ``horizon``, ``crossproduct``, ``goal_capability``,
   ``visibility`` (see ``gencoord_env.tasks.pools``), a team pool (above), ``procedural`` (endless matched pairs of templates
@@ -37,7 +38,9 @@ reward="binary", infos="full", timings=False, on_fault="raise", world=None, stag
 - ``backend``: ``minecraft`` (default: two Mineflayer bots on the embedded Minecraft 1.21.4 server; run
   ``gencoord setup`` once) or ``sim`` (the pure-Python world, held equal to Minecraft by parity tests).
 - ``backend_options``: for ``minecraft``, e.g. ``{"server": "external", "host": ..., "port": ...}``.
-- ``route``: ``forward``, ``feedback``, ``requester_only``, ``single_step``, ``centralized``.
+- ``route``: ``forward``, ``feedback``, ``requester_only``, ``single_step``, ``centralized``. A pool that no
+  record can solve on the route is refused here, naming the routes that can (``team_feedback`` on
+  ``forward``: its facts sit with the peers the requester must send to; ``routes.unsolvable``).
 - ``view``: projection of the shared prior: ``full``, ``skeleton``, ``node_only``.
 - ``surface``: ``dsl``, ``json`` or ``freeform`` (controlled natural-language dialogue, forward route only:
   the agents alternate utterances, stage ``dialogue``, until the shared extractor of
@@ -51,7 +54,13 @@ reward="binary", infos="full", timings=False, on_fault="raise", world=None, stag
   ``bag`` (float32 counts of each vocabulary word: a bag of words, for MLP learners).
 - ``reward``: ``binary`` (the paper's) or ``staged`` (see Rewards).
 - ``infos``: ``full`` or ``numbers`` (only numeric values, for libraries that turn infos into tensors;
-  ``truncated`` is 1 when the episode ended in an infrastructure fault under ``on_fault="truncate"``).
+  ``truncated`` is 1 when the episode ended in an infrastructure fault under ``on_fault="truncate"`` or ran
+  out of ``max_cycles``). ``full_infos()`` and ``numeric_infos()`` give either form of the current step
+  whatever this is: scripted partners and ``TraceRecorder`` read the full form while a learner gets numbers.
+- ``max_cycles``: the most decisions (steps) an episode may take; one that reaches it without an outcome
+  ends as a truncation (``truncations`` True, reward 0.0, ``outcome`` None, ``infos["max_cycles"]`` and a
+  ``{"stage": "max_cycles"}`` trace record). ``None`` (default): only the route bounds an episode (at most
+  three decisions on the structured surfaces, ``MAX_TURNS`` utterances in a dialogue).
 - ``timings``: add wall-clock measurements to the final infos (``timings``); off by default, so that
   infos of equal seeds are equal.
 - ``on_fault``: what an infrastructure fault of the world backend (a
@@ -176,6 +185,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         stages: Stages | None = None,
         render_mode: str | None = None,
         backend_options: dict[str, Any] | None = None,
+        max_cycles: int | None = None,
     ) -> None:
         self.route = _choice("route", route, sorted(ROUTES))
         self.view = _choice("view", view, VIEWS)
@@ -198,6 +208,9 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         if render_mode is not None:
             _choice("render_mode", render_mode, self.metadata["render_modes"])
         self.render_mode = render_mode
+        if max_cycles is not None and (isinstance(max_cycles, bool) or not isinstance(max_cycles, int) or max_cycles < 1):
+            raise ValueError(f"max_cycles must be a positive int or None, got {max_cycles!r}")
+        self.max_cycles = max_cycles
         self.private_fact = private_fact
         if pool == "procedural":  # endless matched pairs of generated templates, indexed lazily
             from gencoord_env.tasks.procedural import procedural_episodes
@@ -222,6 +235,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         self.possible_agents = list(self._agents_of_pool())
         if len(self.possible_agents) > 2:
             self._check_team_options()
+        self._check_solvable()
         self.agents: list[str] = []
         obs_space, act_space = self.interface.observation_space(), self.interface.action_space()
         self._obs_spaces = {a: obs_space for a in self.possible_agents}
@@ -266,6 +280,19 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             raise ValueError(f"route {self.route!r} has no team form; a team pool runs the routes {list(TEAM_ROUTES)}")
         if self.surface.dialogue:
             raise ValueError(f"surface={self.surface.name!r} is a two-agent dialogue; a team pool runs 'dsl' or 'json'")
+
+    def _check_solvable(self) -> None:
+        """Refuse a pool that no record can solve on this route, naming the routes that can."""
+        from gencoord_env.envs.gencoord.routes import TEAM_ROUTES, unsolvable
+
+        templates = {e.template.id: e.template for e in self.episodes[:4096]} if self.pool_name != "procedural" else {}
+        for template in templates.values():
+            why = unsolvable(self.route, template)
+            if why is not None:
+                usable = [r for r in (TEAM_ROUTES if len(template.roles) > 2 else sorted(ROUTES))
+                          if all(unsolvable(r, t) is None for t in templates.values())]
+                raise ValueError(f"pool {self.pool_name!r} cannot be solved on route {self.route!r}: {why}; use "
+                                 + " or ".join(f"route={r!r}" for r in usable))
 
     # --- spaces (built once, returned as the same objects) -----------------------------------------
     def observation_space(self, agent: str) -> gymnasium.spaces.Space:
@@ -323,11 +350,13 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
                 s.act(text, self._last_text.get(turn, ""))
         except self._faults as e:  # on_fault="truncate": the world broke mid-episode
             s.truncate(e)
+        if not s.done and self.max_cycles is not None and s.metrics.values["decisions"] >= self.max_cycles:
+            s.stop(f"max_cycles: {self.max_cycles} decisions without an outcome")
         done = s.done
         reward = self.rewards[s.outcome] if done and s.outcome is not None else 0.0
         rewards = {a: reward for a in self.agents}
-        terminations = {a: done and s.fault is None for a in self.agents}
-        truncations = {a: s.fault is not None for a in self.agents}
+        terminations = {a: done and not s.truncated for a in self.agents}
+        truncations = {a: s.truncated for a in self.agents}
         observations, infos = self._observations(), self._infos()
         if done:
             self.agents = []
@@ -359,10 +388,14 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         return self._last_text[agent]
 
     def _infos(self) -> dict[str, dict[str, Any]]:
+        return self.numeric_infos() if self.infos_mode == "numbers" else self.full_infos()
+
+    def full_infos(self) -> dict[str, dict[str, Any]]:
+        """This step's infos in the ``full`` form, whatever ``infos`` is (what scripted partners and the trace
+        recorder read when a learner gets ``infos="numbers"``)."""
         s = self.session
-        assert s is not None
-        if self.infos_mode == "numbers":
-            return self._numeric_infos()
+        if s is None:
+            raise RuntimeError("full_infos() called before reset(); call reset() first")
         base: dict[str, Any] = {"episode_id": s.episode.id, "template": s.episode.template.id, "route": s.setup.route}
         if s.done:
             metrics = s.metrics.as_dict()
@@ -370,6 +403,8 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
                          "metrics": {k: v for k, v in metrics.items() if k not in TIMINGS}})
             if s.fault is not None:
                 base["fault"] = dict(s.fault)
+            if s.stopped is not None:
+                base["max_cycles"] = self.max_cycles
             if self.timings:
                 base["timings"] = {k: metrics[k] for k in TIMINGS}
         else:
@@ -382,9 +417,11 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
                 infos[s.turn]["candidates"] = [*texts, *[None] * (self.interface.n - len(texts))]
         return infos
 
-    def _numeric_infos(self) -> dict[str, dict[str, Any]]:
+    def numeric_infos(self) -> dict[str, dict[str, Any]]:
+        """This step's infos in the ``numbers`` form, whatever ``infos`` is."""
         s = self.session
-        assert s is not None
+        if s is None:
+            raise RuntimeError("numeric_infos() called before reset(); call reset() first")
         m = s.metrics.values
         base = {
             "stage_index": -1 if s.done else int(s.progress.index),
@@ -395,7 +432,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             "wire_bytes": int(m["wire_bytes"]),
             "handoff_verified": int(bool(m["handoff_verified"])),
             "commitment_validity": int(bool(m["commitment_validity"])),
-            "truncated": int(s.fault is not None),
+            "truncated": int(s.truncated),
         }
         turn = None if s.done else s.turn
         return {a: {**base, "deciding": int(a == turn)} for a in s.episode.agents}
