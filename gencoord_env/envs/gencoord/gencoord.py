@@ -87,6 +87,16 @@ text that reaches a peer's observation (a free-form utterance) is escaped and cu
 episode with ``PARSE_FAILURE`` before it is parsed; the reason says which. No action, whatever its type,
 length or characters (lone surrogates included), makes ``step`` raise.
 
+### State
+``state()`` is the centralized view, what the ``centralized`` route's planner (the first role) would see: its
+own local view and every peer's local view as uploaded (for a team, each one), the shared prior, the
+history of the first role and every message delivered so far (each agent's inbox, in role order), encoded
+in the env's ``observations`` mode (text; tokens as ``observation`` and ``observation_mask``; a bag of
+words, the prior counted apart) without an action mask; ``state_space`` is its space. It holds nothing
+the agents' own views and the messages between them do not: no hidden binding beyond the private field
+its holder sees, no world truth, no outcome. It is for centralized critics (MAPPO's value function), not
+for actors.
+
 ### Rewards
 Both agents get the reward at the end of the episode, 0.0 before. ``binary``: 1.0 when the outcome is
 ``SUCCESS``, else 0.0. ``staged``: partial credit by how far the pipeline got
@@ -127,7 +137,7 @@ from gencoord_env.envs.gencoord.surfaces import SURFACES
 from gencoord_env.outcomes import REWARDS
 from gencoord_env.tasks import AGENTS, Episode
 from gencoord_env.tasks.compose import VIEWS
-from gencoord_env.tasks.contexts import PRIVATE_FACT_FORMS, Context, render_parts
+from gencoord_env.tasks.contexts import PRIVATE_FACT_FORMS, Context, build_context, render_parts
 from gencoord_env.tasks.episode import agents_for
 from gencoord_env.tasks.pools import POOL_SIZES, TEAM_POOLS, pool_episodes
 from gencoord_env.tokens import as_tokenizer
@@ -238,6 +248,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         self._check_solvable()
         self.agents: list[str] = []
         obs_space, act_space = self.interface.observation_space(), self.interface.action_space()
+        self.state_space = self.interface.state_space()
         self._obs_spaces = {a: obs_space for a in self.possible_agents}
         self._act_spaces = {a: act_space for a in self.possible_agents}
         self._rng = np.random.default_rng(seed)
@@ -382,6 +393,19 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         return {a: interface.observe(text, self._menu, self._context, parts) if a == deciding
                 else interface.observe(text, None)
                 for a, text in self._last_text.items()}
+
+    def state(self) -> Any:
+        """The centralized state (see State in the module docstring), in ``state_space``."""
+        s = self.session
+        if s is None:
+            raise RuntimeError("state() called before reset(); call reset() first")
+        episode, p = s.episode, s.progress
+        planner = episode.role_agents[0]
+        messages = tuple(m for a in episode.role_agents for m in p.inbox.get(a, ()))
+        context = build_context(episode, planner, "centralized", route="centralized", view=self.view,
+                                history=p.history.get(planner, ()), messages=messages,
+                                private_fact=self.private_fact, describe=self.setup.describe)
+        return self.interface.state(render_parts(context))
 
     def observation_text(self, agent: str) -> str:
         """What ``agent`` sees now as text, whatever the observation interface (scripted partners read it)."""

@@ -12,6 +12,10 @@ Any action value is handled: a text action that is not a ``str``, or a menu acti
 unmasked slot, is refused with a reason (the session ends the episode with ``PARSE_FAILURE``); a ``str``
 over ``MAX_ACTION`` characters is refused by the session before it is parsed.
 
+The centralized state (``state()``, ``state_space``) is encoded the same way without an action mask: text as
+``Text``, tokens as a ``Dict`` of ``observation`` and ``observation_mask``, a bag as its ``Box`` (the shared
+prior counted apart, as for an agent's view).
+
 With tokens or a menu the observation is a ``Dict`` (PettingZoo's convention: ``observation`` and
 ``action_mask``); text with text actions stays a plain ``Text``. Spaces are built once per env and are
 the same objects on every call.
@@ -120,6 +124,26 @@ class Interface:
         if not self.structured:
             return parts["observation"]
         return gymnasium.spaces.Dict(parts)
+
+    def state_space(self) -> gymnasium.spaces.Space:
+        """The space of the centralized state: the observation's, without the action mask."""
+        space = self.observation_space()
+        if not isinstance(space, gymnasium.spaces.Dict):
+            return space
+        parts = {k: v for k, v in space.spaces.items() if k != "action_mask"}
+        return gymnasium.spaces.Dict(parts) if len(parts) > 1 else parts["observation"]
+
+    def state(self, parts: tuple[str, ...]) -> Any:
+        """The centralized state from the blocks of a centralized context's text (``render_parts``: head,
+        local observation, history and messages, the shared prior, the uploaded peer views)."""
+        if self.observations == "tokens":
+            assert self.tokenizer is not None
+            ids, mask = encode_fixed(self.tokenizer, parts, self.max_tokens)
+            return {"observation": ids, "observation_mask": mask}
+        if self.observations == "bag":
+            assert self.tokenizer is not None
+            return bag_of_words(self.tokenizer, parts[:3] + parts[4:], parts[3])
+        return "\n".join(parts)
 
     def action_space(self) -> gymnasium.spaces.Space:
         if self.actions == "menu":
