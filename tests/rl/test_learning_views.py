@@ -211,3 +211,16 @@ def test_the_single_agent_view_plays_every_role_of_a_team_pool(pool: str) -> Non
             assert reward == 1.0
     with pytest.raises(ValueError, match=re.escape("unknown role 3; expected one of ['first', 'second'] or a role index 0 .. 2")):
         gencoord_env.gym_env(role=3, pool="chain3", **MENU_BAG)
+def test_sb3_make_vec_env_builds_the_registered_id() -> None:
+    """SB3 asks for render_mode="rgb_array" first; the view refused it with a ValueError before."""
+    pytest.importorskip("stable_baselines3")
+    from sb3_contrib.common.maskable.utils import get_action_masks
+    from stable_baselines3.common.env_util import make_vec_env
+
+    vec = make_vec_env("gencoord_env/GenCoord-v0", n_envs=2, env_kwargs=dict(pool="heldout", **MENU_BAG))
+    obs = vec.reset()
+    assert obs["observation"].shape[0] == 2 and get_action_masks(vec).shape == (2, vec.action_space.n)
+    assert vec.get_attr("render_mode") == ["rgb_array", "rgb_array"]
+    vec.close()
+
+

@@ -29,7 +29,7 @@ with a feedback form) ``feedback`` routes on the ``dsl`` and ``json`` surfaces.
 ``parallel_env(pool="heldout", backend="minecraft", route="forward", view="full", surface="dsl", seed=0,
 pool_seed=0, private_fact="id", actions="text", observations="text", tokenizer=None, max_tokens=1024,
 reward="binary", infos="full", timings=False, on_fault="raise", world=None, stages=None, render_mode=None,
-max_cycles=None)``
+max_cycles=None, menu="default")``
 
 - ``pool``: ``train``, ``heldout``, ``request``, ``horizon``, ``crossproduct``, ``goal_capability``,
   ``visibility`` (see ``gencoord_env.tasks.pools``), a team pool (above), ``procedural`` (endless matched pairs of templates
@@ -49,6 +49,15 @@ max_cycles=None)``
 - ``actions``: ``text`` or ``menu`` (``Discrete(N)`` over the candidate records of the decision, built
   only from what the deciding agent may see: see ``gencoord_env.envs.gencoord.menu``; masked slots end the
   episode with ``PARSE_FAILURE``, never an exception).
+- ``menu`` (with ``actions="menu"``): which candidates fill the slots, and the shortcut each leaves a
+  learner. ``default``: the receiver's slot 1 copies the delivered request, so "always slot 1" solves
+  every forward episode without reading the request's content (the paper's receiver does exactly that);
+  the sender's slots follow the codebook's order. ``branches``: no copy slot; the template's branches (a
+  team agent: the combinations of the facts it acts on) in an order hashed from the public prior, the same
+  for both bindings of a pair and unlike the codebook's, so the receiver must map the request's content to
+  its branch: a fixed slot succeeds in 1 / (number of branches) of the episodes. In neither menu does a
+  slot index predict the binding before the request arrives (the menu is built from the agent's own
+  view). The sender's shortcut, in both, is the fact itself: it holds it (see ``menu.py``).
 - ``observations``: ``text``, ``tokens`` (fixed-length int64 ids of the text, ``max_tokens`` long, from
   ``tokenizer``: the package's offline word tokenizer by default, or any Hugging Face tokenizer object) or
   ``bag`` (float32 counts of each vocabulary word: a bag of words, for MLP learners).
@@ -72,6 +81,11 @@ max_cycles=None)``
   ``reset()`` recovers (a fresh sidecar, a rebuilt arena). A fault during ``reset`` is retried once (that
   reset's infos then carry ``reset_fault``); a second fault raises. Agent mistakes are never faults: they
   are failure codes either way.
+- ``render_mode``: ``ansi`` (``render()`` returns the episode so far as text: decisions, deliveries, skill
+  events, the handoff, what each agent holds, the outcome), ``rgb_array`` (a uint8 top-down picture of the
+  arena from world truth on either backend: stations and their contents, agents and what each holds, sites
+  built, the handoff's items in flight: ``gencoord_env.envs.gencoord.picture``) or ``human`` (the text,
+  printed at each step).
 - ``stages``: a ``Stages`` value with stage functions swapped (fault injection; interventions are wrappers).
 
 ``reset(seed, options)``: ``options={"index": k}`` selects episode ``k`` of ``env.episodes`` (cluster ``k // 2``
@@ -130,6 +144,7 @@ from pettingzoo import ParallelEnv
 
 from gencoord_env.envs.gencoord.dialogue import DialogueSession
 from gencoord_env.envs.gencoord.interface import ACTIONS, OBSERVATIONS, WAITING, Interface, Menu, brief
+from gencoord_env.envs.gencoord.menu import MENUS
 from gencoord_env.envs.gencoord.routes import ROUTES
 from gencoord_env.envs.gencoord.session import EpisodeSession, Setup
 from gencoord_env.envs.gencoord.stages import Intervention, Stages
@@ -171,7 +186,8 @@ def _choice(name: str, value: str, allowed: Sequence[str]) -> str:
 
 
 class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
-    metadata = {"render_modes": ["human", "ansi"], "name": "gencoord_v0", "is_parallelizable": True}
+    metadata = {"render_modes": ["human", "ansi", "rgb_array"], "name": "gencoord_v0", "is_parallelizable": True,
+                "render_fps": 2}
 
     def __init__(
         self,
@@ -196,6 +212,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         render_mode: str | None = None,
         backend_options: dict[str, Any] | None = None,
         max_cycles: int | None = None,
+        menu: str = "default",
     ) -> None:
         self.route = _choice("route", route, sorted(ROUTES))
         self.view = _choice("view", view, VIEWS)
@@ -238,6 +255,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         self.interface = Interface(
             _choice("actions", actions, ACTIONS), _choice("observations", observations, OBSERVATIONS), self.surface,
             as_tokenizer(tokenizer) if observations in ("tokens", "bag") else None, int(max_tokens),
+            menu_kind=_choice("menu", menu, MENUS),
         )
         self._world = world
         self._backend_options = backend_options or {}
@@ -461,11 +479,19 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         turn = None if s.done else s.turn
         return {a: {**base, "deciding": int(a == turn)} for a in s.episode.agents}
 
-    def render(self) -> str | None:
-        if self.session is None:
+    def render(self) -> str | np.ndarray | None:
+        """The episode so far, from world truth (``gencoord_env.envs.gencoord.picture``): ``ansi`` as text,
+        ``rgb_array`` as a top-down picture of the arena, ``human`` printed as text; None before ``reset``."""
+        if self.session is None or self.render_mode is None:
             return None
+        from gencoord_env.envs.gencoord import picture
+
         s = self.session
-        text = f"{s.episode.id} route={s.setup.route} stage={'done' if s.done else s.decision.stage} outcome={s.outcome}"
+        truth = self.world.observe()
+        if self.render_mode == "rgb_array":
+            handoffs = [e.data for e in s.events if e.kind == "handoff" and e.ok]
+            return picture.frame(s.episode.world, truth, handoffs, s.episode.role_agents)
+        text = picture.text(s, truth)
         if self.render_mode == "human":
             print(text)
             return None

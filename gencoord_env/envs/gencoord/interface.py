@@ -30,7 +30,7 @@ import gymnasium
 import numpy as np
 
 from gencoord_env.caches import Memo
-from gencoord_env.envs.gencoord.menu import candidates, menu_key, menu_size
+from gencoord_env.envs.gencoord.menu import MENUS, candidates, menu_key, menu_size
 from gencoord_env.envs.gencoord.surfaces import Surface
 from gencoord_env.tasks.contexts import Context
 from gencoord_env.tasks.contexts import render_parts
@@ -93,12 +93,15 @@ class Interface:
     tokenizer: Tokenizer | None = None
     max_tokens: int = 1024
     n: int = field(default_factory=menu_size)
+    menu_kind: str = "default"  # menu.MENUS
 
     def __post_init__(self) -> None:
         if self.actions == "menu" and self.surface.dialogue:
             raise ValueError(f"actions='menu' needs a structured surface (dsl or json); surface={self.surface.name!r} is a dialogue")
         if self.observations in ("tokens", "bag") and self.tokenizer is None:
             raise ValueError(f"observations={self.observations!r} needs a tokenizer")
+        if self.menu_kind not in MENUS:
+            raise ValueError(f"unknown menu {self.menu_kind!r}; expected one of {list(MENUS)}")
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be positive, got {self.max_tokens}")
 
@@ -155,10 +158,10 @@ class Interface:
         """The menu of a deciding agent's context; a waiting agent has only slot 0."""
         if context is None:
             return WAITING
-        key = menu_key(context)
+        key = menu_key(context, self.menu_kind)
         menu = _MENUS.get((self.surface.name, self.n, key))
         if menu is None:
-            records = candidates(context, key)
+            records = candidates(context, key, self.menu_kind)
             peers = max(1, len(context.team) - 1)  # a team's records may address every other agent
             texts = tuple(self.surface.write(c, peers) if c is not None else None for c in records)
             menu = _MENUS.put((self.surface.name, self.n, key), Menu(records, texts, _mask(records, self.n)))
