@@ -50,6 +50,7 @@ def _register() -> None:
     if "gencoord_env/GenCoord-v0" not in gymnasium.registry:
         # No default wrappers: gymnasium.make(...).action_masks() must reach the env (single_agent's docstring)
         gymnasium.register(id="gencoord_env/GenCoord-v0", entry_point="gencoord_env.agents.single_agent:GenCoordGym",
+                           vector_entry_point="gencoord_env.agents.vector:GenCoordVectorEnv",
                            order_enforce=False, disable_env_checker=True)
 
 
