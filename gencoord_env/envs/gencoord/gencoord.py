@@ -109,7 +109,7 @@ in the env's ``observations`` mode (text; tokens as ``observation`` and ``observ
 words, the prior counted apart) without an action mask; ``state_space`` is its space. It holds nothing
 the agents' own views and the messages between them do not: no hidden binding beyond the private field
 its holder sees, no world truth, no outcome. It is for centralized critics (MAPPO's value function), not
-for actors.
+for actors: ``examples/marl_ppo.py --algo mappo`` uses it so.
 
 ### Rewards
 Both agents get the reward at the end of the episode, 0.0 before. ``binary``: 1.0 when the outcome is
