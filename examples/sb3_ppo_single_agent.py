@@ -1,61 +1,108 @@
-"""Stable-Baselines3 learns the sender's decision: sb3-contrib's MaskablePPO on the single-agent menu view
-(the learner plays the first role, the rule agent the receiver), bag-of-words observations, trained on the
-train pool and judged greedily on every held-out episode.
+"""Stable-Baselines3 learns one role's decision: sb3-contrib's MaskablePPO on the single-agent menu view
+(``--role first``: the learner is the sender, the rule agent the receiver; ``--role second``: the learner
+is the receiver of the rule sender's request), bag-of-words observations, trained on the train pool and
+judged greedily on every held-out and horizon episode and on the request pool with the request removed.
 
 The policy samples only the menu slots the env marks valid (``env.action_masks()``, the observation's
 ``action_mask``). Plain PPO, which can pick any of the menu's slots, settles on one slot for both bindings
 of some templates in some runs (50% on those templates): seeds 0-5 of this budget gave 0.80-1.0 held-out
-success with it, and 0.94-1.0 masked (seeds 0-8).
+success with it, and 0.94-1.0 masked (seeds 0-8). ``--menu branches`` takes away the receiver's copy slot.
+Training success per rollout (SB3's episode buffer) goes to a CSV with ``--log`` (``RunLog``).
 
-    python examples/sb3_ppo_single_agent.py [--budget small] [--seed N]
+    python examples/sb3_ppo_single_agent.py [--budget small] [--seed N] [--role second] [--menu branches]
 """
 from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
+import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
+from stable_baselines3.common.callbacks import BaseCallback
 
 import gencoord_env
+from gencoord_env.run_log import RunLog
+from gencoord_env.wrappers import RequestRemoval
 
-BUDGETS = {"small": 10_240, "full": 20_480}  # environment steps (one sender decision each): 20 or 40 rollouts
-VIEW = dict(role="first", partner="rule", backend="sim", actions="menu", observations="bag")
+BUDGETS = {"tiny": 1_024, "small": 10_240, "full": 20_480}  # environment steps (one learner decision each)
+VIEW = dict(partner="rule", backend="sim", actions="menu", observations="bag")
+EVAL_POOLS = ("heldout", "horizon", "request_removed")
 
 
-def train(timesteps: int, seed: int = 0) -> MaskablePPO:
+class LogSuccess(BaseCallback):
+    """After each rollout: the mean reward (= success) of SB3's recent episodes, kept and written to a ``RunLog``."""
+
+    def __init__(self, log: RunLog | None) -> None:
+        super().__init__()
+        self.log = log
+        self.curve: list[float] = []
+
+    def _on_rollout_end(self) -> None:
+        episodes = self.model.ep_info_buffer
+        if episodes:
+            self.curve.append(float(np.mean([e["r"] for e in episodes])))
+            if self.log is not None:
+                self.log.write(self.num_timesteps, train_success=self.curve[-1])
+
+    def _on_step(self) -> bool:
+        return True
+
+
+def train(timesteps: int, seed: int = 0, role: str = "first", menu: str = "default",
+          log: RunLog | None = None) -> tuple[MaskablePPO, list[float]]:
     # One torch thread: the thread count changes the order of floating-point reductions and so the run.
     torch.set_num_threads(1)
-    env = gencoord_env.gym_env(pool="train", seed=seed, **VIEW)
+    env = gencoord_env.gym_env(pool="train", seed=seed, role=role, menu=menu, **VIEW)
     model = MaskablePPO("MultiInputPolicy", env, n_steps=512, batch_size=128, learning_rate=1e-3, seed=seed, verbose=0)
-    return model.learn(total_timesteps=timesteps)
+    callback = LogSuccess(log)
+    model.learn(total_timesteps=timesteps, callback=callback)
+    return model, callback.curve
 
 
-def heldout_success(model: MaskablePPO) -> float:
-    """Greedy success over every held-out episode (both role permutations of each cluster)."""
-    env = gencoord_env.gym_env(pool="heldout", **VIEW)
+def success(model: MaskablePPO, pool: str = "heldout", role: str = "first", menu: str = "default") -> float:
+    """Greedy success over every episode of ``pool`` (``request_removed``: the request pool, its REQ removed
+    by a ``RequestRemoval`` intervention passed to each reset)."""
+    removed = pool == "request_removed"
+    env = gencoord_env.gym_env(pool="request" if removed else pool, role=role, menu=menu, **VIEW)
+    options: dict[str, Any] = {}
+    if removed:
+        options["interventions"] = (RequestRemoval(gencoord_env.parallel_env(backend="sim", pool="request")),)
     episodes = len(env.unwrapped.env.episodes)
     wins = 0.0
     for k in range(episodes):
-        obs, _ = env.reset(options={"index": k})
-        action, _ = model.predict(obs, deterministic=True, action_masks=env.action_masks())
-        _, reward, terminated, _, _ = env.step(int(action))
-        assert terminated, "the sender decides once; the rule receiver finishes the episode"
+        obs, _ = env.reset(options={"index": k, **options})
+        terminated = truncated = False
+        while not (terminated or truncated):
+            action, _ = model.predict(obs, deterministic=True, action_masks=env.action_masks())
+            obs, reward, terminated, truncated, _ = env.step(int(action))
         wins += reward
     return wins / episodes
 
 
-def main(argv: list[str] | None = None) -> dict[str, float]:
+def heldout_success(model: MaskablePPO) -> float:
+    """Greedy success over every held-out episode as sender (both role permutations of each cluster)."""
+    return success(model, "heldout")
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget", choices=BUDGETS, default="full")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--role", choices=("first", "second"), default="first")
+    parser.add_argument("--menu", choices=("default", "branches"), default="default")
+    parser.add_argument("--log", default=None, help="CSV file for the training curve (RunLog)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    model = train(BUDGETS[args.budget], args.seed)
+    model, curve = train(BUDGETS[args.budget], args.seed, args.role, args.menu, RunLog(args.log) if args.log else None)
     seconds = time.perf_counter() - start
-    success = heldout_success(model)
-    print(f"held-out success {success:.3f} after {BUDGETS[args.budget]} steps ({seconds:.0f} s of training)")
-    return {"heldout_success": success, "seconds": seconds}
+    result: dict[str, Any] = {pool: success(model, pool, args.role, args.menu) for pool in EVAL_POOLS}
+    result.update(heldout_success=result["heldout"], curve=curve, seconds=seconds, steps=BUDGETS[args.budget])
+    print(f"role={args.role} menu={args.menu} seed={args.seed}: held-out success {result['heldout']:.3f}, horizon "
+          f"{result['horizon']:.3f}, request removed {result['request_removed']:.3f} after {BUDGETS[args.budget]} steps "
+          f"({seconds:.0f} s of training)")
+    return result
 
 
 if __name__ == "__main__":

@@ -9,6 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from gencoord_env.outcomes import FailureCode
+from gencoord_env.pickling import install as _install_pickling
+
+_install_pickling()  # a live sim env pickles and deep-copies (gencoord_env.pickling)
 
 __version__ = "0.2.0"
 
@@ -33,7 +36,7 @@ def raw_env(**kwargs: Any):  # type: ignore[no-untyped-def]
     return make(**kwargs)
 
 
-def gym_env(role: str = "first", partner: Any = "rule", **kwargs: Any):  # type: ignore[no-untyped-def]
+def gym_env(role: str | int = "first", partner: Any = "rule", **kwargs: Any):  # type: ignore[no-untyped-def]
     """The single-agent Gymnasium view: the learner plays ``role``, ``partner`` the other role
     (``gencoord_env.agents.single_agent``; registered as ``gencoord_env/GenCoord-v0``)."""
     from gencoord_env.agents.single_agent import gym_env as make
@@ -45,7 +48,10 @@ def _register() -> None:
     import gymnasium
 
     if "gencoord_env/GenCoord-v0" not in gymnasium.registry:
-        gymnasium.register(id="gencoord_env/GenCoord-v0", entry_point="gencoord_env.agents.single_agent:GenCoordGym")
+        # No default wrappers: gymnasium.make(...).action_masks() must reach the env (single_agent's docstring)
+        gymnasium.register(id="gencoord_env/GenCoord-v0", entry_point="gencoord_env.agents.single_agent:GenCoordGym",
+                           vector_entry_point="gencoord_env.agents.vector:GenCoordVectorEnv",
+                           order_enforce=False, disable_env_checker=True)
 
 
 _register()

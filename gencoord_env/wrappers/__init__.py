@@ -7,6 +7,7 @@
 | ``CounterfactualFeedback`` | ``respond`` | feedback | the paired workcell mode's bounded response is injected |
 | ``UnreliableChannel`` | ``deliver`` | forward, single_step | seeded drop / delay / duplicate of the REQ |
 | ``TraceRecorder`` | (none) | all | one JSONL record per finished episode (see ``gencoord_env.replay``) |
+| ``EpisodeStatistics`` | (none) | all | return, length and success of each finished episode in its final infos |
 
 Every intervention writes ``{"stage": "intervention", "intervention": <name>, ...}`` into the trace.
 Two interventions on the same stage cannot be stacked (construction raises ``ValueError``).
@@ -17,6 +18,7 @@ from typing import Any
 
 from gencoord_env.wrappers.base import StageIntervention, interventions
 from gencoord_env.wrappers.counterfactual_feedback import CounterfactualFeedback
+from gencoord_env.wrappers.episode_statistics import EpisodeStatistics
 from gencoord_env.wrappers.request_removal import RequestRemoval
 from gencoord_env.wrappers.request_replacement import RequestReplacement
 from gencoord_env.wrappers.trace_recorder import TraceRecorder
@@ -43,6 +45,6 @@ def apply(env: Any, specs: list[dict[str, Any]]) -> Any:
 
 
 __all__ = [
-    "INTERVENTIONS", "CounterfactualFeedback", "RequestRemoval", "RequestReplacement", "StageIntervention",
+    "INTERVENTIONS", "CounterfactualFeedback", "EpisodeStatistics", "RequestRemoval", "RequestReplacement", "StageIntervention",
     "TraceRecorder", "UnreliableChannel", "apply", "interventions",
 ]

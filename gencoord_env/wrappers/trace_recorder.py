@@ -116,7 +116,7 @@ class TraceRecorder(BaseParallelWrapper):
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
         obs, infos = self.env.reset(seed=seed, options=options)
         self._actions = []
-        self._turn = _deciding(infos)
+        self._turn = _deciding(self.env.unwrapped.full_infos())
         return obs, infos
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
@@ -124,8 +124,9 @@ class TraceRecorder(BaseParallelWrapper):
             action = actions.get(self._turn, "")
             self._actions.append({"agent": self._turn, "action": traced(action.item() if isinstance(action, np.generic) else action)})
         obs, rewards, terms, truncs, infos = self.env.step(actions)
-        self._turn = _deciding(infos)
-        first = next(iter(infos.values()), {})
+        full = self.env.unwrapped.full_infos()  # the record's fields whatever the env's ``infos`` form
+        self._turn = _deciding(full)
+        first = next(iter(full.values()), {})
         if first.get("stage") == "done":
             self.write(dumps(episode_record(self, self._actions, first)))
         return obs, rewards, terms, truncs, infos

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-#: each is run by a test below, sb3_ppo_single_agent by test_sb3_ppo.py
-TESTED = {"sb3_ppo_single_agent", "torchrl_pettingzoo", "supersuit_vector", "rllib_ppo"}
+#: each is run by a test below, sb3_ppo_single_agent by test_sb3_ppo.py, marl_ppo and baselines by test_baselines.py
+TESTED = {"sb3_ppo_single_agent", "torchrl_pettingzoo", "supersuit_vector", "rllib_ppo", "marl_ppo", "baselines"}
 
 
 def test_every_example_is_tested_and_shows_its_command() -> None:

@@ -237,7 +237,11 @@ def test_team_pools_write_no_unknown_words(pool: str) -> None:
     unknown: set[str] = set()
     for route in TEAM_ROUTES:
         for surface in ("dsl", "json"):
-            env = gencoord_env.parallel_env(backend="sim", pool=pool, route=route, surface=surface)
+            try:
+                env = gencoord_env.parallel_env(backend="sim", pool=pool, route=route, surface=surface)
+            except ValueError as refused:  # team_feedback on the forward route: no record can solve it
+                assert "cannot be solved" in str(refused)
+                continue
             for name in ({"json": "rule_json"}.get(surface, "rule"), "random"):
                 policy = make_policy(name)
                 for k in range(0, len(env.episodes), 7):

@@ -7,6 +7,13 @@ requester's revision). When the episode ends every agent is terminated with the 
 infrastructure fault under ``on_fault="truncate"``, truncated with reward 0), and the usual dead-agent
 steps (``step(None)``) remove them.
 
+``env()`` returns this form inside PettingZoo's ``OrderEnforcingWrapper`` (reset before anything else, as
+every PettingZoo env). It is a ``parallel_to_aec_wrapper`` of the parallel env - one conversion of it, with
+its own turn order - so ``pettingzoo.utils.aec_to_parallel(env())`` gives back that parallel env (the
+generic ``aec_to_parallel_wrapper`` would expect every agent to act in each cycle). PettingZoo's
+``max_cycles_test`` counts a cycle as one action of every agent: it runs on the generic
+``parallel_to_aec(parallel_env(...))``, in which the idle agent's action is ignored.
+
 >>> import gencoord_env
 >>> env = gencoord_env.env(backend="sim", pool="heldout")
 >>> env.reset(seed=0)
@@ -18,14 +25,15 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium
-from pettingzoo import AECEnv
+from pettingzoo.utils.conversions import parallel_to_aec_wrapper
+from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from gencoord_env.envs.gencoord.gencoord import raw_env
 
 
-class TurnBasedAEC(AECEnv):
+class TurnBasedAEC(parallel_to_aec_wrapper):
     def __init__(self, env: raw_env) -> None:
-        super().__init__()
+        super().__init__(env)
         self.env = env
         self.metadata = env.metadata
         self.possible_agents = list(env.possible_agents)
@@ -82,9 +90,9 @@ class TurnBasedAEC(AECEnv):
         self.env.close()
 
 
-def env(**kwargs: Any) -> TurnBasedAEC:
-    """The turn-based AEC form of ``raw_env(**kwargs)``."""
-    return TurnBasedAEC(raw_env(**kwargs))
+def env(**kwargs: Any) -> OrderEnforcingWrapper:
+    """The turn-based AEC form of ``raw_env(**kwargs)``, order-enforced."""
+    return OrderEnforcingWrapper(TurnBasedAEC(raw_env(**kwargs)))
 
 
 __all__ = ["TurnBasedAEC", "env"]

@@ -28,7 +28,8 @@ with a feedback form) ``feedback`` routes on the ``dsl`` and ``json`` surfaces.
 ### Arguments
 ``parallel_env(pool="heldout", backend="minecraft", route="forward", view="full", surface="dsl", seed=0,
 pool_seed=0, private_fact="id", actions="text", observations="text", tokenizer=None, max_tokens=1024,
-reward="binary", infos="full", timings=False, on_fault="raise", world=None, stages=None, render_mode=None)``
+reward="binary", infos="full", timings=False, on_fault="raise", world=None, stages=None, render_mode=None,
+max_cycles=None, menu="default")``
 
 - ``pool``: ``train``, ``heldout``, ``request``, ``horizon``, ``crossproduct``, ``goal_capability``,
   ``visibility`` (see ``gencoord_env.tasks.pools``), a team pool (above), ``procedural`` (endless matched pairs of templates
@@ -37,7 +38,9 @@ reward="binary", infos="full", timings=False, on_fault="raise", world=None, stag
 - ``backend``: ``minecraft`` (default: two Mineflayer bots on the embedded Minecraft 1.21.4 server; run
   ``gencoord setup`` once) or ``sim`` (the pure-Python world, held equal to Minecraft by parity tests).
 - ``backend_options``: for ``minecraft``, e.g. ``{"server": "external", "host": ..., "port": ...}``.
-- ``route``: ``forward``, ``feedback``, ``requester_only``, ``single_step``, ``centralized``.
+- ``route``: ``forward``, ``feedback``, ``requester_only``, ``single_step``, ``centralized``. A pool that no
+  record can solve on the route is refused here, naming the routes that can (``team_feedback`` on
+  ``forward``: its facts sit with the peers the requester must send to; ``routes.unsolvable``).
 - ``view``: projection of the shared prior: ``full``, ``skeleton``, ``node_only``.
 - ``surface``: ``dsl``, ``json`` or ``freeform`` (controlled natural-language dialogue, forward route only:
   the agents alternate utterances, stage ``dialogue``, until the shared extractor of
@@ -46,12 +49,27 @@ reward="binary", infos="full", timings=False, on_fault="raise", world=None, stag
 - ``actions``: ``text`` or ``menu`` (``Discrete(N)`` over the candidate records of the decision, built
   only from what the deciding agent may see: see ``gencoord_env.envs.gencoord.menu``; masked slots end the
   episode with ``PARSE_FAILURE``, never an exception).
+- ``menu`` (with ``actions="menu"``): which candidates fill the slots, and the shortcut each leaves a
+  learner. ``default``: the receiver's slot 1 copies the delivered request, so "always slot 1" solves
+  every forward episode without reading the request's content (the paper's receiver does exactly that);
+  the sender's slots follow the codebook's order. ``branches``: no copy slot; the template's branches (a
+  team agent: the combinations of the facts it acts on) in an order hashed from the public prior, the same
+  for both bindings of a pair and unlike the codebook's, so the receiver must map the request's content to
+  its branch: a fixed slot succeeds in 1 / (number of branches) of the episodes. In neither menu does a
+  slot index predict the binding before the request arrives (the menu is built from the agent's own
+  view). The sender's shortcut, in both, is the fact itself: it holds it (see ``menu.py``).
 - ``observations``: ``text``, ``tokens`` (fixed-length int64 ids of the text, ``max_tokens`` long, from
   ``tokenizer``: the package's offline word tokenizer by default, or any Hugging Face tokenizer object) or
   ``bag`` (float32 counts of each vocabulary word: a bag of words, for MLP learners).
 - ``reward``: ``binary`` (the paper's) or ``staged`` (see Rewards).
 - ``infos``: ``full`` or ``numbers`` (only numeric values, for libraries that turn infos into tensors;
-  ``truncated`` is 1 when the episode ended in an infrastructure fault under ``on_fault="truncate"``).
+  ``truncated`` is 1 when the episode ended in an infrastructure fault under ``on_fault="truncate"`` or ran
+  out of ``max_cycles``). ``full_infos()`` and ``numeric_infos()`` give either form of the current step
+  whatever this is: scripted partners and ``TraceRecorder`` read the full form while a learner gets numbers.
+- ``max_cycles``: the most decisions (steps) an episode may take; one that reaches it without an outcome
+  ends as a truncation (``truncations`` True, reward 0.0, ``outcome`` None, ``infos["max_cycles"]`` and a
+  ``{"stage": "max_cycles"}`` trace record). ``None`` (default): only the route bounds an episode (at most
+  three decisions on the structured surfaces, ``MAX_TURNS`` utterances in a dialogue).
 - ``timings``: add wall-clock measurements to the final infos (``timings``); off by default, so that
   infos of equal seeds are equal.
 - ``on_fault``: what an infrastructure fault of the world backend (a
@@ -63,6 +81,11 @@ reward="binary", infos="full", timings=False, on_fault="raise", world=None, stag
   ``reset()`` recovers (a fresh sidecar, a rebuilt arena). A fault during ``reset`` is retried once (that
   reset's infos then carry ``reset_fault``); a second fault raises. Agent mistakes are never faults: they
   are failure codes either way.
+- ``render_mode``: ``ansi`` (``render()`` returns the episode so far as text: decisions, deliveries, skill
+  events, the handoff, what each agent holds, the outcome), ``rgb_array`` (a uint8 top-down picture of the
+  arena from world truth on either backend: stations and their contents, agents and what each holds, sites
+  built, the handoff's items in flight: ``gencoord_env.envs.gencoord.picture``) or ``human`` (the text,
+  printed at each step).
 - ``stages``: a ``Stages`` value with stage functions swapped (fault injection; interventions are wrappers).
 
 ``reset(seed, options)``: ``options={"index": k}`` selects episode ``k`` of ``env.episodes`` (cluster ``k // 2``
@@ -77,6 +100,16 @@ text that reaches a peer's observation (a free-form utterance) is escaped and cu
 ``str`` (text actions) or is longer than the action space's ``max_length`` (4,096 characters) ends the
 episode with ``PARSE_FAILURE`` before it is parsed; the reason says which. No action, whatever its type,
 length or characters (lone surrogates included), makes ``step`` raise.
+
+### State
+``state()`` is the centralized view, what the ``centralized`` route's planner (the first role) would see: its
+own local view and every peer's local view as uploaded (for a team, each one), the shared prior, the
+history of the first role and every message delivered so far (each agent's inbox, in role order), encoded
+in the env's ``observations`` mode (text; tokens as ``observation`` and ``observation_mask``; a bag of
+words, the prior counted apart) without an action mask; ``state_space`` is its space. It holds nothing
+the agents' own views and the messages between them do not: no hidden binding beyond the private field
+its holder sees, no world truth, no outcome. It is for centralized critics (MAPPO's value function), not
+for actors: ``examples/marl_ppo.py --algo mappo`` uses it so.
 
 ### Rewards
 Both agents get the reward at the end of the episode, 0.0 before. ``binary``: 1.0 when the outcome is
@@ -111,6 +144,7 @@ from pettingzoo import ParallelEnv
 
 from gencoord_env.envs.gencoord.dialogue import DialogueSession
 from gencoord_env.envs.gencoord.interface import ACTIONS, OBSERVATIONS, WAITING, Interface, Menu, brief
+from gencoord_env.envs.gencoord.menu import MENUS
 from gencoord_env.envs.gencoord.routes import ROUTES
 from gencoord_env.envs.gencoord.session import EpisodeSession, Setup
 from gencoord_env.envs.gencoord.stages import Intervention, Stages
@@ -118,7 +152,7 @@ from gencoord_env.envs.gencoord.surfaces import SURFACES
 from gencoord_env.outcomes import REWARDS
 from gencoord_env.tasks import AGENTS, Episode
 from gencoord_env.tasks.compose import VIEWS
-from gencoord_env.tasks.contexts import PRIVATE_FACT_FORMS, Context, render_parts
+from gencoord_env.tasks.contexts import PRIVATE_FACT_FORMS, Context, build_context, render_parts
 from gencoord_env.tasks.episode import agents_for
 from gencoord_env.tasks.pools import POOL_SIZES, TEAM_POOLS, pool_episodes
 from gencoord_env.tokens import as_tokenizer
@@ -152,7 +186,8 @@ def _choice(name: str, value: str, allowed: Sequence[str]) -> str:
 
 
 class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
-    metadata = {"render_modes": ["human", "ansi"], "name": "gencoord_v0", "is_parallelizable": True}
+    metadata = {"render_modes": ["human", "ansi", "rgb_array"], "name": "gencoord_v0", "is_parallelizable": True,
+                "render_fps": 2}
 
     def __init__(
         self,
@@ -176,6 +211,8 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         stages: Stages | None = None,
         render_mode: str | None = None,
         backend_options: dict[str, Any] | None = None,
+        max_cycles: int | None = None,
+        menu: str = "default",
     ) -> None:
         self.route = _choice("route", route, sorted(ROUTES))
         self.view = _choice("view", view, VIEWS)
@@ -198,6 +235,9 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         if render_mode is not None:
             _choice("render_mode", render_mode, self.metadata["render_modes"])
         self.render_mode = render_mode
+        if max_cycles is not None and (isinstance(max_cycles, bool) or not isinstance(max_cycles, int) or max_cycles < 1):
+            raise ValueError(f"max_cycles must be a positive int or None, got {max_cycles!r}")
+        self.max_cycles = max_cycles
         self.private_fact = private_fact
         if pool == "procedural":  # endless matched pairs of generated templates, indexed lazily
             from gencoord_env.tasks.procedural import procedural_episodes
@@ -215,6 +255,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         self.interface = Interface(
             _choice("actions", actions, ACTIONS), _choice("observations", observations, OBSERVATIONS), self.surface,
             as_tokenizer(tokenizer) if observations in ("tokens", "bag") else None, int(max_tokens),
+            menu_kind=_choice("menu", menu, MENUS),
         )
         self._world = world
         self._backend_options = backend_options or {}
@@ -222,8 +263,10 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         self.possible_agents = list(self._agents_of_pool())
         if len(self.possible_agents) > 2:
             self._check_team_options()
+        self._check_solvable()
         self.agents: list[str] = []
         obs_space, act_space = self.interface.observation_space(), self.interface.action_space()
+        self.state_space = self.interface.state_space()
         self._obs_spaces = {a: obs_space for a in self.possible_agents}
         self._act_spaces = {a: act_space for a in self.possible_agents}
         self._rng = np.random.default_rng(seed)
@@ -266,6 +309,19 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             raise ValueError(f"route {self.route!r} has no team form; a team pool runs the routes {list(TEAM_ROUTES)}")
         if self.surface.dialogue:
             raise ValueError(f"surface={self.surface.name!r} is a two-agent dialogue; a team pool runs 'dsl' or 'json'")
+
+    def _check_solvable(self) -> None:
+        """Refuse a pool that no record can solve on this route, naming the routes that can."""
+        from gencoord_env.envs.gencoord.routes import TEAM_ROUTES, unsolvable
+
+        templates = {e.template.id: e.template for e in self.episodes[:4096]} if self.pool_name != "procedural" else {}
+        for template in templates.values():
+            why = unsolvable(self.route, template)
+            if why is not None:
+                usable = [r for r in (TEAM_ROUTES if len(template.roles) > 2 else sorted(ROUTES))
+                          if all(unsolvable(r, t) is None for t in templates.values())]
+                raise ValueError(f"pool {self.pool_name!r} cannot be solved on route {self.route!r}: {why}; use "
+                                 + " or ".join(f"route={r!r}" for r in usable))
 
     # --- spaces (built once, returned as the same objects) -----------------------------------------
     def observation_space(self, agent: str) -> gymnasium.spaces.Space:
@@ -326,11 +382,13 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
                 s.act(text, self._last_text.get(turn, ""))
         except self._faults as e:  # on_fault="truncate": the world broke mid-episode
             s.truncate(e)
+        if not s.done and self.max_cycles is not None and s.metrics.values["decisions"] >= self.max_cycles:
+            s.stop(f"max_cycles: {self.max_cycles} decisions without an outcome")
         done = s.done
         reward = self.rewards[s.outcome] if done and s.outcome is not None else 0.0
         rewards = {a: reward for a in self.agents}
-        terminations = {a: done and s.fault is None for a in self.agents}
-        truncations = {a: s.fault is not None for a in self.agents}
+        terminations = {a: done and not s.truncated for a in self.agents}
+        truncations = {a: s.truncated for a in self.agents}
         observations, infos = self._observations(), self._infos()
         if done:
             self.agents = []
@@ -357,15 +415,32 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
                 else interface.observe(text, None)
                 for a, text in self._last_text.items()}
 
+    def state(self) -> Any:
+        """The centralized state (see State in the module docstring), in ``state_space``."""
+        s = self.session
+        if s is None:
+            raise RuntimeError("state() called before reset(); call reset() first")
+        episode, p = s.episode, s.progress
+        planner = episode.role_agents[0]
+        messages = tuple(m for a in episode.role_agents for m in p.inbox.get(a, ()))
+        context = build_context(episode, planner, "centralized", route="centralized", view=self.view,
+                                history=p.history.get(planner, ()), messages=messages,
+                                private_fact=self.private_fact, describe=self.setup.describe)
+        return self.interface.state(render_parts(context))
+
     def observation_text(self, agent: str) -> str:
         """What ``agent`` sees now as text, whatever the observation interface (scripted partners read it)."""
         return self._last_text[agent]
 
     def _infos(self) -> dict[str, dict[str, Any]]:
+        return self.numeric_infos() if self.infos_mode == "numbers" else self.full_infos()
+
+    def full_infos(self) -> dict[str, dict[str, Any]]:
+        """This step's infos in the ``full`` form, whatever ``infos`` is (what scripted partners and the trace
+        recorder read when a learner gets ``infos="numbers"``)."""
         s = self.session
-        assert s is not None
-        if self.infos_mode == "numbers":
-            return self._numeric_infos()
+        if s is None:
+            raise RuntimeError("full_infos() called before reset(); call reset() first")
         base: dict[str, Any] = {"episode_id": s.episode.id, "template": s.episode.template.id, "route": s.setup.route}
         if s.done:
             metrics = s.metrics.as_dict()
@@ -373,6 +448,8 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
                          "metrics": {k: v for k, v in metrics.items() if k not in TIMINGS}})
             if s.fault is not None:
                 base["fault"] = dict(s.fault)
+            if s.stopped is not None:
+                base["max_cycles"] = self.max_cycles
             if self.timings:
                 base["timings"] = {k: metrics[k] for k in TIMINGS}
         else:
@@ -385,9 +462,11 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
                 infos[s.turn]["candidates"] = [*texts, *[None] * (self.interface.n - len(texts))]
         return infos
 
-    def _numeric_infos(self) -> dict[str, dict[str, Any]]:
+    def numeric_infos(self) -> dict[str, dict[str, Any]]:
+        """This step's infos in the ``numbers`` form, whatever ``infos`` is."""
         s = self.session
-        assert s is not None
+        if s is None:
+            raise RuntimeError("numeric_infos() called before reset(); call reset() first")
         m = s.metrics.values
         base = {
             "stage_index": -1 if s.done else int(s.progress.index),
@@ -398,16 +477,24 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             "wire_bytes": int(m["wire_bytes"]),
             "handoff_verified": int(bool(m["handoff_verified"])),
             "commitment_validity": int(bool(m["commitment_validity"])),
-            "truncated": int(s.fault is not None),
+            "truncated": int(s.truncated),
         }
         turn = None if s.done else s.turn
         return {a: {**base, "deciding": int(a == turn)} for a in s.episode.agents}
 
-    def render(self) -> str | None:
-        if self.session is None:
+    def render(self) -> str | np.ndarray | None:
+        """The episode so far, from world truth (``gencoord_env.envs.gencoord.picture``): ``ansi`` as text,
+        ``rgb_array`` as a top-down picture of the arena, ``human`` printed as text; None before ``reset``."""
+        if self.session is None or self.render_mode is None:
             return None
+        from gencoord_env.envs.gencoord import picture
+
         s = self.session
-        text = f"{s.episode.id} route={s.setup.route} stage={'done' if s.done else s.decision.stage} outcome={s.outcome}"
+        truth = self.world.observe()
+        if self.render_mode == "rgb_array":
+            handoffs = [e.data for e in s.events if e.kind == "handoff" and e.ok]
+            return picture.frame(s.episode.world, truth, handoffs, s.episode.role_agents)
+        text = picture.text(s, truth)
         if self.render_mode == "human":
             print(text)
             return None

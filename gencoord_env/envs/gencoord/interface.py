@@ -12,6 +12,10 @@ Any action value is handled: a text action that is not a ``str``, or a menu acti
 unmasked slot, is refused with a reason (the session ends the episode with ``PARSE_FAILURE``); a ``str``
 over ``MAX_ACTION`` characters is refused by the session before it is parsed.
 
+The centralized state (``state()``, ``state_space``) is encoded the same way without an action mask: text as
+``Text``, tokens as a ``Dict`` of ``observation`` and ``observation_mask``, a bag as its ``Box`` (the shared
+prior counted apart, as for an agent's view).
+
 With tokens or a menu the observation is a ``Dict`` (PettingZoo's convention: ``observation`` and
 ``action_mask``); text with text actions stays a plain ``Text``. Spaces are built once per env and are
 the same objects on every call.
@@ -26,7 +30,7 @@ import gymnasium
 import numpy as np
 
 from gencoord_env.caches import Memo
-from gencoord_env.envs.gencoord.menu import candidates, menu_key, menu_size
+from gencoord_env.envs.gencoord.menu import MENUS, candidates, menu_key, menu_size
 from gencoord_env.envs.gencoord.surfaces import Surface
 from gencoord_env.tasks.contexts import Context
 from gencoord_env.tasks.contexts import render_parts
@@ -89,12 +93,15 @@ class Interface:
     tokenizer: Tokenizer | None = None
     max_tokens: int = 1024
     n: int = field(default_factory=menu_size)
+    menu_kind: str = "default"  # menu.MENUS
 
     def __post_init__(self) -> None:
         if self.actions == "menu" and self.surface.dialogue:
             raise ValueError(f"actions='menu' needs a structured surface (dsl or json); surface={self.surface.name!r} is a dialogue")
         if self.observations in ("tokens", "bag") and self.tokenizer is None:
             raise ValueError(f"observations={self.observations!r} needs a tokenizer")
+        if self.menu_kind not in MENUS:
+            raise ValueError(f"unknown menu {self.menu_kind!r}; expected one of {list(MENUS)}")
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be positive, got {self.max_tokens}")
 
@@ -121,6 +128,26 @@ class Interface:
             return parts["observation"]
         return gymnasium.spaces.Dict(parts)
 
+    def state_space(self) -> gymnasium.spaces.Space:
+        """The space of the centralized state: the observation's, without the action mask."""
+        space = self.observation_space()
+        if not isinstance(space, gymnasium.spaces.Dict):
+            return space
+        parts = {k: v for k, v in space.spaces.items() if k != "action_mask"}
+        return gymnasium.spaces.Dict(parts) if len(parts) > 1 else parts["observation"]
+
+    def state(self, parts: tuple[str, ...]) -> Any:
+        """The centralized state from the blocks of a centralized context's text (``render_parts``: head,
+        local observation, history and messages, the shared prior, the uploaded peer views)."""
+        if self.observations == "tokens":
+            assert self.tokenizer is not None
+            ids, mask = encode_fixed(self.tokenizer, parts, self.max_tokens)
+            return {"observation": ids, "observation_mask": mask}
+        if self.observations == "bag":
+            assert self.tokenizer is not None
+            return bag_of_words(self.tokenizer, parts[:3] + parts[4:], parts[3])
+        return "\n".join(parts)
+
     def action_space(self) -> gymnasium.spaces.Space:
         if self.actions == "menu":
             return gymnasium.spaces.Discrete(self.n)
@@ -131,10 +158,10 @@ class Interface:
         """The menu of a deciding agent's context; a waiting agent has only slot 0."""
         if context is None:
             return WAITING
-        key = menu_key(context)
+        key = menu_key(context, self.menu_kind)
         menu = _MENUS.get((self.surface.name, self.n, key))
         if menu is None:
-            records = candidates(context, key)
+            records = candidates(context, key, self.menu_kind)
             peers = max(1, len(context.team) - 1)  # a team's records may address every other agent
             texts = tuple(self.surface.write(c, peers) if c is not None else None for c in records)
             menu = _MENUS.put((self.surface.name, self.n, key), Menu(records, texts, _mask(records, self.n)))

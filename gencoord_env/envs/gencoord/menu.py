@@ -13,6 +13,19 @@ never from the hidden fact (as TextWorld's admissible commands do for text games
 | single-step ``sender_after_obtain`` | the empty record | as a joint record, over what is left after the executed tasks |
 | receiver after the request | the empty record | the delivered request realized as the receiver's ``SELF`` (masked when none arrived), then each branch's receiver path |
 
+This is the ``default`` menu (``parallel_env(menu="default")``). Its shortcut: the receiver's slot 1 copies
+whatever request arrived, so a receiver that always takes slot 1 succeeds without reading the request's
+content (a trained receiver chose it in 256 of 256 held-out episodes); fine for the paper's receiver, which
+realizes the delivered REQ, but it cannot show whether a learner uses the message.
+
+``menu="branches"`` has no copy slot: slot 0 the empty record, then the template's branches in an order
+that depends only on the public prior (a hash of its text and the branch id, the same for every binding of
+a matched pair, different between templates), each as the decision needs it (a receiver's SELF path; a
+sender's cuts, branch after branch; a single-step task). A receiver must map the request's content to the
+branch that realizes it; before a request arrives no slot index tells the bindings apart
+(``tests/rl/test_menus.py``). A team agent's menu drops its copy slot (slot 1 stays masked) and keeps one
+record per combination of the fact values it acts on, in the same hashed order.
+
 Slots that a decision does not use are masked (``action_mask`` 0). ``N`` (``menu_size``) is the most
 any two-branch template can need under the Short DSL's path limit, the same for every pool. An agent that is not deciding gets a mask with slot 0 only;
 its action is ignored.
@@ -26,6 +39,7 @@ composer as the rule agents, from the agent's own context.
 from __future__ import annotations
 
 import itertools
+import zlib
 from collections.abc import Sequence
 
 from gencoord_env.caches import Memo, cache
@@ -37,6 +51,8 @@ from gencoord_env.tasks.prior import prior
 from gencoord_env.types import PeerRequest, Proposal, Task
 
 EMPTY = Proposal((), ())
+#: the menus an env can build (module docstring)
+MENUS: tuple[str, ...] = ("default", "branches")
 
 _JOINT_STAGES = frozenset({"sender_initial", "sender_after_obtain", "requester_initial", "requester_after_response", "centralized"})
 
@@ -57,39 +73,48 @@ def _cuts(path: Sequence[Task], peer: str) -> list[Proposal | None]:
             for k in range(1, len(path))]
 
 
-def menu_key(context: Context) -> tuple[object, ...]:
-    """What a decision's menu depends on: the rendered prior, the stage, who decides, history and requests."""
-    return (context.prior.text, context.stage, context.route, context.agent, context.peer, len(context.history),
+def menu_key(context: Context, menu: str = "default") -> tuple[object, ...]:
+    """What a decision's menu depends on: the menu kind, the rendered prior, the stage, who decides, history
+    and requests."""
+    return (menu, context.prior.text, context.stage, context.route, context.agent, context.peer, len(context.history),
             tuple(m.payload for m in context.messages if isinstance(m, RequestMessage)), context.team)
 
 
-def candidates(context: Context, key: tuple[object, ...] | None = None) -> tuple[Proposal | None, ...]:
+def candidates(context: Context, key: tuple[object, ...] | None = None, menu: str = "default") -> tuple[Proposal | None, ...]:
     """The decision's candidate records in slot order (``None``: an unused slot), before padding."""
-    key = key or menu_key(context)
+    key = key or menu_key(context, menu)
     found = _MENUS.get(key)
     if found is None:
-        found = _MENUS.put(key, _candidates(context))
+        found = _MENUS.put(key, _candidates(context, menu))
     return found  # type: ignore[no-any-return]
+
+
+def _public_order(prior_text: str, branches: Sequence[str]) -> list[str]:
+    """``branches`` in the ``branches`` menu's order: by a hash of the public prior's text and the branch id,
+    so the same for every binding of a matched pair and not the codebook's order."""
+    return sorted(branches, key=lambda b: (zlib.crc32(f"{prior_text}\n{b}".encode("utf-8")), b))
 
 
 _MENUS = Memo("envs.menu.candidates", maxsize=1 << 15)
 
 
-def _candidates(context: Context) -> tuple[Proposal | None, ...]:
+def _candidates(context: Context, menu: str = "default") -> tuple[Proposal | None, ...]:
     if context.team:
-        return _team_candidates(context)
+        return _team_candidates(context, menu)
     view, stage, peer = context.prior, context.stage, context.peer
+    branches = view.codebook if menu == "default" else _public_order(view.text, view.codebook)
     out: list[Proposal | None] = [EMPTY]
     if stage == "receiver_after_request":
-        request = context.request
-        out.append(Proposal(request.requested_plan, ()) if request is not None else None)
-        out += [Proposal(_branch_path(view, b)[1], ()) for b in view.codebook]
+        if menu == "default":
+            request = context.request
+            out.append(Proposal(request.requested_plan, ()) if request is not None else None)
+        out += [Proposal(_branch_path(view, b)[1], ()) for b in branches]
     elif stage == "sender_initial" and context.route == "single_step":
-        for b in view.codebook:
+        for b in branches:
             out += [Proposal((t,), ()) for t in _branch_path(view, b)[0]]
     elif stage in _JOINT_STAGES:
         done = len(context.history)
-        for b in view.codebook:
+        for b in branches:
             first, second = _branch_path(view, b)
             out += _cuts(first[done:] + second, peer)
     else:
@@ -97,7 +122,7 @@ def _candidates(context: Context) -> tuple[Proposal | None, ...]:
     return tuple(out)
 
 
-def _team_candidates(context: Context) -> tuple[Proposal | None, ...]:
+def _team_candidates(context: Context, menu: str = "default") -> tuple[Proposal | None, ...]:
     from gencoord_env.agents.context_view import JOINT_STAGES, delivered, team, team_record
 
     shape = team(context)
@@ -105,13 +130,17 @@ def _team_candidates(context: Context) -> tuple[Proposal | None, ...]:
     factors = range(len(shape.factors)) if joint else sorted(shape.known(context.role))
     requests = delivered(context)
     out: list[Proposal | None] = [EMPTY]
-    if requests and not joint:
+    if requests and not joint and menu == "default":
         binds = {b for m in requests for t in m.request.requested_plan if isinstance(b := t.args.get("bind"), str)}
         passed = team_record(context, binds)
         out.append(Proposal(tuple(t for m in requests for t in m.request.requested_plan), passed.peer_requests))
     else:
         out.append(None)
-    for combo in itertools.product(*(shape.factors[k][1] for k in factors)):
+    combos = list(itertools.product(*(shape.factors[k][1] for k in factors)))
+    if menu != "default":
+        order = _public_order(context.prior.text, ["+".join(c) for c in combos])
+        combos.sort(key=lambda c: order.index("+".join(c)))
+    for combo in combos:
         out.append(team_record(context, set(combo), joint=joint))
     return tuple(out)
 
@@ -131,4 +160,4 @@ def _largest_codebook() -> int:
     return max(len(t.bindings) for t in (*p.templates.values(), p.goal_capability.template))
 
 
-__all__ = ["EMPTY", "candidates", "menu_key", "menu_size"]
+__all__ = ["EMPTY", "MENUS", "candidates", "menu_key", "menu_size"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from gencoord_env.caches import cache
 from gencoord_env.tasks.prior import TemplateSpec
@@ -40,10 +41,23 @@ class Shape:
     holds: Callable[[Proposal], bool]
 
 
+# Module-level predicates, not lambdas, so that a live session (and the env holding it) pickles.
+def _requests(q: Proposal, k: int = 1) -> bool:
+    return len(q.peer_requests) == k and all(r.requested_plan for r in q.peer_requests)
+
+
+def _self_only(q: Proposal) -> bool:
+    return bool(q.self_plan) and not q.peer_requests
+
+
+def _one_task(q: Proposal) -> bool:
+    return len(q.self_plan) == 1 and not q.peer_requests
+
+
 SHAPES: dict[str, Shape] = {s.name: s for s in (
-    Shape("one_request", "exactly one non-empty REQ", lambda q: len(q.peer_requests) == 1 and bool(q.peer_requests[0].requested_plan)),
-    Shape("self_only", "a non-empty SELF path and REQ -", lambda q: bool(q.self_plan) and not q.peer_requests),
-    Shape("one_task", "exactly one SELF task and REQ -", lambda q: len(q.self_plan) == 1 and not q.peer_requests),
+    Shape("one_request", "exactly one non-empty REQ", _requests),
+    Shape("self_only", "a non-empty SELF path and REQ -", _self_only),
+    Shape("one_task", "exactly one SELF task and REQ -", _one_task),
 )}
 
 #: The session steps a decision can hand its record to (``EpisodeSession`` implements each one).
@@ -84,8 +98,7 @@ ROUTES: dict[str, tuple[Decision, ...]] = {
 
 def requests_shape(k: int) -> Shape:
     """A team row's shape: one non-empty REQ to each of ``k`` channel peers."""
-    return Shape(f"requests_{k}", f"one non-empty REQ to each of its {k} channel peers",
-                 lambda q: len(q.peer_requests) == k and all(r.requested_plan for r in q.peer_requests))
+    return Shape(f"requests_{k}", f"one non-empty REQ to each of its {k} channel peers", partial(_requests, k=k))
 
 
 #: The team routes; a team has no single-step form (its sender decides all it asks at once).
@@ -129,6 +142,27 @@ def _team_rows(route: str, team_roles: tuple[str, ...], channels: tuple[tuple[st
     return tuple(rows)
 
 
+def unsolvable(route: str, template: TemplateSpec) -> str | None:
+    """Why no record can succeed on ``route`` for ``template``, or None when some can.
+
+    On a team's forward route facts travel only along the channels, and a record may name only the branches
+    its author holds or was sent (the contract's scope). A role that must send requests while no fact
+    reaches it can write no request that passes the contract: every episode ends in ``CONTRACT_REJECT``
+    (the workcells template, whose facts sit with the peers the requester sends to).
+    """
+    if len(template.roles) == 2 or route != "forward":
+        return None
+    from gencoord_env.tasks.compose import Team
+
+    team = Team.of(template)
+    for role in template.roles:
+        if team.receivers(role) and team.factors and not team.known(role):
+            holders = sorted({holder for holder, _ in team.factors})
+            return (f"on the forward route the {role!r} role of template {template.id!r} must send requests, but no "
+                    f"fact reaches it (the facts sit with {', '.join(holders)}, who have no channel to it)")
+    return None
+
+
 def _dependency_order(roles: list[str], channels: tuple[tuple[str, str], ...]) -> list[str]:
     """The roles ordered so that each comes after every role with a channel to it (ties: role order)."""
     out: list[str] = []
@@ -140,4 +174,4 @@ def _dependency_order(roles: list[str], channels: tuple[tuple[str, str], ...]) -
     return out
 
 
-__all__ = ["Decision", "ROUTES", "SHAPES", "STEPS", "Shape", "TEAM_ROUTES", "requests_shape", "route_rows"]
+__all__ = ["Decision", "ROUTES", "SHAPES", "STEPS", "Shape", "TEAM_ROUTES", "requests_shape", "route_rows", "unsolvable"]

@@ -205,13 +205,20 @@ class EpisodeSession:
         self.reason = ""
         #: an infrastructure fault that truncated the episode: {"type", "message"} (``truncate``)
         self.fault: dict[str, str] | None = None
+        #: why the env stopped the episode unfinished (its ``max_cycles``), or None
+        self.stopped: str | None = None
         world.reset(episode.world)
         # time to commitment starts at the first observation, after the reset (and any sidecar start)
 
     # --- who decides, what they see ---------------------------------------------------------------
     @property
     def done(self) -> bool:
-        return self.outcome is not None or self.fault is not None
+        return self.outcome is not None or self.truncated
+
+    @property
+    def truncated(self) -> bool:
+        """Ended without an outcome: an infrastructure fault, or the env's ``max_cycles``."""
+        return self.fault is not None or self.stopped is not None
 
     @property
     def decision(self) -> Decision:
@@ -232,6 +239,8 @@ class EpisodeSession:
         """What ``agent`` sees now (text); only the deciding agent sees a context."""
         if self.fault is not None:
             return f"AGENT {agent}\nSTAGE done\nFAULT {self.fault['type']}"
+        if self.stopped is not None:
+            return f"AGENT {agent}\nSTAGE done\nOUTCOME None"
         if self.done:
             return f"AGENT {agent}\nSTAGE done\nOUTCOME {self.outcome}"
         if agent != self.turn:
@@ -519,6 +528,13 @@ class EpisodeSession:
         self.fault = {"type": type(fault).__name__, "message": printable(str(fault))}
         self.reason = self.fault["message"]
         self.trace.append({"stage": "fault", **self.fault})
+        self.metrics.values["episode_seconds"] = time.perf_counter() - self.metrics.t_start
+
+    def stop(self, reason: str) -> None:
+        """End the episode unfinished, as a truncation (the env's ``max_cycles`` ran out): no outcome, the
+        reason kept and a ``{"stage": "max_cycles"}`` trace record."""
+        self.stopped = self.reason = reason
+        self.trace.append({"stage": "max_cycles", "reason": reason})
         self.metrics.values["episode_seconds"] = time.perf_counter() - self.metrics.t_start
 
 
