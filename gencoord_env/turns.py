@@ -56,6 +56,8 @@ class TurnEnv:
     def __init__(self, env: Any) -> None:
         self.env = env
         self.turn: Turn | None = None
+        #: the deciding agent's full info (its typed ``context`` included), for scripted agents; {} at the end
+        self.info: dict[str, Any] = {}
         #: decisions taken in the current episode
         self.steps = 0
 
@@ -84,11 +86,12 @@ class TurnEnv:
         some = next(iter(infos.values()))
         common = {"episode_id": str(some["episode_id"]), "template": str(some["template"])}
         if some["turn"] is None:  # the end
+            self.info = {}
             fault = some.get("fault")
             return Turn("", None, None, "done", **common, done=True, reward=reward, outcome=_code(some["outcome"]),
                         reason=some.get("reason"), metrics=dict(some["metrics"]), fault=dict(fault) if fault else None)
         agent = str(some["turn"])
-        info = infos[agent]
+        info = self.info = infos[agent]
         return Turn(self.env.observation_text(agent), agent, str(info["role"]), str(info["stage"]), **common,
                     candidates=info.get("candidates"))
 
