@@ -61,14 +61,14 @@ class SelfPlayConfig:
     train_episodes: int | None = None  # GRPO samples the first N episodes of the pool (None: all)
     eval_pool: str = "heldout"
     eval_episodes: int | None = None
+    reward: str = "staged"
+    lr: float = 1e-4
     steps: int = 40
+    max_turns: int = 4  # tool calls per completion (a two-agent forward episode takes two)
+    max_completion_length: int = 512  # calls and the observations they answer with, together
     prompts_per_step: int = 8
     num_generations: int = 8
-    max_completion_length: int = 512
-    max_turns: int = 4
-    lr: float = 1e-4
     temperature: float = 1.0
-    reward: str = "staged"
     device: str | None = None
 
     def __post_init__(self) -> None:
