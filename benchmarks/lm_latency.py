@@ -6,7 +6,10 @@ the paper's) input tokens. Targets: time to commitment p50 <= 0.25 s for Direct 
 (79 output tokens) and <= 0.1 s for Factor-Code (19); >= 200 commitments/s at batch 64.
 
 - time to commitment: two sequential calls at batch 1 (sender, then receiver), p50 / p95 over reps;
-- commitments per second: two sequential calls of batch 64.
+- commitments per second: two sequential calls of batch 64, greedy; then sampled (``do_sample``, the
+  reinforcement-learning setting: temperature 1, top-p ``--top-p``, per-token log-probabilities) through
+  the static path and through plain ``model.generate`` (``--sampled-reps``; 0 skips both), in the same
+  run. Every sampled log-probability must be finite (a NaN or infinite one stops the run).
 
 ``--prefix-tokens N`` repeats both measurements with the first N input tokens of every prompt one
 shared head (the shared prior, which prompts carry first: ``gencoord_env.agents.lm.prompt``): the
@@ -26,7 +29,7 @@ full prefill: time to commitment p50 0.308 s Direct / 0.079 s Factor-Code (prefi
 commitment's two 950-token prefills are ~2.1 TFLOP, so 64 of them take >= 0.2 s of bf16 matrix work
 at a realistic ~650 TFLOP/s before any decoding; as measured (2 x 200 ms per 64 commitments) the full
 prefills alone cap the rate at 160/s, which is what prefix reuse removes. Prefix reuse
-(``--prefix-tokens``): not yet measured on GPU.
+(``--prefix-tokens``) and the sampled rows: not yet measured on GPU.
 Expected from the figures above, not measured: the suffix prefill scales with the suffix (~0.4 of the
 prompt at N = 590), so Factor-Code at batch 64 should clear 200/s, while Direct stays bound by its
 decode steps (79 per call) at both batch sizes.
@@ -40,6 +43,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import platform
 import statistics
@@ -170,6 +174,10 @@ def _batch_throughput(
         pairs.append(time.perf_counter() - t0)
         calls += [t1 - t0, pairs[-1] - (t1 - t0)]
         assert all(r.output_tokens == args.output_tokens for r in first + second)
+    if gen.config.do_sample:  # what RL trains on must be finite
+        bad = [r for r in first + second if r.logprobs is None or not all(map(math.isfinite, r.logprobs))]
+        if bad:
+            raise FloatingPointError(f"{label}: {len(bad)} of {2 * args.batch} sampled records have non-finite log-probabilities")
     result = {
         "batch": args.batch,
         "label": label,
@@ -308,6 +316,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--batch-reps", type=int, default=5)
     parser.add_argument("--baseline-reps", type=int, default=2, help="plain model.generate calls at batch 1 (0: skip)")
+    parser.add_argument("--sampled-reps", type=int, default=2,
+                        help="timed pairs of sampled calls at batch N, static path and plain model.generate (0: skip)")
+    parser.add_argument("--top-p", type=float, default=1.0, help="nucleus of the sampled calls (default: 1.0, TRL's default)")
     parser.add_argument("--no-graphs", action="store_true", help="decode without CUDA graphs")
     parser.add_argument("--no-compile", action="store_true", help="capture the eager decode step and prefill (no torch.compile)")
     parser.add_argument("--no-hybrid", action="store_true", help="decode through transformers' forward, not gencoord_env.agents.lm.hybrid")
@@ -391,6 +402,21 @@ def main() -> None:
         variant = _batch_throughput(bf16_state, rng, vocab, avoid, args, f"{dtype} recurrent state")
         del bf16_state
 
+    # ---- batch N, sampled (reinforcement learning): the static path and plain model.generate, same prompts' shape
+    sampled: dict[str, object] = {}
+    if args.sampled_reps > 0:
+        reps = argparse.Namespace(**{**vars(args), "batch_reps": args.sampled_reps})
+        sampling = dict(do_sample=True, temperature=1.0, top_p=args.top_p, seed=0)
+        static_sampler = Generator(model, tokenizer, dataclasses.replace(fast_config, **sampling))
+        sampled["static"] = _batch_throughput(static_sampler, rng, vocab, avoid, reps, "sampled, static path")
+        del static_sampler
+        plain_sampler = Generator(model, tokenizer, GenerationConfig(**fixed, backend="generate", **sampling))
+        sampled["generate"] = _batch_throughput(plain_sampler, rng, vocab, avoid, reps, "sampled, plain model.generate")
+        del plain_sampler
+        print(f"batch {args.batch} sampled: static {sampled['static']['commitments_per_s']:.1f} vs plain generate "
+              f"{sampled['generate']['commitments_per_s']:.1f} commitments/s (greedy static {bn['commitments_per_s']:.1f})",
+              flush=True)
+
     # ---- reference: plain model.generate at batch 1, and agreement of the two paths
     baseline: dict[str, object] = {}
     if args.baseline_reps > 0:
@@ -433,7 +459,7 @@ def main() -> None:
         print(f"float32 prefill agreement: {baseline['float32']}", flush=True)
     result = {
         "info": info, "profile": profile, "batch1": b1, "batchN": bn, "prefix": prefix, "batchN_state_variant": variant,
-        "baseline": baseline,
+        "baseline": baseline, "batchN_sampled": sampled,
     }
     out = args.out or (Path(os.environ["OUT"]) / "lm_latency.json" if os.environ.get("OUT") else None)
     if out is not None:
@@ -447,6 +473,8 @@ def main() -> None:
         + (f" batch{args.batch}_model_dtype_state={variant['commitments_per_s']:.1f}/s" if variant else "")
         + (f" prefix{args.prefix_tokens}_commit_p50={prefix['batch1']['commit_p50_s']:.3f}s"
            f" prefix{args.prefix_tokens}_batch{args.batch}={prefix['batchN']['commitments_per_s']:.1f}/s" if prefix else "")
+        + (f" batch{args.batch}_sampled_static={sampled['static']['commitments_per_s']:.1f}/s"
+           f" batch{args.batch}_sampled_generate={sampled['generate']['commitments_per_s']:.1f}/s" if sampled else "")
         + f" graphs={info['cuda_graphs']} hybrid={info['hybrid_forward']} fused={args.fuse_projections}"
     )
 

@@ -6,6 +6,8 @@
     gencoord replay TRACE.jsonl             re-run recorded episodes and check they match
     gencoord replay --show TRACE.jsonl [--episode ID]   print one episode's runtime accounting
     gencoord experiment NAME [--backend sim|minecraft] [--out DIR]
+    gencoord serve --port 8000 [--host 127.0.0.1] [--max-sessions 4] [--backend sim --pool heldout ...]
+                                            the env as an OpenEnv server (needs the openenv extra)
     gencoord train ...                      SFT data, training and closed-loop evaluation
     gencoord --version
 
@@ -36,7 +38,7 @@ DELEGATED = {
 DEBUG_FLAG = "--debug"
 DEBUG_ENV = "GENCOORD_DEBUG"
 #: Import names whose distribution is named otherwise (for finding the extra that installs a module).
-_DISTRIBUTIONS = {"sklearn": "scikit-learn"}
+_DISTRIBUTIONS = {"sklearn": "scikit-learn", "openenv": "openenv-core"}
 
 
 # ---- shared argument helpers (the other commands use them too) ------------------------------------
@@ -306,6 +308,21 @@ def _rollout_at_once(args: argparse.Namespace, env_kwargs: dict[str, Any], indic
     return [r["info"] for r in played.results], list(played.retries)
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from gencoord_env.serve import serve
+
+    env_kwargs = dict(backend=args.backend, pool=args.pool, route=args.route, view=args.view, surface=args.surface,
+                      private_fact=args.private_fact, actions=args.actions, reward=args.reward, seed=args.seed,
+                      pool_seed=args.pool_seed, on_fault=args.on_fault)
+    import gencoord_env
+
+    gencoord_env.parallel_env(**{**env_kwargs, "backend": "sim"}).close()  # a bad combination fails before the port opens
+    print(f"serving gencoord_v0 ({args.backend}, {args.pool}, {args.route}) on http://{args.host}:{args.port} "
+          f"for up to {args.max_sessions} sessions", file=sys.stderr)
+    serve(env_kwargs, host=args.host, port=args.port, max_sessions=args.max_sessions)
+    return 0
+
+
 def _policy(args: argparse.Namespace, make_policy: Any) -> Any:
     if args.policy.startswith("model:"):
         from gencoord_env.agents.lm.policy import load_policy  # type: ignore[import-not-found]
@@ -338,6 +355,24 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", default=None, help="write the summary JSON here")
     add_scale_arguments(r)
     r.set_defaults(func=_rollout)
+    v = sub.add_parser("serve", help="serve the env over OpenEnv's HTTP/WebSocket protocol (needs the openenv extra)",
+                       description="An OpenEnv server: one WebSocket session plays one env (on minecraft, one arena of "
+                                   "one shared sidecar). Action {'text': record} or {'slot': k}; reset(seed=S) or "
+                                   "reset(index=K).")
+    v.add_argument("--port", type=int, required=True)
+    v.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default: 127.0.0.1, this machine only; the server has no authentication)")
+    v.add_argument("--max-sessions", type=positive_int, default=4, metavar="N",
+                   help="concurrent sessions (on minecraft: arenas of one server) (default: 4)")
+    add_env_arguments(v, {"backend": "minecraft", "pool": "heldout", "route": "forward", "view": "full", "surface": "dsl"})
+    v.add_argument("--private-fact", default="id", help="id | train | C1 | C2 | C3 (default: id)")
+    v.add_argument("--actions", default="text", choices=("text", "menu"), help="text records or menu slots (default: text)")
+    v.add_argument("--reward", default="binary", choices=("binary", "staged"), help="default: binary")
+    v.add_argument("--on-fault", default="raise", choices=("raise", "truncate"),
+                   help="an infrastructure fault: an error reply (raise) or a truncated episode (default: raise)")
+    v.add_argument("--seed", type=int, default=0)
+    v.add_argument("--pool-seed", type=int, default=0)
+    v.set_defaults(func=_serve)
     for name in DELEGATED:
         d = sub.add_parser(name, add_help=False, help=f"see 'gencoord {name} --help'")
         d.add_argument("rest", nargs=argparse.REMAINDER)

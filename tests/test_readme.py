@@ -17,7 +17,7 @@ from gencoord_env.train.cli import COMMANDS as TRAIN_COMMANDS
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 FENCED = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
-TOP_COMMANDS = ("setup", "rollout", *DELEGATED)
+TOP_COMMANDS = ("setup", "rollout", "serve", *DELEGATED)
 
 
 def python_blocks() -> list[str]:

@@ -1,0 +1,251 @@
+"""Language-model agents that play whole episodes through a tool: TRL's ``environment_factory`` and verifiers.
+
+:class:`GencoordToolEnv` is an environment for ``trl.GRPOTrainer(environment_factory=...)`` (TRL 1.16,
+experimental): a constructor that needs no argument, ``reset(**row)`` returning the first observation
+text, and one public method, ``commit(record)``, that the model calls as a tool. Each call plays the
+deciding agent's Short DSL record in the env (:class:`gencoord_env.turns.TurnEnv`) and answers with the
+next decision's observation, or with the outcome when the episode ended. ``plays="both"`` is self-play:
+the same model decides every turn of both agents, each turn seeing that agent's own local context;
+``plays="sender"`` (any role name) lets the model play that role and ``partner`` (the rule agent by
+default) the other decisions. The reward functions :func:`success_reward` (the paper's 0/1) and
+:func:`staged_reward` (partial credit, ``gencoord_env.outcomes.STAGED_REWARD``) read the finished
+environments; an episode the model left unfinished (it never committed) scores 0.
+
+Prompt layout: the prompts of :func:`episode_dataset` carry the shared prior as the system turn and
+leave the user turn to ``reset``, which fills it with the rest of the first observation, so the first
+decision reads exactly as :func:`gencoord_env.agents.lm.prompt.prompt_text` lays it out for SFT and the
+learned policies. Tool results carry the next observation without its prior (already in the system
+turn). Without such a prompt (TRL's placeholder), ``reset`` returns the whole observation.
+
+Chat template: the package's offline tokenizer (``gencoord_env.agents.lm.loading.train_tokenizer``) has a
+plain chat template; :func:`tool_tokenizer` gives it :data:`TOOL_CHAT_TEMPLATE` (Qwen-style
+``<tool_call>{json}</tool_call>`` calls, ``<|im_end|>`` as end of turn) and the response parser TRL needs.
+A tool's answer (the next observation) is a user turn, as the first observation is, so every decision
+reads as a user turn followed by the assistant's call. A conversation without tools renders exactly as before. The template
+does not print tool definitions: a model trained here learns its one tool in SFT
+(:func:`tool_call_text` gives the assistant text of a commit), and the definitions would add a constant
+block to every prompt. A pretrained Qwen tokenizer keeps its own template (TRL adds its parser).
+
+Example::
+
+    tokenizer = tool_tokenizer(tokenizer)
+    trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=[staged_reward],
+                          train_dataset=episode_dataset("train", range(64)),
+                          environment_factory=GencoordToolEnv.factory(pool="train", plays="both"),
+                          args=GRPOConfig(..., max_tool_calling_iterations=4))
+
+:func:`load_environment` is the same game as a ``verifiers`` multi-turn environment (extra ``verifiers``).
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from gencoord_env.outcomes import REWARDS, FailureCode
+from gencoord_env.turns import Turn, TurnEnv
+
+__all__ = [
+    "RESPONSE_TEMPLATE",
+    "TOOL_CHAT_TEMPLATE",
+    "GencoordToolEnv",
+    "episode_dataset",
+    "staged_reward",
+    "success_reward",
+    "tool_call_text",
+    "tool_rows",
+    "tool_tokenizer",
+]
+
+#: The offline tokenizer's chat template with tool calls and tool results; without them it renders as
+#: ``gencoord_env.agents.lm.loading.CHAT_TEMPLATE`` does (tests hold the two equal).
+TOOL_CHAT_TEMPLATE = (
+    "{% for m in messages %}"
+    "{% if m['role'] == 'tool' %}<|im_start|>user\n{{ m['content'] }}<|im_end|>\n"
+    "{% elif m['role'] == 'assistant' and m.get('tool_calls') %}<|im_start|>assistant\n{{ m['content'] or '' }}"
+    "{% for call in m['tool_calls'] %}{% set f = call['function'] if call.get('function') else call %}"
+    "<tool_call>\n{\"name\": {{ f['name'] | tojson }}, \"arguments\": {{ f['arguments'] | tojson }}}\n</tool_call>"
+    "{% endfor %}<|im_end|>\n"
+    "{% else %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+#: How ``tokenizer.parse_response`` reads an assistant turn of :data:`TOOL_CHAT_TEMPLATE` (transformers >= 5.13).
+RESPONSE_TEMPLATE: dict[str, Any] = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "tool_calls": {
+            "open": "<tool_call>",
+            "close_pattern": r"</tool_call>\s*",
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": "{content}"},
+        },
+        "content": {"close_pattern": r"<\|im_end\|>\s*", "content": "text"},
+    },
+}
+
+#: what a tool result says when the episode ended; the model should then stop calling tools
+END = "END outcome={outcome}"
+
+
+def tool_tokenizer(tokenizer: Any) -> Any:
+    """The offline tokenizer with :data:`TOOL_CHAT_TEMPLATE`, its response parser, and ``<|im_end|>`` as EOS
+    (a turn ends there, so generation stops where the template closes the assistant's turn). Changes
+    ``tokenizer`` in place and returns it. A tokenizer with another chat template is refused: give a
+    pretrained Qwen tokenizer to TRL as it is."""
+    from gencoord_env.agents.lm.loading import CHAT_TEMPLATE
+
+    if tokenizer.chat_template not in (CHAT_TEMPLATE, TOOL_CHAT_TEMPLATE):
+        raise ValueError("tool_tokenizer() extends the offline tokenizer's chat template (train_tokenizer); this tokenizer "
+                         "has its own: pass it to GRPOTrainer as it is (TRL adds the parser of known Qwen templates)")
+    tokenizer.chat_template = TOOL_CHAT_TEMPLATE
+    tokenizer.response_template = RESPONSE_TEMPLATE
+    tokenizer.eos_token = "<|im_end|>"
+    return tokenizer
+
+
+def tool_call_text(tokenizer: Any, record: str, tool: str = "commit") -> str:
+    """The assistant's turn that commits ``record`` as the chat template renders it (without the end of turn):
+    the SFT target that teaches a model the tool."""
+    user = [{"role": "user", "content": "."}]
+    head = tokenizer.apply_chat_template(user, tokenize=False, add_generation_prompt=True)
+    call = {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": tool, "arguments": {"record": record}}}]}
+    full = tokenizer.apply_chat_template([*user, call], tokenize=False)
+    end = full.rindex("<|im_end|>")
+    if not full.startswith(head):
+        raise ValueError("the chat template does not render an assistant turn after its generation prompt")
+    return str(full[len(head):end])
+
+
+def tool_rows(rows: Iterable[Any], tokenizer: Any) -> list[Any]:
+    """SFT rows (``gencoord_env.train.data.Row``) whose target record becomes the assistant's commit call
+    (:func:`tool_call_text`): the warm start that teaches a model the tool before GRPO."""
+    import dataclasses
+
+    return [dataclasses.replace(r, target=tool_call_text(tokenizer, r.target)) for r in rows]
+
+
+def _split(text: str) -> tuple[str, str]:
+    """(prior block, the rest) of an observation; ("", text) when it has no prior block."""
+    from gencoord_env.agents.lm.prompt import split_prior
+
+    parts = split_prior(text)
+    return parts if parts is not None else ("", text)
+
+
+class GencoordToolEnv:
+    """One episode at a time, decided by a language model through :meth:`commit`; see the module docstring.
+
+    Arguments are those of ``gencoord_env.parallel_env`` (``pool``, ``route``, ``backend``, ``surface``,
+    ``private_fact``, ``pool_seed``, ...), plus ``plays`` (``"both"`` or a role name) and ``partner`` (a rule
+    agent's name, or a policy with ``act(observation, info)``, for the decisions the model does not make).
+    """
+
+    def __init__(self, pool: str = "train", route: str = "forward", backend: str = "sim", plays: str = "both",
+                 partner: Any = "rule", **env_kwargs: Any) -> None:
+        import gencoord_env
+
+        if isinstance(partner, str):
+            from gencoord_env.agents import make_policy
+
+            partner = make_policy(partner)
+        self._plays = plays
+        self._partner = partner
+        self._game = TurnEnv(gencoord_env.parallel_env(pool=pool, route=route, backend=backend, **env_kwargs))
+        self._prior = ""
+        #: the model's records in this episode, in order
+        self.records: list[str] = []
+
+    @classmethod
+    def factory(cls, **kwargs: Any) -> Callable[[], GencoordToolEnv]:
+        """A no-argument factory for ``environment_factory=`` with these arguments."""
+        return functools.partial(cls, **kwargs)
+
+    # --- TRL's contract: reset and the tools (every other public name would become a tool) ---------
+
+    def reset(self, index: int | None = None, seed: int | None = None, prompt: Any = None, **_: Any) -> str:
+        """Start episode ``index`` of the pool (or one the env's RNG draws, seeded by ``seed``); the model's first
+        observation: without its prior when ``prompt``'s system turn already carries it, else whole."""
+        turn = self._start(index, seed)
+        prior, rest = _split(turn.text)
+        given = prompt[0].get("content") if isinstance(prompt, list) and prompt and prompt[0].get("role") == "system" else None
+        self._prior = prior if given == prior else ""
+        return rest if self._prior else turn.text
+
+    def commit(self, record: str) -> str:
+        """Commit a Short DSL record for the agent that decides now.
+
+        Args:
+            record: the two-line record, "SELF <path>" then "REQ <agent> <path>", as the observation's stage asks.
+
+        Returns:
+            The observation of the next decision, or "END outcome=<code>" when the episode has ended.
+        """
+        self.records.append(record)
+        turn = self._advance(self._game.act(record))
+        if turn.done:
+            return END.format(outcome=turn.outcome)
+        prior, rest = _split(turn.text)
+        return rest if self._prior and prior == self._prior else turn.text
+
+    # --- what the reward functions read ------------------------------------------------------------
+
+    @property
+    def turn(self) -> Turn | None:
+        """The current turn (None before the first reset)."""
+        return self._game.turn
+
+    @property
+    def outcome(self) -> str | None:
+        """The episode's outcome code once it ended, else None (the model has not finished it)."""
+        turn = self._game.turn
+        return turn.outcome if turn is not None and turn.done else None
+
+    def _start(self, index: int | None, seed: int | None) -> Turn:
+        self.records = []
+        return self._advance(self._game.reset(seed=seed, index=index))
+
+    def _advance(self, turn: Turn) -> Turn:
+        """Let the partner play every decision that is not the model's."""
+        while not turn.done and self._plays != "both" and turn.role != self._plays:
+            if self._plays not in self._roles():
+                raise ValueError(f"plays={self._plays!r} is no role of episode {turn.episode_id} "
+                                 f"(its roles: {sorted(self._roles())}); use 'both' or one of them")
+            turn = self._game.act(self._partner.act(turn.text, self._game.info))
+        return turn
+
+    def _roles(self) -> set[str]:
+        return set(self._game.env.session.episode.role_of.values())
+
+
+def _rewards(kind: str, environments: Sequence[GencoordToolEnv]) -> list[float]:
+    table = REWARDS[kind]
+    return [table[FailureCode(env.outcome)] if env.outcome is not None else 0.0 for env in environments]
+
+
+def success_reward(environments: Sequence[GencoordToolEnv], **_: Any) -> list[float]:
+    """TRL reward function: 1.0 for an episode that ended in SUCCESS, else 0.0 (unfinished episodes too)."""
+    return _rewards("binary", environments)
+
+
+def staged_reward(environments: Sequence[GencoordToolEnv], **_: Any) -> list[float]:
+    """TRL reward function: the env's staged partial credit of the outcome; 0.0 for an unfinished episode."""
+    return _rewards("staged", environments)
+
+
+def episode_dataset(pool: str, indices: Iterable[int], **env_kwargs: Any) -> Any:
+    """A ``datasets.Dataset`` of one row per episode: ``prompt`` (the shared prior as the system turn, an empty
+    user turn that ``reset`` fills) and ``index``. ``env_kwargs`` as for :class:`GencoordToolEnv` (``plays``
+    decides whose first observation's prior is shown; both agents of an episode see the same prior)."""
+    from datasets import Dataset
+
+    env = GencoordToolEnv(pool=pool, **env_kwargs)
+    rows = []
+    for k in indices:
+        prior, _ = _split(env._start(int(k), None).text)
+        prompt = ([{"role": "system", "content": prior}] if prior else []) + [{"role": "user", "content": ""}]
+        rows.append({"prompt": prompt, "index": int(k)})
+    return Dataset.from_list(rows)
