@@ -9,7 +9,11 @@
 | ``TraceRecorder`` | (none) | all | one JSONL record per finished episode (see ``gencoord_env.replay``) |
 
 Every intervention writes ``{"stage": "intervention", "intervention": <name>, ...}`` into the trace.
-Two interventions on the same stage cannot be stacked (construction raises ``ValueError``).
+Interventions stack, two on the same stage included: the outer one rewrites what the inner one left. A new
+one subclasses ``StageIntervention``, sets ``stage`` to any stage of ``envs.gencoord.stages.REWRITABLE``
+(``check`` .. ``verify``) and implements ``rewrite``; a stage outside that table, or one the env's route
+never runs, raises ``ValueError`` when the wrapper is built. The routes column is derived from
+``routes.ROUTES`` (``StageIntervention.routes()``).
 """
 from __future__ import annotations
 

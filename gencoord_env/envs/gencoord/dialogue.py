@@ -37,6 +37,7 @@ from gencoord_env import freeform
 from gencoord_env.envs.gencoord.interface import CHARSET, MAX_OBSERVATION
 from gencoord_env.envs.gencoord.routes import SHAPES, Decision
 from gencoord_env.envs.gencoord.session import EpisodeSession, traced, unreadable
+from gencoord_env.lifecycle import DecisionStage, PipelineStage, Step
 from gencoord_env.messages import Utterance
 from gencoord_env.outcomes import FailureCode
 
@@ -77,8 +78,8 @@ def shown(utterance: str, limit: int = MAX_ECHO) -> str:
 
 
 #: A dialogue turn: any utterance is a valid record (the extractor decides when a commitment exists).
-_TURN = (Decision("dialogue", 0, SHAPES["self_only"], "resolve_forward"),
-         Decision("dialogue", 1, SHAPES["self_only"], "resolve_forward"))
+_TURN = (Decision(DecisionStage.DIALOGUE, 0, SHAPES["self_only"], Step.RESOLVE_FORWARD),
+         Decision(DecisionStage.DIALOGUE, 1, SHAPES["self_only"], Step.RESOLVE_FORWARD))
 
 
 class DialogueSession(EpisodeSession):
@@ -105,7 +106,7 @@ class DialogueSession(EpisodeSession):
             return
         agent = self.turn
         self.metrics.values["decisions"] += 1
-        entry: dict[str, Any] = {"stage": "dialogue", "agent": agent, "observation": observation, "action": traced(action)}
+        entry: dict[str, Any] = {"stage": DecisionStage.DIALOGUE, "agent": agent, "observation": observation, "action": traced(action)}
         self.trace.append(entry)
         why = unreadable(action)
         if why is not None:
@@ -128,12 +129,15 @@ class DialogueSession(EpisodeSession):
             return
         self.trace.append({"stage": "extract", "extraction": found})
         for who, proposal in ((self.episode.first, found.sender), (self.episode.second, found.receiver)):
-            violations = self.stages.check(proposal, self.episode.scope(who))
+            violations = self._rewritten(PipelineStage.CHECK, self.stages.check(proposal, self.episode.scope(who)),
+                                         proposal=proposal, agent=who)
             if violations:
                 self.trace.append({"stage": "check", "agent": who, "violations": violations})
                 self._end(FailureCode.CONTRACT_REJECT, "; ".join(f"{v.where}: {v.message}" for v in violations))
                 return
-        self._commit(self.stages.resolve_forward(found.sender, found.receiver, self.episode))
+        resolution = self.stages.resolve_forward(found.sender, found.receiver, self.episode)
+        self._commit(self._rewritten(PipelineStage.RESOLVE_FORWARD, resolution,
+                                     records={self.episode.first: found.sender, self.episode.second: found.receiver}))
 
 
 __all__ = ["CONTEXT_RESERVE", "MAX_ECHO", "MAX_TURNS", "DialogueSession", "shown"]

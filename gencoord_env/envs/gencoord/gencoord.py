@@ -113,7 +113,7 @@ from gencoord_env.envs.gencoord.dialogue import DialogueSession
 from gencoord_env.envs.gencoord.interface import ACTIONS, OBSERVATIONS, WAITING, Interface, Menu, brief
 from gencoord_env.envs.gencoord.routes import ROUTES
 from gencoord_env.envs.gencoord.session import EpisodeSession, Setup
-from gencoord_env.envs.gencoord.stages import Intervention, Stages
+from gencoord_env.envs.gencoord.stages import Intervention, Stages, rewritable
 from gencoord_env.envs.gencoord.surfaces import SURFACES
 from gencoord_env.outcomes import REWARDS
 from gencoord_env.tasks import AGENTS, Episode
@@ -295,6 +295,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         for iv in interventions:
             if not isinstance(iv, Intervention):
                 raise TypeError(f"options['interventions'] holds {iv!r}, which has no 'stage' and 'rewrite(value, episode, ...)'")
+            rewritable(iv.stage, type(iv).__name__)  # a stage no session step rewrites would do nothing
         self.agents = list(episode.agents)
         session_type = DialogueSession if self.surface.dialogue else EpisodeSession
         try:

@@ -38,6 +38,7 @@ from gencoord_env.dsl.errors import DSLSyntaxError
 from gencoord_env.envs.gencoord.interface import MAX_ACTION, brief
 from gencoord_env.envs.gencoord.routes import ROUTES, Decision, route_rows
 from gencoord_env.envs.gencoord.stages import Intervention, Stages
+from gencoord_env.lifecycle import DecisionStage, PipelineStage, Step
 from gencoord_env.envs.gencoord.surfaces import Surface
 from gencoord_env.messages import Done, Message, ProposalMessage, RequestMessage, Response, ResponseMessage
 from gencoord_env.outcomes import FailureCode
@@ -51,6 +52,7 @@ from gencoord_env.types import PeerRequest, Proposal, Task
 from gencoord_env.world.types import World, WorldEvent
 
 F = FailureCode
+P = PipelineStage
 #: contract verdicts by (record text, surface, public scope): agents repeat records across episodes
 _CHECKED = Memo("envs.session.checked", maxsize=1 << 15)
 
@@ -235,7 +237,7 @@ class EpisodeSession:
         if self.done:
             return
         decision, agent = self.decision, self.turn
-        if decision.stage == "centralized":  # the peers' local views were uploaded to the planner
+        if decision.stage is DecisionStage.CENTRALIZED:  # the peers' local views were uploaded to the planner
             for peer, text in uploads(self.context(agent)):
                 self.metrics.wire(text, "upload", (peer, agent))
         q = self._read(agent, decision.stage, observation, action)
@@ -253,7 +255,7 @@ class EpisodeSession:
                 return
         p = self.progress
         self.progress = p.evolve(proposals={**p.proposals, decision.stage: q}, records={**p.records, agent: q})
-        getattr(self, f"_{decision.then}")(q, agent)
+        _STEP_METHODS[decision.then](self, q, agent)
 
     def refuse(self, action: Any, reason: str, observation: str = "") -> None:
         """The deciding agent's action names no record (e.g. a masked menu slot): a parse failure."""
@@ -279,7 +281,7 @@ class EpisodeSession:
             entry["parse"] = {"error": str(e)}
             return self._parse_failure(str(e))
         entry["parse"] = proposal
-        violations = self._check(action, proposal, agent)
+        violations = self._rewritten(P.CHECK, self._check(action, proposal, agent), proposal=proposal, agent=agent)
         entry["violations"] = violations
         if violations:
             self._end(F.CONTRACT_REJECT, "; ".join(f"{v.where}: {v.message}" for v in violations))
@@ -301,8 +303,9 @@ class EpisodeSession:
         self.metrics.values["raw_validity"] = False
         self._end(F.PARSE_FAILURE, reason)
 
-    def _rewritten(self, stage: str, value: Any, **inputs: Any) -> Any:
-        """``value`` as every intervention on ``stage`` leaves it, innermost first, each one traced."""
+    def _rewritten(self, stage: PipelineStage, value: Any, **inputs: Any) -> Any:
+        """``value`` as every intervention on ``stage`` leaves it, innermost first, each one traced
+        (``stages.REWRITABLE`` names the inputs each stage's interventions are given)."""
         for iv in self.interventions:
             if iv.stage == stage:
                 value, fields = iv.rewrite(value, self.episode, **inputs)
@@ -312,6 +315,12 @@ class EpisodeSession:
 
     def _advance(self) -> None:
         self.progress = self.progress.evolve(index=self.progress.index + 1)
+
+    def _record_before(self, step: Step) -> Proposal:
+        """The record of the latest decision before this one whose step is ``step`` (the route says which:
+        on ``single_step`` the sender's REQ is delivered from ``sender_after_obtain``)."""
+        decision = next(d for d in reversed(self.decisions[: self.progress.index]) if d.then is step)
+        return self.progress.proposals[decision.stage]
 
     # --- steps (routes.STEPS) -----------------------------------------------------------------------
     def _deliver(self, q: Proposal, sender: str) -> None:
@@ -327,7 +336,7 @@ class EpisodeSession:
 
     def _deliver_one(self, request: PeerRequest, sender: str, round: int) -> None:
         edge = (sender, request.target)
-        delivery: Delivery = self._rewritten("deliver", self.stages.deliver(request, self.episode), request=request,
+        delivery: Delivery = self._rewritten(P.DELIVER, self.stages.deliver(request, self.episode), request=request,
                                              edge=edge)
         surface = self.setup.surface
         sent = surface.request_payload(request)
@@ -358,7 +367,7 @@ class EpisodeSession:
         for request in q.peer_requests:
             edge = (agent, request.target)
             self.metrics.wire(self.setup.surface.request_payload(request), "request", edge)
-            response = self._rewritten("respond", self.stages.respond(request, self.episode), request=request, edge=edge)
+            response = self._rewritten(P.RESPOND, self.stages.respond(request, self.episode), request=request, edge=edge)
             self.trace.append({"stage": "respond", "response": response, **({"edge": list(edge)} if team else {})})
             problem = response_valid(response, self.episode, request)
             if problem:
@@ -402,8 +411,7 @@ class EpisodeSession:
 
     def _resolve_forward(self, q: Proposal, agent: str) -> None:
         p = self.progress
-        sender_stage = "sender_after_obtain" if self.setup.route == "single_step" else "sender_initial"
-        q_snd = p.proposals[sender_stage]
+        q_snd = self._record_before(Step.DELIVER)
         delivery = p.delivery
         assert delivery is not None
         if delivery.operative != q_snd.peer_requests[0]:
@@ -416,14 +424,16 @@ class EpisodeSession:
             q_snd = Proposal(own, (obligation,))
         if p.executed:
             q_snd = Proposal(p.executed + q_snd.self_plan, q_snd.peer_requests)
-        self._commit(self.stages.resolve_forward(q_snd, q, self.episode))
+        self._commit(self._rewritten(P.RESOLVE_FORWARD, self.stages.resolve_forward(q_snd, q, self.episode),
+                                     records=p.records))
 
     def _resolve_feedback(self, q: Proposal, agent: str) -> None:
-        q0 = self.progress.proposals["requester_initial"]
+        q0 = self._record_before(Step.RESPOND)
         if sorted(r.target for r in q.peer_requests) != sorted(r.target for r in q0.peer_requests):
             self._end(F.CONTRACT_REJECT, "requester_after_response: the revision must keep the target peer")
             return
-        self._commit(self.stages.resolve_feedback(q0, self.progress.response, q, self.episode))
+        resolution = self.stages.resolve_feedback(q0, self.progress.response, q, self.episode)
+        self._commit(self._rewritten(P.RESOLVE_FEEDBACK, resolution, records=self.progress.records))
 
     def _resolve_edges(self, q: Proposal, agent: str) -> None:
         """A team's forward route: every edge at once, from what each receiver was actually given.
@@ -437,14 +447,15 @@ class EpisodeSession:
         for (sender, _), d in p.deliveries.items():
             if d.sender_plan is not None and d.operative != d.sent:
                 plans[sender] = d.sender_plan
-        self._commit(self.stages.resolve_edges(p.records, obligations, self.episode, plans))
+        resolution = self.stages.resolve_edges(p.records, obligations, self.episode, plans)
+        self._commit(self._rewritten(P.RESOLVE_EDGES, resolution, records=p.records))
 
     def _resolve_joint(self, q: Proposal, agent: str) -> None:
         # A-only and centralized: the one proposal is the joint plan; nothing crosses to a peer's model
-        if self.decision.stage == "centralized" and self.episode.is_team:
+        if self.decision.stage is DecisionStage.CENTRALIZED and self.episode.is_team:
             for r in q.peer_requests:  # the dispatched decision d_i reaches each agent (B_central's download)
                 self.metrics.edge((agent, r.target), "download", len(self.setup.surface.request_payload(r).encode("utf-8")))
-        self._commit(self.stages.resolve_joint(q, self.episode))
+        self._commit(self._rewritten(P.RESOLVE_JOINT, self.stages.resolve_joint(q, self.episode), records=self.progress.records))
 
     # --- commit: materialize -> compile -> execute -> verify -----------------------------------------
     def _discharge(self, plan: DispatchPlan, skip: Sequence[str], prefix: str = "") -> list[WorldEvent]:
@@ -452,7 +463,7 @@ class EpisodeSession:
 
         ``prefix`` keeps call ids unique within the episode when several plans run (single-step).
         """
-        calls = self.stages.compile(plan, skip)
+        calls = self._rewritten(P.COMPILE, self.stages.compile(plan, skip), plan=plan)
         if prefix:
             calls = [replace(c, id=prefix + c.id, after=tuple(prefix + a for a in c.after)) for c in calls]
         events = self.world.run(calls)
@@ -478,7 +489,8 @@ class EpisodeSession:
         m.values["commitment_validity"] = True
         m.values["time_to_commitment"] = time.perf_counter() - (m.t_first_observation or m.t_start)
         try:
-            plan = self.stages.materialize(resolution.commitment, self.episode)
+            plan = self._rewritten(P.MATERIALIZE, self.stages.materialize(resolution.commitment, self.episode),
+                                   commitment=resolution.commitment)
         except MaterializationError as e:
             self.trace.append({"stage": "materialize", "error": str(e)})
             self._end(F.MATERIALIZATION_FAILURE, str(e))
@@ -486,7 +498,8 @@ class EpisodeSession:
         done_nodes = set(resolution.commitment.node_ids[0][: len(self.progress.executed)])
         self._discharge(plan, [t.id for t in plan.tasks if t.node in done_nodes])
         truth = self.world.observe()
-        verdict = self.stages.verify(plan, self.events, truth)
+        verdict = self._rewritten(P.VERIFY, self.stages.verify(plan, self.events, truth), plan=plan, events=self.events,
+                                  ground_truth=truth)
         self.trace.append({"stage": "verify", "verdict": verdict, "ground_truth": truth})
         m.values["handoff_verified"] = verdict.handoff_verified
         missing = next((h for h in verdict.checks.get("handoffs", ()) if not h["ok"]), None)
@@ -506,6 +519,11 @@ class EpisodeSession:
         self.reason = self.fault["message"]
         self.trace.append({"stage": "fault", **self.fault})
         self.metrics.values["episode_seconds"] = time.perf_counter() - self.metrics.t_start
+
+
+#: The method that runs each step, found at import: a step no method implements fails here, not mid-episode.
+_STEP_METHODS: dict[Step, Callable[[EpisodeSession, Proposal, str], None]] = {
+    step: getattr(EpisodeSession, f"_{step.value}") for step in Step}
 
 
 __all__ = ["EpisodeSession", "Metrics", "Progress", "Setup", "printable", "traced", "unreadable"]
