@@ -37,6 +37,7 @@ from gencoord_env.agents.lm.generate import GenerationConfig, GenerationRecord, 
 from gencoord_env.agents.lm.loading import load_model
 from gencoord_env.agents.lm.prompt import prompt_text
 from gencoord_env import dsl
+from gencoord_env.lifecycle import DecisionStage
 from gencoord_env.tasks.contexts import Context
 from gencoord_env.types import PeerRequest, Proposal
 
@@ -52,7 +53,7 @@ __all__ = [
 ]
 
 #: The binding-code field the Factor-Code model emits at each learned stage.
-CODE_FIELDS: dict[str, str] = {"sender_initial": "active_binding_id", "receiver_after_request": "accepted_binding_id"}
+CODE_FIELDS: dict[str, str] = {DecisionStage.SENDER_INITIAL: "active_binding_id", DecisionStage.RECEIVER_AFTER_REQUEST: "accepted_binding_id"}
 _CODE = re.compile(r"^\s*(?:(active_binding_id|accepted_binding_id)\s*=\s*)?([A-Za-z0-9_]+)\s*$")
 
 
@@ -140,7 +141,7 @@ def expand_code(completion: str, context: Context) -> str | None:
     expected = CODE_FIELDS.get(stage)
     if field is not None and expected is not None and field != expected:
         return None
-    if stage == "receiver_after_request":
+    if stage == DecisionStage.RECEIVER_AFTER_REQUEST:
         return dsl.format(Proposal(theirs, ()))
     return dsl.format(Proposal(mine, (PeerRequest(context.peer, theirs),)))
 

@@ -29,6 +29,7 @@ from gencoord_env.catalog import CATALOG
 from gencoord_env.dsl import format as format_dsl
 from gencoord_env.types import PeerRequest, Proposal, Task
 from gencoord_env.dsl.serializer import format_task
+from gencoord_env.lifecycle import DecisionStage
 from gencoord_env.messages import Done, Message, RequestMessage, Response, ResponseMessage, render_done, render_message
 from gencoord_env.tasks.compose import view_order
 from gencoord_env.tasks.episode import Episode, GroundedNode
@@ -219,7 +220,7 @@ def _build(episode: Episode, agent: str, stage: str, route: str, view: str, hist
     role, peer, task, private, observation, prior_view, team = fixed
     peer_view = None
     peer_views: tuple[Context, ...] = ()
-    if stage == "centralized":
+    if stage == DecisionStage.CENTRALIZED:
         views = tuple(build_context(episode, other, "centralized_peer_view", route=route, view=view,
                                     private_fact=private_fact, describe=describe) for other in episode.peers_of[agent])
         if episode.is_team:

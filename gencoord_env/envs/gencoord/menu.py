@@ -29,6 +29,7 @@ import itertools
 from collections.abc import Sequence
 
 from gencoord_env.caches import Memo, cache
+from gencoord_env.envs.gencoord.routes import ROUTES
 from gencoord_env.messages import RequestMessage
 from gencoord_env.tasks.compose import order_nodes
 from gencoord_env.tasks.contexts import Context, PriorNode, PriorView
@@ -38,7 +39,11 @@ from gencoord_env.types import PeerRequest, Proposal, Task
 
 EMPTY = Proposal((), ())
 
-_JOINT_STAGES = frozenset({"sender_initial", "sender_after_obtain", "requester_initial", "requester_after_response", "centralized"})
+
+
+def _shape(context: Context) -> str | None:
+    """The name of the shape a valid record has at the context's decision (``routes.ROUTES``)."""
+    return next((d.shape.name for d in ROUTES.get(context.route, ()) if d.stage == context.stage), None)
 
 
 def _branch_path(prior_view: PriorView, binding: str) -> tuple[tuple[Task, ...], tuple[Task, ...]]:
@@ -80,14 +85,15 @@ def _candidates(context: Context) -> tuple[Proposal | None, ...]:
         return _team_candidates(context)
     view, stage, peer = context.prior, context.stage, context.peer
     out: list[Proposal | None] = [EMPTY]
-    if stage == "receiver_after_request":
+    shape = _shape(context)
+    if shape == "self_only":  # the receiver after the request
         request = context.request
         out.append(Proposal(request.requested_plan, ()) if request is not None else None)
         out += [Proposal(_branch_path(view, b)[1], ()) for b in view.codebook]
-    elif stage == "sender_initial" and context.route == "single_step":
+    elif shape == "one_task":  # single-step's first decision
         for b in view.codebook:
             out += [Proposal((t,), ()) for t in _branch_path(view, b)[0]]
-    elif stage in _JOINT_STAGES:
+    elif shape == "one_request":  # a joint record
         done = len(context.history)
         for b in view.codebook:
             first, second = _branch_path(view, b)
