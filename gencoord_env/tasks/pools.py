@@ -35,10 +35,10 @@ of a team of n runs under the n rotations of its roles (``gencoord_env.tasks.epi
 """
 from __future__ import annotations
 
-import difflib
 import random
 from collections.abc import Sequence
 from gencoord_env.caches import cache
+from gencoord_env.suggest import unknown
 
 from gencoord_env.tasks.episode import Cluster, Episode
 from gencoord_env.tasks.prior import GOAL_CAPABILITY, Prior, TemplateSpec, prior
@@ -204,5 +204,4 @@ def pool(name: str, seed: int = 0) -> tuple[Cluster, ...]:
     if name == "goal_capability":
         return _goal_capability_pool()
     known = [*POOL_SIZES, *TEAM_POOLS]
-    hint = difflib.get_close_matches(name, known, n=1)
-    raise ValueError(f"unknown pool {name!r}; expected one of {sorted(known)}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+    raise ValueError(unknown("pool", name, sorted(known)))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gencoord_env.suggest import unknown
 from gencoord_env.wrappers.base import StageIntervention, interventions
 from gencoord_env.wrappers.counterfactual_feedback import CounterfactualFeedback
 from gencoord_env.wrappers.request_removal import RequestRemoval
@@ -37,11 +38,7 @@ def apply(env: Any, specs: list[dict[str, Any]]) -> Any:
     for spec in specs:
         name = spec.get("name")
         if name not in INTERVENTIONS:
-            import difflib
-
-            hint = difflib.get_close_matches(str(name), INTERVENTIONS, n=1)
-            raise ValueError(f"unknown intervention {name!r}; expected one of {sorted(INTERVENTIONS)}"
-                             + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+            raise ValueError(unknown("intervention", name, sorted(INTERVENTIONS)))
         env = INTERVENTIONS[name](env, **spec.get("args", {}))
     return env
 

@@ -101,7 +101,6 @@ metrics.
 """
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from typing import Any
 
@@ -116,6 +115,7 @@ from gencoord_env.envs.gencoord.session import EpisodeSession, Setup
 from gencoord_env.envs.gencoord.stages import Intervention, Stages, rewritable
 from gencoord_env.envs.gencoord.surfaces import SURFACES
 from gencoord_env.outcomes import REWARDS
+from gencoord_env.suggest import unknown
 from gencoord_env.tasks import AGENTS, Episode
 from gencoord_env.tasks.compose import VIEWS
 from gencoord_env.tasks.contexts import PRIVATE_FACT_FORMS, Context, render_parts
@@ -146,8 +146,7 @@ def make_world(backend: str, **options: Any) -> World:
 
 def _choice(name: str, value: str, allowed: Sequence[str]) -> str:
     if value not in allowed:
-        hint = difflib.get_close_matches(str(value), allowed, n=1)
-        raise ValueError(f"unknown {name} {value!r}; expected one of {list(allowed)}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+        raise ValueError(unknown(name, value, allowed))
     return value
 
 
