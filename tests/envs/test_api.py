@@ -39,7 +39,7 @@ def test_metadata_and_aec_form() -> None:
 @pytest.mark.parametrize(
     "kwargs,message",
     [({"route": "forwrd"}, "did you mean 'forward'"), ({"view": "ful"}, "did you mean 'full'"),
-     ({"backend": "mc"}, "expected one of ['sim', 'minecraft']"), ({"pool": "heldot"}, "did you mean 'heldout'")],
+     ({"backend": "mc"}, "expected one of sim, minecraft"), ({"pool": "heldot"}, "did you mean 'heldout'")],
 )
 def test_bad_options_say_what_was_expected(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):

@@ -141,7 +141,7 @@ def make_world(backend: str, **options: Any) -> World:
         from gencoord_env.world.minecraft import MinecraftWorld
 
         return MinecraftWorld(**options)
-    raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
+    raise ValueError(unknown("backend", backend, BACKENDS))
 
 
 def _choice(name: str, value: str, allowed: Sequence[str]) -> str:
