@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gencoord_env.world.types import EXECUTOR_ACTIONS
-from gencoord_env.wrappers.trace_recorder import jsonable
+from gencoord_env.trace import jsonable
 
 #: Row labels that every accounting table has, in order (the sender, receiver and terminal rows, which
 #: name the item, agent and place, come between "Executor actions by kind" and "Terminal inventories").

@@ -26,7 +26,8 @@ from typing import Any
 
 from gencoord_env.tasks.episode import Cluster, Episode
 from gencoord_env.wrappers import apply
-from gencoord_env.wrappers.trace_recorder import RECORD_VERSION, episode_record, jsonable
+from gencoord_env.trace import jsonable
+from gencoord_env.wrappers.trace_recorder import RECORD_VERSION, episode_record
 
 #: Keys whose values are wall-clock measurements and differ between runs.
 VOLATILE: frozenset[str] = frozenset({"episode_seconds", "time_to_commitment", "timings"})

@@ -13,7 +13,7 @@ import pytest
 
 from gencoord_env.accounting import account, table
 from gencoord_env.replay import VOLATILE, read_records, replay
-from gencoord_env.wrappers.trace_recorder import dumps
+from gencoord_env.trace import dumps
 
 GOLDEN = Path(__file__).parent / "golden" / "traces_v1.jsonl"
 RECORDS = list(read_records(GOLDEN))

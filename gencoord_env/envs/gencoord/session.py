@@ -48,6 +48,20 @@ from gencoord_env.pipeline.response import response_valid
 from gencoord_env.pipeline.types import Delivery, DispatchPlan, Resolution
 from gencoord_env.tasks.contexts import Context, build_context, render, uploads
 from gencoord_env.tasks.episode import Episode
+from gencoord_env.trace import (
+    ABSENT,
+    CompileRecord,
+    DecisionRecord,
+    DeliverRecord,
+    ExecuteRecord,
+    FaultRecord,
+    InterventionRecord,
+    MaterializeRecord,
+    ResolveRecord,
+    RespondRecord,
+    TraceRecord,
+    VerifyRecord,
+)
 from gencoord_env.types import PeerRequest, Proposal, Task
 from gencoord_env.world.types import World, WorldEvent
 
@@ -186,7 +200,7 @@ class EpisodeSession:
         self.max_requests = len(episode.agents) - 1
         self.progress = Progress(inbox={a: () for a in episode.agent_of.values()},
                                  history={a: () for a in episode.agent_of.values()})
-        self.trace: list[dict[str, Any]] = []
+        self.trace: list[TraceRecord] = []
         self.events: list[WorldEvent] = []
         self.metrics = Metrics(team=episode.is_team, agents=len(episode.agents))
         self.outcome: FailureCode | None = None
@@ -262,27 +276,26 @@ class EpisodeSession:
         if self.done:
             return
         self.metrics.values["decisions"] += 1
-        self.trace.append({"stage": self.decision.stage, "agent": self.turn, "observation": observation,
-                           "action": traced(action), "parse": {"error": reason}})
+        self.trace.append(DecisionRecord(self.decision.stage, self.turn, observation, traced(action), {"error": reason}))
         self._parse_failure(reason)
 
-    def _read(self, agent: str, stage: str, observation: str, action: Any) -> Proposal | None:
+    def _read(self, agent: str, stage: DecisionStage, observation: str, action: Any) -> Proposal | None:
         """Parse and contract-check one action; on failure end the episode and return None."""
         self.metrics.values["decisions"] += 1
-        entry: dict[str, Any] = {"stage": stage, "agent": agent, "observation": observation, "action": traced(action)}
-        self.trace.append(entry)
+        entry = DecisionRecord(stage, agent, observation, traced(action))
         why = unreadable(action)
         if why is not None:
-            entry["parse"] = {"error": why}
+            self.trace.append(replace(entry, parse={"error": why}))
             return self._parse_failure(why)
         try:
             proposal = self.setup.surface.read(action, self.max_requests)
         except DSLSyntaxError as e:
-            entry["parse"] = {"error": str(e)}
+            self.trace.append(replace(entry, parse={"error": str(e)}))
             return self._parse_failure(str(e))
-        entry["parse"] = proposal
+        at = len(self.trace)  # the decision's record precedes any check intervention's
+        self.trace.append(replace(entry, parse=proposal))
         violations = self._rewritten(P.CHECK, self._check(action, proposal, agent), proposal=proposal, agent=agent)
-        entry["violations"] = violations
+        self.trace[at] = replace(entry, parse=proposal, violations=violations)
         if violations:
             self._end(F.CONTRACT_REJECT, "; ".join(f"{v.where}: {v.message}" for v in violations))
             return None
@@ -310,7 +323,7 @@ class EpisodeSession:
             if iv.stage == stage:
                 value, fields = iv.rewrite(value, self.episode, **inputs)
                 if fields is not None:  # None: the intervention left this message alone (another edge)
-                    self.trace.append({"stage": "intervention", "intervention": type(iv).__name__, **fields})
+                    self.trace.append(InterventionRecord(type(iv).__name__, fields))
         return value
 
     def _advance(self) -> None:
@@ -341,12 +354,9 @@ class EpisodeSession:
         surface = self.setup.surface
         sent = surface.request_payload(request)
         payloads = [sent if copy is request else surface.request_payload(copy) for copy in delivery.received]
-        entry: dict[str, Any] = {"stage": "deliver", "sent": sent, "delivered": payloads[0] if payloads else None}
-        if len(payloads) > 1:
-            entry["copies"] = len(payloads)
-        if self.episode.is_team:
-            entry["edge"] = list(edge)
-        self.trace.append(entry)
+        self.trace.append(DeliverRecord(sent, payloads[0] if payloads else None,
+                                        len(payloads) if len(payloads) > 1 else ABSENT,
+                                        list(edge) if self.episode.is_team else ABSENT))
         for payload in payloads:
             self.metrics.wire(payload, "request", edge, round)
         messages = tuple(RequestMessage(sender, copy, payload) for copy, payload in zip(delivery.received, payloads))
@@ -368,7 +378,7 @@ class EpisodeSession:
             edge = (agent, request.target)
             self.metrics.wire(self.setup.surface.request_payload(request), "request", edge)
             response = self._rewritten(P.RESPOND, self.stages.respond(request, self.episode), request=request, edge=edge)
-            self.trace.append({"stage": "respond", "response": response, **({"edge": list(edge)} if team else {})})
+            self.trace.append(RespondRecord(response, list(edge) if team else ABSENT))
             problem = response_valid(response, self.episode, request)
             if problem:
                 self._end(F.CONTRACT_REJECT, f"invalid response: {problem}" + (f" (edge {edge[0]}->{edge[1]})" if team else ""))
@@ -396,7 +406,7 @@ class EpisodeSession:
         try:
             plan = materialize_step(task, agent, self.episode, step)
         except MaterializationError as e:
-            self.trace.append({"stage": "materialize", "error": str(e)})
+            self.trace.append(MaterializeRecord(error=str(e)))
             self._end(F.MATERIALIZATION_FAILURE, str(e))
             return
         events = self._discharge(plan, (), prefix=f"s{step}-")
@@ -468,9 +478,7 @@ class EpisodeSession:
             calls = [replace(c, id=prefix + c.id, after=tuple(prefix + a for a in c.after)) for c in calls]
         events = self.world.run(calls)
         self.events += events
-        self.trace.append({"stage": "materialize", "plan": plan})
-        self.trace.append({"stage": "compile", "calls": calls})
-        self.trace.append({"stage": "execute", "events": events})
+        self.trace += (MaterializeRecord(plan), CompileRecord(calls), ExecuteRecord(events))
         return events
 
     def _failed_on(self, edge: Sequence[str] | None) -> None:
@@ -480,7 +488,7 @@ class EpisodeSession:
             self.metrics.failed_edge = f"{role[edge[0]]}>{role[edge[1]]}"
 
     def _commit(self, resolution: Resolution) -> None:
-        self.trace.append({"stage": "resolve", "resolution": resolution})
+        self.trace.append(ResolveRecord(resolution))
         if resolution.commitment is None:
             self._failed_on(resolution.edge)
             self._end(resolution.code or F.RESOLUTION_CONFLICT, resolution.reason)
@@ -492,7 +500,7 @@ class EpisodeSession:
             plan = self._rewritten(P.MATERIALIZE, self.stages.materialize(resolution.commitment, self.episode),
                                    commitment=resolution.commitment)
         except MaterializationError as e:
-            self.trace.append({"stage": "materialize", "error": str(e)})
+            self.trace.append(MaterializeRecord(error=str(e)))
             self._end(F.MATERIALIZATION_FAILURE, str(e))
             return
         done_nodes = set(resolution.commitment.node_ids[0][: len(self.progress.executed)])
@@ -500,7 +508,7 @@ class EpisodeSession:
         truth = self.world.observe()
         verdict = self._rewritten(P.VERIFY, self.stages.verify(plan, self.events, truth), plan=plan, events=self.events,
                                   ground_truth=truth)
-        self.trace.append({"stage": "verify", "verdict": verdict, "ground_truth": truth})
+        self.trace.append(VerifyRecord(verdict, truth))
         m.values["handoff_verified"] = verdict.handoff_verified
         missing = next((h for h in verdict.checks.get("handoffs", ()) if not h["ok"]), None)
         if missing is not None and verdict.code is F.HANDOFF_FAILURE:
@@ -517,7 +525,7 @@ class EpisodeSession:
         outcome, the fault's type and message kept in ``fault`` and in the trace."""
         self.fault = {"type": type(fault).__name__, "message": printable(str(fault))}
         self.reason = self.fault["message"]
-        self.trace.append({"stage": "fault", **self.fault})
+        self.trace.append(FaultRecord(self.fault["type"], self.fault["message"]))
         self.metrics.values["episode_seconds"] = time.perf_counter() - self.metrics.t_start
 
 
