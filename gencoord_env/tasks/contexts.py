@@ -194,8 +194,10 @@ def build_context(
     planner receives as an upload.
 
     A context without history or messages (an episode's first decision) is the same value at every reset
-    of the episode: it is built once and the same object returned after that.
+    of the episode: it is built once and the same object returned after that. ``stage`` is kept as the plain
+    name (a ``DecisionStage`` equals it), so a context is the same value whichever form built it first.
     """
+    stage = str(stage)
     if not history and not messages:
         key = (episode, agent, stage, route, view, private_fact, describe)
         found = _OPENINGS.get(key)
