@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from gencoord_env.caches import cache
-from importlib import resources
+from gencoord_env.data_files import data_path
 from typing import Any
 
 from gencoord_env.world.types import Pos
@@ -331,7 +331,7 @@ def load_prior(raw: Mapping[str, Any]) -> Prior:
 @cache(maxsize=1)
 def raw_tasks() -> Mapping[str, Any]:
     """``data/tasks.json`` as read (read once; do not modify)."""
-    text = resources.files("gencoord_env.data").joinpath("tasks.json").read_text(encoding="utf-8")
+    text = data_path("tasks.json").read_text(encoding="utf-8")
     return json.loads(text)  # type: ignore[no-any-return]
 
 
