@@ -25,7 +25,7 @@ from gencoord_env.tasks.compose import role_paths
 from gencoord_env.tasks.prior import GOAL_CAPABILITY, prior
 
 from gencoord_env.agents.base import RulePolicy
-from gencoord_env.agents.context_view import JOINT_STAGES, codebook, compose, delivered, roles, team, team_record
+from gencoord_env.tasks.context_view import JOINT_STAGES, codebook, compose, delivered, roles, team, team_record
 from gencoord_env.caches import Memo
 from gencoord_env.lifecycle import DecisionStage
 from gencoord_env.messages import RequestMessage, ResponseMessage

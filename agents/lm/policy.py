@@ -6,7 +6,7 @@
   the action, parsed by the env like any other agent's.
 - :class:`FactorCodePolicy` (Factor-Code + Rule): the model emits only the stage's binding code
   (``active_binding_id=<code>`` at the sender, ``accepted_binding_id=<code>`` at the receiver); the public
-  composer (:func:`gencoord_env.agents.context_view.compose`, the same expansion as ``tasks.compose.role_paths``)
+  composer (:func:`gencoord_env.tasks.context_view.compose`, the same expansion as ``tasks.compose.role_paths``)
   turns it into the same peer-facing Short DSL. A code outside the context's codebook is passed on as
   the raw completion, so the env records the mistake as a parse failure instead of the policy hiding it.
 
@@ -32,7 +32,7 @@ from typing import Any, Literal
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from gencoord_env.agents.context_view import compose, roles
+from gencoord_env.tasks.context_view import compose, roles
 from gencoord_env.agents.lm.generate import GenerationConfig, GenerationRecord, Generator
 from gencoord_env.agents.lm.loading import load_model
 from gencoord_env.agents.lm.prompt import prompt_text

@@ -32,6 +32,7 @@ from gencoord_env.caches import Memo, cache
 from gencoord_env.envs.gencoord.routes import ROUTES
 from gencoord_env.messages import RequestMessage
 from gencoord_env.tasks.compose import order_nodes
+from gencoord_env.tasks.context_view import JOINT_STAGES, delivered, team, team_record
 from gencoord_env.tasks.contexts import Context, PriorNode, PriorView
 from gencoord_env.dsl.syntax import MAX_PATH_TASKS
 from gencoord_env.tasks.prior import prior
@@ -104,8 +105,6 @@ def _candidates(context: Context) -> tuple[Proposal | None, ...]:
 
 
 def _team_candidates(context: Context) -> tuple[Proposal | None, ...]:
-    from gencoord_env.agents.context_view import JOINT_STAGES, delivered, team, team_record
-
     shape = team(context)
     joint = context.stage in JOINT_STAGES
     factors = range(len(shape.factors)) if joint else sorted(shape.known(context.role))
