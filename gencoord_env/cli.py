@@ -67,9 +67,9 @@ def env_choices() -> dict[str, tuple[str, ...]]:
     from gencoord_env.envs.gencoord.routes import ROUTES
     from gencoord_env.envs.gencoord.surfaces import SURFACES
     from gencoord_env.tasks.compose import VIEWS
-    from gencoord_env.tasks.pools import POOL_SIZES, TEAM_POOLS
+    from gencoord_env.tasks.pools import POOL_NAMES
 
-    return {"pool": (*POOL_SIZES, *TEAM_POOLS, "procedural"), "route": tuple(ROUTES), "view": tuple(VIEWS), "surface": tuple(SURFACES),
+    return {"pool": POOL_NAMES, "route": tuple(ROUTES), "view": tuple(VIEWS), "surface": tuple(SURFACES),
             "backend": tuple(BACKENDS)}
 
 
@@ -242,10 +242,10 @@ def _rollout(args: argparse.Namespace) -> int:
     import random
 
     size = len(env.unwrapped.episodes)
-    if args.pool == "procedural":  # endless: its first --episodes episodes, in order (each pair is a fresh template)
+    if env.unwrapped.pool.endless:  # its first --episodes episodes, in order (each pair is a fresh template)
         if args.episodes is None:
             env.close()
-            raise ValueError("the procedural pool is endless; give --episodes N")
+            raise ValueError(f"the {args.pool} pool is endless; give --episodes N")
         order = list(range(args.episodes))
     else:
         order = list(range(size))

@@ -116,11 +116,10 @@ from gencoord_env.envs.gencoord.stages import Intervention, Stages, rewritable
 from gencoord_env.envs.gencoord.surfaces import SURFACES
 from gencoord_env.outcomes import REWARDS
 from gencoord_env.suggest import unknown
-from gencoord_env.tasks import AGENTS, Episode
+from gencoord_env.tasks import Episode
 from gencoord_env.tasks.compose import VIEWS
 from gencoord_env.tasks.contexts import PRIVATE_FACT_FORMS, Context, render_parts
-from gencoord_env.tasks.episode import agents_for
-from gencoord_env.tasks.pools import POOL_SIZES, TEAM_POOLS, pool_episodes
+from gencoord_env.tasks.pools import Pool, make_pool
 from gencoord_env.tokens import as_tokenizer
 from gencoord_env.world.types import World
 
@@ -198,19 +197,9 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             _choice("render_mode", render_mode, self.metadata["render_modes"])
         self.render_mode = render_mode
         self.private_fact = private_fact
-        if pool == "procedural":  # endless matched pairs of generated templates, indexed lazily
-            from gencoord_env.tasks.procedural import procedural_episodes
-
-            self.pool_name = pool
-            self.episodes: Sequence[Episode] = procedural_episodes(pool_seed)
-        elif isinstance(pool, str):
-            self.pool_name = _choice("pool", pool, sorted([*POOL_SIZES, *TEAM_POOLS, "procedural"]))
-            self.episodes = pool_episodes(pool, pool_seed)
-        else:
-            self.pool_name = "custom"
-            self.episodes = tuple(pool)
-            if not self.episodes or not all(isinstance(e, Episode) for e in self.episodes):
-                raise TypeError("pool must be a pool name or a non-empty sequence of Episode objects")
+        self.pool: Pool = make_pool(pool, pool_seed)
+        self.pool_name = self.pool.name
+        self.episodes: Sequence[Episode] = self.pool.episodes
         self.interface = Interface(
             _choice("actions", actions, ACTIONS), _choice("observations", observations, OBSERVATIONS), self.surface,
             as_tokenizer(tokenizer) if observations in ("tokens", "bag") else None, int(max_tokens),
@@ -218,8 +207,8 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         self._world = world
         self._backend_options = backend_options or {}
         self.stages = stages or Stages()
-        self.possible_agents = list(self._agents_of_pool())
-        if len(self.possible_agents) > 2:
+        self.possible_agents = list(self.pool.agents)
+        if self.pool.team:
             self._check_team_options()
         self.agents: list[str] = []
         obs_space, act_space = self.interface.observation_space(), self.interface.action_space()
@@ -241,22 +230,14 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         """A naturalized private fact needs a description of every binding the pool can draw."""
         from gencoord_env.tasks.naturalized import undescribed
 
-        if self.pool_name == "procedural":
-            raise ValueError(f"private_fact={form!r} needs a written description of each binding; pool='procedural' "
-                             "generates its bindings and has none: use private_fact='id'")
+        if not self.pool.described:
+            raise ValueError(f"private_fact={form!r} needs a written description of each binding; pool="
+                             f"{self.pool_name!r} generates its bindings and has none: use private_fact='id'")
         missing = undescribed(b for t in {e.template.id: e.template for e in self.episodes}.values() for b in t.bindings)
         if missing:
             raise ValueError(f"private_fact={form!r} needs a description of every binding; pool {self.pool_name!r} has "
                              f"bindings without one: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''} "
                              "(gencoord_env/data/naturalized.json lists them; or use private_fact='id')")
-
-    def _agents_of_pool(self) -> tuple[str, ...]:
-        """Every agent an episode of the pool may have: two, or the largest team's."""
-        if self.pool_name in TEAM_POOLS:
-            return agents_for(max(len(e.roles) for e in self.episodes))
-        if self.pool_name == "custom":
-            return agents_for(max(len(e.roles) for e in self.episodes))
-        return AGENTS
 
     def _check_team_options(self) -> None:
         from gencoord_env.envs.gencoord.routes import TEAM_ROUTES
