@@ -109,7 +109,7 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from gencoord_env.envs.gencoord.dialogue import DialogueSession
-from gencoord_env.envs.gencoord.interface import ACTIONS, OBSERVATIONS, WAITING, Interface, Menu, brief
+from gencoord_env.envs.gencoord.interface import ACTIONS, OBSERVATION_FORMS, WAITING, Interface, Menu, brief
 from gencoord_env.envs.gencoord.routes import ROUTES
 from gencoord_env.envs.gencoord.session import EpisodeSession, Setup
 from gencoord_env.envs.gencoord.stages import Intervention, Stages, rewritable
@@ -201,8 +201,8 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         self.pool_name = self.pool.name
         self.episodes: Sequence[Episode] = self.pool.episodes
         self.interface = Interface(
-            _choice("actions", actions, ACTIONS), _choice("observations", observations, OBSERVATIONS), self.surface,
-            as_tokenizer(tokenizer) if observations in ("tokens", "bag") else None, int(max_tokens),
+            _choice("actions", actions, ACTIONS), _choice("observations", observations, tuple(OBSERVATION_FORMS)), self.surface,
+            as_tokenizer(tokenizer) if OBSERVATION_FORMS[observations].needs_tokenizer else None, int(max_tokens),
         )
         self._world = world
         self._backend_options = backend_options or {}
