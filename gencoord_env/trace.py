@@ -25,13 +25,21 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gencoord_env.dsl.serializer import format_task
 from gencoord_env.lifecycle import DecisionStage
 from gencoord_env.types import Task
+
+if TYPE_CHECKING:  # the values a record holds; the records themselves import nothing above this module
+    from gencoord_env.contract import Violation
+    from gencoord_env.freeform import Extraction, Statement
+    from gencoord_env.messages import Response
+    from gencoord_env.pipeline.types import DispatchPlan, Resolution, Verdict
+    from gencoord_env.types import Proposal
+    from gencoord_env.world.types import GroundTruth, SkillCall, WorldEvent
 
 
 class _Absent:
@@ -84,9 +92,9 @@ class DecisionRecord(TraceRecord):
     agent: str
     observation: str
     action: Any  # as ``session.traced`` keeps it
-    parse: Any = ABSENT
-    violations: Any = ABSENT
-    statements: Any = ABSENT
+    parse: Proposal | dict[str, str] = ABSENT
+    violations: Sequence[Violation] = ABSENT
+    statements: Sequence[Statement] = ABSENT
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,15 +104,15 @@ class DeliverRecord(TraceRecord):
     kind = "deliver"
     sent: str
     delivered: str | None
-    copies: Any = ABSENT  # only when more than one arrived
-    edge: Any = ABSENT  # a team: [sender, target]
+    copies: int = ABSENT  # only when more than one arrived
+    edge: list[str] = ABSENT  # a team: [sender, target]
 
 
 @dataclass(frozen=True, eq=False)
 class RespondRecord(TraceRecord):
     kind = "respond"
-    response: Any
-    edge: Any = ABSENT
+    response: Response
+    edge: list[str] = ABSENT
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,7 +130,7 @@ class InterventionRecord(TraceRecord):
 @dataclass(frozen=True, eq=False)
 class ResolveRecord(TraceRecord):
     kind = "resolve"
-    resolution: Any
+    resolution: Resolution
 
 
 @dataclass(frozen=True, eq=False)
@@ -130,27 +138,27 @@ class MaterializeRecord(TraceRecord):
     """The dispatch plan, or why none could be made."""
 
     kind = "materialize"
-    plan: Any = ABSENT
-    error: Any = ABSENT
+    plan: DispatchPlan = ABSENT
+    error: str = ABSENT
 
 
 @dataclass(frozen=True, eq=False)
 class CompileRecord(TraceRecord):
     kind = "compile"
-    calls: Any
+    calls: Sequence[SkillCall]
 
 
 @dataclass(frozen=True, eq=False)
 class ExecuteRecord(TraceRecord):
     kind = "execute"
-    events: Any
+    events: Sequence[WorldEvent]
 
 
 @dataclass(frozen=True, eq=False)
 class VerifyRecord(TraceRecord):
     kind = "verify"
-    verdict: Any
-    ground_truth: Any
+    verdict: Verdict
+    ground_truth: GroundTruth
 
 
 @dataclass(frozen=True, eq=False)
@@ -167,7 +175,7 @@ class ExtractRecord(TraceRecord):
     """The free-form surface: the commitment the extractor read from the dialogue."""
 
     kind = "extract"
-    extraction: Any
+    extraction: Extraction
 
 
 @dataclass(frozen=True, eq=False)
@@ -176,7 +184,7 @@ class CheckRecord(TraceRecord):
 
     kind = "check"
     agent: str
-    violations: Any
+    violations: Sequence[Violation]
 
 
 def jsonable(value: Any) -> Any:
