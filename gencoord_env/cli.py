@@ -67,7 +67,7 @@ def env_choices() -> dict[str, tuple[str, ...]]:
     from gencoord_env.envs.gencoord.routes import ROUTES
     from gencoord_env.envs.gencoord.surfaces import SURFACES
     from gencoord_env.tasks.compose import VIEWS
-    from gencoord_env.tasks.pools import POOL_NAMES
+    from gencoord_env.tasks.pool_value import POOL_NAMES
 
     return {"pool": POOL_NAMES, "route": tuple(ROUTES), "view": tuple(VIEWS), "surface": tuple(SURFACES),
             "backend": tuple(BACKENDS)}

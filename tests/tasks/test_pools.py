@@ -119,7 +119,8 @@ def test_unknown_pool_suggests() -> None:
 def test_a_pool_value_says_what_the_env_needs() -> None:
     """``make_pool``: the env's agents, team and endless checks come from one value, for every pool name."""
     import gencoord_env
-    from gencoord_env.tasks.pools import POOL_NAMES, TEAM_POOLS, make_pool
+    from gencoord_env.tasks.pool_value import POOL_NAMES, make_pool
+    from gencoord_env.tasks.pools import TEAM_POOLS
 
     for name in POOL_NAMES:
         p = make_pool(name)

@@ -119,7 +119,7 @@ from gencoord_env.suggest import unknown
 from gencoord_env.tasks import Episode
 from gencoord_env.tasks.compose import VIEWS
 from gencoord_env.tasks.contexts import PRIVATE_FACT_FORMS, Context, render_parts
-from gencoord_env.tasks.pools import Pool, make_pool
+from gencoord_env.tasks.pool_value import Pool, make_pool
 from gencoord_env.tokens import as_tokenizer
 from gencoord_env.world.types import World
 
