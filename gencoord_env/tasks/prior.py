@@ -131,6 +131,7 @@ class TemplateSpec:
     channels: tuple[tuple[str, str], ...] = ()  # () : the first role sends to the second
     factors: tuple[FactorSpec, ...] = ()  # () : one factor, held by the first role, valued by ``bindings``
     suite: str | None = None  # stations of this suite are built in its episodes
+    crossproduct_q: int | None = None  # a core template: the quantity only the crossproduct pool pairs it with
 
     def node(self, node_id: str) -> NodeSpec:
         for n in self.nodes:
@@ -280,7 +281,7 @@ def _template(tid: str, raw: Mapping[str, Any], raw_all: Mapping[str, Any], role
         split=raw.get("split", suite or GOAL_CAPABILITY), changed_field=raw.get("changed_field", "actor, handoff item, suffix"),
         bindings=bindings, quantities=tuple(raw.get("quantities", (1,))), order=raw["order"], nodes=nodes,
         terminal=terminal, roles=roles, motif=raw.get("motif"), receiver_inventory=raw.get("receiver_inventory"),
-        channels=channels, factors=factors, suite=suite,
+        channels=channels, factors=factors, suite=suite, crossproduct_q=raw.get("crossproduct_q"),
     )
 
 
