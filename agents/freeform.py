@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gencoord_env.agents.context_view import compose, roles
+from gencoord_env.tasks.context_view import compose, roles
 from gencoord_env.agents.rules import RuleMinimalRequest
 from gencoord_env import freeform
 from gencoord_env.messages import Utterance

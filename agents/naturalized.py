@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from gencoord_env.caches import cache
 from typing import Any
 
-from gencoord_env.agents.context_view import codebook
+from gencoord_env.tasks.context_view import codebook
 from gencoord_env.agents.rules import NO_PLAN, RuleMinimalRequest
 from gencoord_env.tasks.contexts import Context
 from gencoord_env.tasks.naturalized import phrasings, table

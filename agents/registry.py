@@ -5,12 +5,12 @@ is made, so the registry itself imports nothing beyond the core package.
 """
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from importlib import import_module
 from typing import Any
 
 from gencoord_env.agents.base import RulePolicy
+from gencoord_env.suggest import unknown
 
 #: name -> (module, class, fixed keyword arguments)
 POLICIES: dict[str, tuple[str, str, dict[str, Any]]] = {
@@ -29,8 +29,7 @@ POLICIES: dict[str, tuple[str, str, dict[str, Any]]] = {
 
 def policy_class(name: str) -> Callable[..., RulePolicy]:
     if name not in POLICIES:
-        hint = difflib.get_close_matches(name, POLICIES, n=1)
-        raise ValueError(f"unknown policy {name!r}; expected one of {sorted(POLICIES)}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+        raise ValueError(unknown("policy", name, sorted(POLICIES)))
     module, cls, _ = POLICIES[name]
     try:
         return getattr(import_module(f"gencoord_env.agents.{module}"), cls)  # type: ignore[no-any-return]

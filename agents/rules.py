@@ -26,8 +26,9 @@ from gencoord_env.tasks.compose import role_paths
 from gencoord_env.tasks.prior import GOAL_CAPABILITY, prior
 
 from gencoord_env.agents.base import RulePolicy
-from gencoord_env.agents.context_view import JOINT_STAGES, codebook, compose, delivered, roles, team, team_record
+from gencoord_env.tasks.context_view import JOINT_STAGES, codebook, compose, delivered, roles, team, team_record
 from gencoord_env.caches import Memo
+from gencoord_env.lifecycle import DecisionStage
 from gencoord_env.messages import RequestMessage, ResponseMessage
 from gencoord_env.tasks.contexts import Context
 
@@ -88,24 +89,24 @@ class RuleMinimalRequest(RulePolicy):
             return self.decide_team(ctx)
         stage, peer = ctx.stage, ctx.peer
         first, second = roles(ctx)
-        if stage == "receiver_after_request":
+        if stage == DecisionStage.RECEIVER_AFTER_REQUEST:
             delivered = next((m for m in ctx.messages if isinstance(m, RequestMessage)), None)
             if delivered is not None:  # realize the delivered REQ as its own SELF path
                 if delivered.payload.startswith("REQ "):  # the DSL line itself: copy its path
                     return f"SELF {delivered.payload.split(' ', 2)[2]}\nREQ -"
                 return _self_only(delivered.request.requested_plan)
             return _self_only(compose(ctx, self.guess(ctx), first, second)[1])
-        if stage == "centralized":
+        if stage == DecisionStage.CENTRALIZED:
             uploaded = self.binding(ctx.peer_view) if ctx.peer_view is not None else None
             b = self.binding(ctx) or uploaded or self.guess(ctx)
             return _joint(*compose(ctx, b, first, second), peer)
-        if stage in ("requester_initial", "requester_after_response"):
+        if stage in (DecisionStage.REQUESTER_INITIAL, DecisionStage.REQUESTER_AFTER_RESPONSE):
             b = self.requester_branch(ctx)
             return _joint(*compose(ctx, b, first, second), peer)
         b = self.binding(ctx) or self.guess(ctx)
         mine, theirs = compose(ctx, b, first, second)
         if ctx.route == "single_step":
-            if stage == "sender_initial":
+            if stage == DecisionStage.SENDER_INITIAL:
                 return _self_only(mine[:1])
             return _joint(mine[len(ctx.history):], theirs, peer)
         return _joint_branch(ctx, b, peer)
@@ -173,7 +174,7 @@ class ExplicitFactorComposer(RuleMinimalRequest):
 
     def decide(self, ctx: Context) -> str:
         b = self.binding(ctx)
-        if ctx.stage not in ("sender_initial", "centralized") or b is None or ctx.route == "single_step" or ctx.team:
+        if ctx.stage not in (DecisionStage.SENDER_INITIAL, DecisionStage.CENTRALIZED) or b is None or ctx.route == "single_step" or ctx.team:
             return super().decide(ctx)
         return self.compose_factors(ctx.task.template, b, ctx.task.quantity, ctx.agent, ctx.peer)
 
@@ -205,7 +206,7 @@ class CompleteCaseTable(RuleMinimalRequest):
 
     def decide(self, ctx: Context) -> str:
         b = self.binding(ctx)
-        if ctx.stage != "sender_initial" or b is None or ctx.team:
+        if ctx.stage != DecisionStage.SENDER_INITIAL or b is None or ctx.team:
             return super().decide(ctx)
         return self.table.get(self._case(ctx.agent, ctx.task.template, b, ctx.task.quantity), NO_PLAN)
 

@@ -31,11 +31,12 @@ import gymnasium
 from gencoord_env.agents.base import Policy
 from gencoord_env.agents.registry import make_policy
 from gencoord_env.envs.gencoord.gencoord import raw_env
+from gencoord_env.envs.gencoord.routes import ROUTES, second_role_decides
 
 ROLES: tuple[str, ...] = ("first", "second")
 _ROLE_INDEX = {"first": 0, "second": 1}
 #: routes on which the second role never decides (the peer answers through the bounded response policy)
-FIRST_ONLY = frozenset({"feedback", "requester_only", "centralized"})
+FIRST_ONLY = frozenset(r for r in ROUTES if not second_role_decides(r))
 MAX_SKIPS = 100
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from gencoord_env.agents.context_view import codebook
+from gencoord_env.tasks.context_view import codebook
 from gencoord_env.agents.rules import RuleMinimalRequest
 from gencoord_env.tasks.contexts import Context
 from gencoord_env.tasks.naturalized import phrasings, table

@@ -11,15 +11,16 @@ terminal ground truth. So an episode is accounted for without re-running it, on 
 >>> for label, value in account(record).rows():     # doctest: +SKIP
 ...     print(f"{label:48} {value}")
 Selected binding                                 WORK_BRANCH
-Learned model / decision calls                   2
+Decision calls                                   2
 ...
 
 ``record`` is a :class:`~gencoord_env.wrappers.TraceRecorder` record or a final ``infos`` entry of the env
 (both have ``episode_id``, ``outcome``, ``metrics`` and ``trace``); live trace values are made JSON-safe
 first, so both read the same.
 
-"Learned model / decision calls" counts the agents' decisions (``metrics["decisions"]``): one model call
-each when the agents are learned, as in the paper; the trace does not say which policy decided.
+"Decision calls" counts the agents' decisions (``metrics["decisions"]``); with learned agents each is one
+model call, the paper's "Learned model / decision calls" row. The trace does not say which policy decided,
+so the row does not claim a model for rule agents.
 "Executor actions" sums every category of every event, failed calls' included; the sender and receiver
 rows give the handed-over item's count in each inventory from the handoff event's snapshots (a team: one
 pair of rows per handoff edge).
@@ -31,13 +32,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from gencoord_env.world.types import EXECUTOR_ACTIONS
-from gencoord_env.wrappers.trace_recorder import jsonable
+from gencoord_env.trace import jsonable
 
 #: Row labels that every accounting table has, in order (the sender, receiver and terminal rows, which
 #: name the item, agent and place, come between "Executor actions by kind" and "Terminal inventories").
 LABELS: tuple[str, ...] = (
     "Selected binding",
-    "Learned model / decision calls",
+    "Decision calls",
     "Issued skill calls",
     "Executor actions",
     "Executor actions by kind",
@@ -104,7 +105,7 @@ class EpisodeAccount:
         """The accounting table as ``(label, value)`` rows (``LABELS``, plus the handoff and terminal rows)."""
         rows = [
             ("Selected binding", self.binding or "none (no commitment)"),
-            ("Learned model / decision calls", str(self.decisions)),
+            ("Decision calls", str(self.decisions)),
             ("Issued skill calls", str(self.skill_calls)),
             ("Executor actions", "not recorded" if self.actions is None else str(self.executor_actions)),
             ("Executor actions by kind", "not recorded" if self.actions is None else ", ".join(

@@ -333,7 +333,7 @@ def comparable(info: Mapping[str, Any]) -> dict[str, Any]:
     metrics and every trace stage (the final ground truth included), with event timings (``data.ms``) and
     executor action counts (walks, clicks: how the bots moved, which pathfinding may vary) left out and
     the events of one execution in call order (two bots' calls finish in either order)."""
-    from gencoord_env.wrappers.trace_recorder import jsonable
+    from gencoord_env.trace import jsonable
 
     def stage(entry: Mapping[str, Any]) -> Any:
         out = dict(entry)

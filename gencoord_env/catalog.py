@@ -16,8 +16,17 @@ rule                      question                                       interpr
 ``transform``             does it transform items at a station?          ``pipeline.response.respond``
 ``consumes``, ``handoff`` what does it use up, what does it hand to a    ``pipeline.merge.handoff``
                           peer?
-``produces``              what does it put into its actor's inventory?   none; it completes the flow
+``produces``              what does it put into its actor's inventory?   ``tasks.procedural`` (accounting)
+``stores``                what does it leave in a container or at a      ``tasks.procedural`` (accounting)
+                          site?
+``node_only_rank``        where does a reader of the ``node_only`` view  ``tasks.compose.SKILL_PRIORITY``
+                          put it in a path?
+``say``                   how is it said in English?                     ``freeform`` (say and read back)
 ========================= ============================================== ==============================
+
+So a skill is one row of the table (plus, for a new kind of world action, its ops in ``skill_ops.json``
+and the worlds). The loader refuses a row that some consumer could not handle: a missing or repeated
+``node_only_rank``, a clause that cannot say every argument of the skill, a flow that names no key.
 
 Limits: ``key_limits`` names, for each integer argument key, the entry of ``data/limits.json``'s ``args``
 that bounds it (``q`` -> ``count``); strings and keys are bounded by ``name_chars``, a task's arguments by
@@ -38,7 +47,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from gencoord_env.caches import cache
-from gencoord_env.data_files import read_json
+from gencoord_env.data_files import data_dir, read_json
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -46,7 +55,7 @@ from typing import Any, NamedTuple
 from gencoord_env.limits import LIMITS, Limit, Limits
 from gencoord_env.world.types import OP_ARGS
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = data_dir()
 CATALOG_PATH = DATA_DIR / "catalog.json"
 MINECRAFT_ITEMS_PATH = DATA_DIR / "minecraft_items.json"
 
@@ -118,6 +127,30 @@ class ItemFlow:
 
 
 @dataclass(frozen=True)
+class Placement:
+    """Items a task leaves in the world: ``count`` of ``item`` in the container or at the site (``kind``)
+    that its argument ``at`` names; only when the task gives that argument."""
+
+    kind: str  # "container" | "site"
+    at: Slot
+    item: Slot
+    count: Slot
+
+
+@dataclass(frozen=True)
+class Clause:
+    """A skill's English clause: ``head`` (``{key}`` for each required key), then each (key, phrase) of
+    ``optional`` whose key the task gives, in this order (the skill's own, then every skill's)."""
+
+    head: str
+    optional: tuple[tuple[str, str], ...]
+
+
+#: The places a ``stores`` rule may name.
+PLACEMENT_KINDS = frozenset({"container", "site"})
+
+
+@dataclass(frozen=True)
 class SkillSpec:
     """One skill path, its argument keys (each mapped to its type name) and its rules.
 
@@ -135,6 +168,9 @@ class SkillSpec:
     consumes: ItemFlow | None = None
     produces: ItemFlow | None = None
     handoff: ItemFlow | None = None
+    stores: Placement | None = None
+    node_only_rank: int = 0
+    say: Clause | None = None
 
     def key_type(self, key: str) -> str | None:
         """The type name of ``key`` for this skill, or ``None`` if the skill does not take it."""
@@ -167,6 +203,11 @@ class Catalog:
     @property
     def skill_names(self) -> tuple[str, ...]:
         return tuple(self.skills)
+
+    @property
+    def node_only_order(self) -> tuple[str, ...]:
+        """The skill names by ``node_only_rank``: the order a ``node_only`` reader puts a path's tasks in."""
+        return tuple(sorted(self.skills, key=lambda name: self.skills[name].node_only_rank))
 
 
 def _table(raw: Any, where: str) -> dict[str, str]:
@@ -288,14 +329,65 @@ def _flow(raw: Any, where: str, keys: frozenset[str], handoff: bool = False) -> 
     return ItemFlow(item, _slot(count, f"{where}.count", keys, frozenset(), literals=False), to=to)
 
 
-_RULE_FIELDS = {"location", "lower", "defaults", "transform", "consumes", "produces", "handoff"}
+_RULE_FIELDS = {"location", "lower", "defaults", "transform", "consumes", "produces", "handoff", "stores",
+                "node_only_rank", "say"}
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
-def _rules(spec: SkillSpec, entry: dict[str, Any], where: str, location: tuple[str, ...]) -> SkillSpec:
+def _stores(raw: Any, where: str, keys: frozenset[str]) -> Placement:
+    entry = _object(raw, where, {"in", "at", "item", "count"}, {"in", "at", "item", "count"})
+    if entry["in"] not in PLACEMENT_KINDS:
+        raise CatalogError(f"{where}.in: expected one of {sorted(PLACEMENT_KINDS)}, got {entry['in']!r}")
+    return Placement(entry["in"], *(_slot(entry[k], f"{where}.{k}", keys, frozenset(), literals=False)
+                                     for k in ("at", "item", "count")))
+
+
+def _phrases(raw: Any, where: str, keys: frozenset[str]) -> tuple[tuple[str, str], ...]:
+    """``[[key, phrase], ...]``: each phrase says its own key, ``{key}``, and nothing else."""
+    if not isinstance(raw, list):
+        raise CatalogError(f"{where}: expected a list of [key, phrase] pairs")
+    out = []
+    for i, pair in enumerate(raw):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+            raise CatalogError(f"{where}[{i}]: expected [key, phrase], got {pair!r}")
+        key, phrase = pair
+        if key not in keys:
+            raise CatalogError(f"{where}[{i}]: {key!r} is not an argument key of the skill; expected one of {sorted(keys)}")
+        if _PLACEHOLDER.findall(phrase) != [key]:
+            raise CatalogError(f"{where}[{i}]: the phrase {phrase!r} must say {{{key}}} once and no other key")
+        out.append((key, phrase))
+    return tuple(out)
+
+
+def _say(raw: Any, where: str, spec: SkillSpec, every: tuple[tuple[str, str], ...]) -> Clause:
+    """The skill's clause, checked so that a said task reads back whole: the head says every required key,
+    and every other key has a phrase (its own, or every skill's)."""
+    entry = _object(raw, where, {"head", "optional"}, {"head", "optional"})
+    head = entry["head"]
+    if not isinstance(head, str) or not head:
+        raise CatalogError(f"{where}.head: expected a non-empty string")
+    said = _PLACEHOLDER.findall(head)
+    if sorted(said) != sorted(spec.required):
+        raise CatalogError(f"{where}.head: says {sorted(said)}; it must say each required key once: {sorted(spec.required)}")
+    own = _phrases(entry["optional"], f"{where}.optional", spec.keys - frozenset(spec.required))
+    mine = {k for k, _ in own}
+    phrases = own + tuple((k, p) for k, p in every if k not in mine and k in spec.keys)
+    unsaid = spec.keys - frozenset(spec.required) - {k for k, _ in phrases}
+    if unsaid:
+        raise CatalogError(f"{where}.optional: no phrase says {sorted(unsaid)}; a said task would lose them")
+    return Clause(head, phrases)
+
+
+def _rules(spec: SkillSpec, entry: dict[str, Any], where: str, location: tuple[str, ...],
+           every_say: tuple[tuple[str, str], ...] = ()) -> SkillSpec:
     """``spec`` with the rules of its catalog entry, checked against its keys and the op table."""
     keys = spec.keys
-    if "lower" not in entry:
-        raise CatalogError(f"{where}: missing field 'lower' (the skill calls that realize the skill)")
+    for field in ("lower", "node_only_rank", "say"):
+        if field not in entry:
+            raise CatalogError(f"{where}: missing field {field!r} ({_NEEDED_BY[field]})")
+    rank = entry["node_only_rank"]
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+        raise CatalogError(f"{where}.node_only_rank: expected an integer >= 0, got {rank!r}")
     defaults = entry.get("defaults", {})
     if not isinstance(defaults, dict):
         raise CatalogError(f"{where}.defaults: expected an object mapping optional keys to values")
@@ -314,7 +406,18 @@ def _rules(spec: SkillSpec, entry: dict[str, Any], where: str, location: tuple[s
         consumes=_flow(entry["consumes"], f"{where}.consumes", keys) if "consumes" in entry else None,
         produces=_flow(entry["produces"], f"{where}.produces", keys) if "produces" in entry else None,
         handoff=_flow(entry["handoff"], f"{where}.handoff", keys, handoff=True) if "handoff" in entry else None,
+        stores=_stores(entry["stores"], f"{where}.stores", keys) if "stores" in entry else None,
+        node_only_rank=rank,
+        say=_say(entry["say"], f"{where}.say", spec, every_say),
     )
+
+
+#: What each required field of a skill's row is for, said when it is missing.
+_NEEDED_BY = {
+    "lower": "the skill calls that realize the skill",
+    "node_only_rank": "where a reader of the node_only view puts the skill's tasks in a path",
+    "say": "the skill's English clause on the free-form surface",
+}
 
 
 def parse_catalog(raw: Any, limits: Limits = LIMITS) -> Catalog:
@@ -339,8 +442,9 @@ def parse_catalog(raw: Any, limits: Limits = LIMITS) -> Catalog:
             raise CatalogError(f"catalog.key_aliases.{alias}: {key!r} is not a compact key of key_order")
         if alias in key_order:
             raise CatalogError(f"catalog.key_aliases: {alias!r} is both an alias and a compact key")
-    every = _object(raw["every_skill"], "catalog.every_skill", {"optional", "location"})
+    every = _object(raw["every_skill"], "catalog.every_skill", {"optional", "location", "say_optional"})
     common = _table(every.get("optional", {}), "catalog.every_skill.optional")
+    every_say = _phrases(every.get("say_optional", []), "catalog.every_skill.say_optional", frozenset(common))
     default_location = _location(every.get("location", ["loc"]), "catalog.every_skill.location", frozenset(common))
     skills_raw = raw["skills"]
     if not isinstance(skills_raw, dict) or not skills_raw:
@@ -380,7 +484,13 @@ def parse_catalog(raw: Any, limits: Limits = LIMITS) -> Catalog:
             optional=MappingProxyType(optional),
             exactly_one_of=MappingProxyType(one_of),
         )
-        skills[name] = _rules(spec, entry, where, default_location)
+        skills[name] = _rules(spec, entry, where, default_location, every_say)
+    ranks: dict[int, str] = {}
+    for name, spec in skills.items():
+        if spec.node_only_rank in ranks:
+            raise CatalogError(f"catalog.skills.{name}.node_only_rank: {spec.node_only_rank} is also "
+                               f"{ranks[spec.node_only_rank]}'s; each skill needs its own place in a node_only path")
+        ranks[spec.node_only_rank] = name
     types = {key: t for key, (t, _) in key_types.items()}
     key_limits = _key_limits(raw["key_limits"], types, limits)
     for spec in skills.values():
@@ -462,4 +572,3 @@ def minecraft_items() -> frozenset[str]:
 
 
 CATALOG: Catalog = load_catalog()
-SKILL_NAMES: tuple[str, ...] = CATALOG.skill_names

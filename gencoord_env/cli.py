@@ -19,7 +19,6 @@ load, an optional dependency is not installed, a name or file is wrong) is print
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import json
 import os
@@ -27,7 +26,9 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+
+from gencoord_env.suggest import unknown
 
 #: Subcommands implemented elsewhere: name -> "module:function" taking argv and returning an exit code.
 DELEGATED = {
@@ -44,15 +45,33 @@ _DISTRIBUTIONS = {"sklearn": "scikit-learn", "openenv": "openenv-core"}
 # ---- shared argument helpers (the other commands use them too) ------------------------------------
 
 
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are the one line the README promises, ``error: ...`` (no usage
+    block before it), exit code 2; an unknown subcommand or choice names the closest one.
+
+    >>> p = Parser(prog="gencoord"); _ = p.add_subparsers(dest="command").add_parser("rollout")
+    >>> p.parse_args(["rolout"])   # doctest: +SKIP
+    error: unknown command 'rolout'; expected one of rollout (did you mean 'rollout'?); see 'gencoord --help'
+    """
+
+    def error(self, message: str) -> NoReturn:
+        choice = re.match(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if choice is not None:
+            names = re.findall(r"'([^']*)'", choice[3]) or [n.strip() for n in choice[3].split(",")]
+            what = "command" if choice[1] == "command" or choice[1].startswith("{") else f"value for {choice[1]}"
+            message = unknown(what, choice[2], names)
+        self.exit(2, f"error: {message}; see '{self.prog} --help'\n")
+
+
 def env_choices() -> dict[str, tuple[str, ...]]:
     """The names the env accepts for each argument, read from the env's own tables."""
     from gencoord_env.envs.gencoord.gencoord import BACKENDS
     from gencoord_env.envs.gencoord.routes import ROUTES
     from gencoord_env.envs.gencoord.surfaces import SURFACES
     from gencoord_env.tasks.compose import VIEWS
-    from gencoord_env.tasks.pools import POOL_SIZES, TEAM_POOLS
+    from gencoord_env.tasks.pool_value import POOL_NAMES
 
-    return {"pool": (*POOL_SIZES, *TEAM_POOLS, "procedural"), "route": tuple(ROUTES), "view": tuple(VIEWS), "surface": tuple(SURFACES),
+    return {"pool": POOL_NAMES, "route": tuple(ROUTES), "view": tuple(VIEWS), "surface": tuple(SURFACES),
             "backend": tuple(BACKENDS)}
 
 
@@ -62,10 +81,7 @@ def one_of(what: str, names: Sequence[str]) -> Callable[[str], str]:
     def check(value: str) -> str:
         if value in names:
             return value
-        hint = difflib.get_close_matches(value, names, n=1)
-        raise argparse.ArgumentTypeError(
-            f"unknown {what} {value!r}; expected one of {', '.join(names)}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
-        )
+        raise argparse.ArgumentTypeError(unknown(what, value, names))
 
     return check
 
@@ -228,10 +244,10 @@ def _rollout(args: argparse.Namespace) -> int:
     import random
 
     size = len(env.unwrapped.episodes)
-    if args.pool == "procedural":  # endless: its first --episodes episodes, in order (each pair is a fresh template)
+    if env.unwrapped.pool.endless:  # its first --episodes episodes, in order (each pair is a fresh template)
         if args.episodes is None:
             env.close()
-            raise ValueError("the procedural pool is endless; give --episodes N")
+            raise ValueError(f"the {args.pool} pool is endless; give --episodes N")
         order = list(range(args.episodes))
     else:
         order = list(range(size))
@@ -334,7 +350,7 @@ def _policy(args: argparse.Namespace, make_policy: Any) -> Any:
 def build_parser() -> argparse.ArgumentParser:
     from gencoord_env import __version__
 
-    ap = argparse.ArgumentParser(
+    ap = Parser(
         prog="gencoord", description="gencoord_env command line",
         epilog=f"{DEBUG_FLAG} (anywhere on the command line, or {DEBUG_ENV}=1) shows the traceback of an error",
     )
@@ -349,8 +365,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_env_arguments(r, {"route": "forward", "view": "full", "surface": "dsl"})
     r.add_argument("--episodes", type=positive_int, default=None,
                    help="number of episodes (default: the whole pool, both role permutations)")
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--pool-seed", type=int, default=0)
+    r.add_argument("--seed", type=int, default=0,
+                   help="orders the pool's episodes (a shuffle) and seeds the env; equal seeds, equal results (default: 0)")
+    r.add_argument("--pool-seed", type=int, default=0,
+                   help="which instances the generated pools draw (train, the procedural pool); the held-out pools "
+                        "stay disjoint from train for any seed (default: 0)")
     r.add_argument("--trace", default=None, help="write one JSONL trace record per episode here")
     r.add_argument("--json", default=None, help="write the summary JSON here")
     add_scale_arguments(r)

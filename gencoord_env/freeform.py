@@ -5,7 +5,7 @@ free-form" communication: the two agents talk in natural language until a shared
 the commitment. This module is that language and that extractor; ``envs/gencoord/dialogue.py`` runs
 the conversation.
 
-**Clauses.** Each skill has one English clause (data: ``gencoord_env/data/freeform.json``), e.g.
+**Clauses.** Each skill has one English clause (its catalog row's ``say``, ``gencoord_env/data/catalog.json``), e.g.
 ``resource.obtain(q=3,item=oak_planks)`` is "take 3 oak_planks" and
 ``build.component(bind=SITE_A,q=3,item=oak_planks,site=site_a)`` is
 "place 3 oak_planks blocks at site_a for option SITE_A": the head, then the skill's optional phrases,
@@ -49,9 +49,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from gencoord_env.caches import cache
-from importlib import resources
 from typing import Any
 
+from gencoord_env.catalog import CATALOG
+from gencoord_env.data_files import data_path
 from gencoord_env.dsl.errors import DSLSyntaxError
 from gencoord_env.types import PeerRequest, Proposal, Task
 
@@ -63,16 +64,9 @@ _LEAD_IN = re.compile(r"^[^:]*:\s+")
 
 @cache(maxsize=1)
 def table() -> Mapping[str, Any]:
-    """The clause table (``gencoord_env/data/freeform.json``)."""
-    text = resources.files("gencoord_env.data").joinpath("freeform.json").read_text(encoding="utf-8")
+    """The surface's markers and dialogue wording (``gencoord_env/data/freeform.json``)."""
+    text = data_path("freeform.json").read_text(encoding="utf-8")
     return json.loads(text)  # type: ignore[no-any-return]
-
-
-def _phrases(skill: str) -> list[tuple[str, str]]:
-    """The optional (key, phrase) pairs of ``skill`` in saying order: the skill's own, then the generic ones."""
-    own = [tuple(p) for p in table()["skills"][skill]["optional"]]
-    keys = {k for k, _ in own}
-    return own + [tuple(p) for p in table()["every_skill_optional"] if p[0] not in keys]  # type: ignore[return-value]
 
 
 def _pattern(template: str) -> str:
@@ -89,19 +83,21 @@ def _pattern(template: str) -> str:
 @cache(maxsize=1)
 def _clause_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
     out = []
-    for skill, spec in table()["skills"].items():
-        optional = "".join(f"(?:{_pattern(p)})?" for _, p in _phrases(skill))
-        out.append((skill, re.compile(f"^{_pattern(spec['head'])}{optional}$")))
+    for skill, spec in CATALOG.skills.items():
+        assert spec.say is not None  # the catalog refuses a row without one
+        optional = "".join(f"(?:{_pattern(p)})?" for _, p in spec.say.optional)
+        out.append((skill, re.compile(f"^{_pattern(spec.say.head)}{optional}$")))
     return tuple(out)
 
 
 def say_task(task: Task) -> str:
     """One task as its English clause."""
-    if task.skill not in table()["skills"]:
-        raise ValueError(f"skill {task.skill!r} has no clause in gencoord_env/data/freeform.json")
+    spec = CATALOG.skills.get(task.skill)
+    if spec is None or spec.say is None:
+        raise ValueError(f"skill {task.skill!r} is not in the catalog (gencoord_env/data/catalog.json)")
     args = dict(task.args)
-    text = table()["skills"][task.skill]["head"].format(**args)
-    for key, phrase in _phrases(task.skill):
+    text = spec.say.head.format(**args)
+    for key, phrase in spec.say.optional:
         if key in args:
             text += phrase.format(**{key: args[key]})
     return text

@@ -17,9 +17,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from gencoord_env.data_files import read_json
+from gencoord_env.data_files import data_path, read_json
 
-LIMITS_PATH = Path(__file__).resolve().parent / "data" / "limits.json"
+LIMITS_PATH = data_path("limits.json")
 
 #: The limits section ``args`` must hold (the contract, the codec and the op table read each of them).
 ARG_LIMITS = frozenset({"count", "ticks", "name_chars", "task_args", "path_tasks"})

@@ -28,7 +28,8 @@ from typing import Any
 
 from gencoord_env.tasks.episode import Cluster, Episode
 from gencoord_env.wrappers import apply
-from gencoord_env.wrappers.trace_recorder import RECORD_VERSION, episode_record, jsonable
+from gencoord_env.trace import jsonable
+from gencoord_env.wrappers.trace_recorder import RECORD_VERSION, episode_record
 
 #: Keys whose values are wall-clock measurements and differ between runs.
 VOLATILE: frozenset[str] = frozenset({"episode_seconds", "time_to_commitment", "timings"})
@@ -178,14 +179,12 @@ def main(argv: list[str] | None = None) -> int:
 
     ``gencoord replay --show TRACE.jsonl [--episode ID]``: print one episode's accounting table, re-running nothing.
     """
-    import argparse
-
     from rich.console import Console
 
     from gencoord_env.accounting import account, table
-    from gencoord_env.cli import add_env_arguments
+    from gencoord_env.cli import Parser, add_env_arguments
 
-    ap = argparse.ArgumentParser(prog="gencoord replay", description="re-run recorded episodes and check they match")
+    ap = Parser(prog="gencoord replay", description="re-run recorded episodes and check they match")
     ap.add_argument("trace", help="a JSONL file written by TraceRecorder (gencoord rollout --trace)")
     add_env_arguments(ap, {"backend": None}, notes={"backend": "default: the recorded backend"})
     ap.add_argument("--show", action="store_true",

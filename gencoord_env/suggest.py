@@ -44,6 +44,18 @@ def close_match(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str |
     return close[0] if close else None
 
 
+def unknown(what: str, value: object, names: Iterable[str]) -> str:
+    """The message for a name that is not one of ``names``: what was given, every name accepted (as a
+    reader's list, not a Python one), and the closest.
+
+    >>> unknown("policy", "rnadom", ["rule", "random"])
+    "unknown policy 'rnadom'; expected one of rule, random (did you mean 'random'?)"
+    """
+    names = [str(n) for n in names]
+    hint = close_match(str(value), names)
+    return f"unknown {what} {value!r}; expected one of {', '.join(names)}" + (f" (did you mean {hint!r}?)" if hint else "")
+
+
 def _pairs(name: str) -> set[str]:
     padded = f"^{name}$"
     return {padded[i : i + 2] for i in range(len(padded) - 1)}

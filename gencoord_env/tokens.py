@@ -20,12 +20,12 @@ import itertools
 import json
 import re
 from collections.abc import Sequence
-from importlib import resources
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from gencoord_env.caches import Memo, cache
+from gencoord_env.data_files import data_path
 
 PAD, UNK = 0, 1
 SPECIALS: tuple[str, ...] = ("<pad>", "<unk>")
@@ -83,8 +83,13 @@ class WordTokenizer:
 
 @cache(maxsize=1)
 def _default_tokenizer() -> WordTokenizer:
-    text = resources.files("gencoord_env.data").joinpath("vocab.json").read_text(encoding="utf-8")
-    return WordTokenizer(json.loads(text)["words"])
+    """The shipped vocabulary, then the words of catalog skills it lacks (sorted): a skill added to the
+    catalog is known at once; ``scripts/build_vocab.py`` makes its words part of the file."""
+    from gencoord_env.catalog import CATALOG
+
+    words = json.loads(data_path("vocab.json").read_text(encoding="utf-8"))["words"]
+    known = set(words)
+    return WordTokenizer(words + sorted({w for s in CATALOG.skills for w in WORD_RE.findall(s)} - known))
 
 
 class HFTokenizer:

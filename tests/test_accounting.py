@@ -14,7 +14,7 @@ from gencoord_env.accounting import LABELS, Clause, EpisodeAccount, account
 from gencoord_env.tasks.episode import Cluster, Episode
 from gencoord_env.world.types import EXECUTOR_ACTIONS
 from gencoord_env.wrappers import TraceRecorder
-from gencoord_env.wrappers.trace_recorder import jsonable
+from gencoord_env.trace import jsonable
 
 # the paper's representative episode: active order, work branch, one crafting table
 REPRESENTATIVE = Episode(Cluster("heldout", "active_order", "WORK_BRANCH", 1, "W0", "D0"), 0)

@@ -46,7 +46,7 @@ def test_no_module_keeps_an_unregistered_memo() -> None:
 def test_stats_name_every_registered_cache() -> None:
     summarize(rollout(gencoord_env.parallel_env(backend="sim", pool="heldout"), make_policy("rule"), episodes=4))
     names = set(caches.stats())
-    assert {"gencoord_env.tasks.contexts._static", "dsl.parser.tokens", "agents.context_view.compose"} <= names
+    assert {"gencoord_env.tasks.contexts._static", "dsl.parser.tokens", "tasks.context_view.compose"} <= names
 
 
 def test_parsing_many_large_inputs_keeps_every_memo_within_its_byte_budget() -> None:

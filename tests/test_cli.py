@@ -122,6 +122,50 @@ def test_unknown_names_suggest_the_closest(capsys: pytest.CaptureFixture[str]) -
     assert "did you mean 'random'?" in _error_line(capsys)
 
 
+@pytest.mark.parametrize("argv, line", [
+    (["rolout"], "error: unknown command 'rolout'; expected one of setup, rollout, replay, experiment, train "
+                 "(did you mean 'rollout'?); see 'gencoord --help'"),
+    (["rollout", "--pool", "heldot"], None),
+    (["rollout", "--bogus"], "error: unrecognized arguments: --bogus; see 'gencoord --help'"),
+    (["replay"], "error: the following arguments are required: trace; see 'gencoord replay --help'"),
+    (["experiment", "request", "--episodes", "x"], "error: argument --episodes: invalid int value: 'x'; "
+                                                   "see 'gencoord experiment --help'"),
+    (["train", "sft"], "error: the following arguments are required: --data, --out; see 'gencoord train sft --help'"),
+])
+def test_an_argument_error_is_the_one_error_line(argv: list[str], line: str | None, capsys: pytest.CaptureFixture[str]) -> None:
+    """No usage block before the error: the one line the README promises, exit code 2."""
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    got = _error_line(capsys)
+    assert got == line if line is not None else "(did you mean 'heldout'?)" in got
+
+
+@pytest.mark.parametrize("argv, what", [
+    (["rollout", "--backend", "sim", "--policy", "rnadom"], "policy"),
+    (["experiment", "requst"], "experiment"),
+])
+def test_a_name_error_lists_the_names_as_words_not_a_python_list(argv: list[str], what: str,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    line = _error_line(capsys)
+    assert line.startswith(f"error: unknown {what} ") and "[" not in line and "did you mean" in line
+
+
+def test_seed_options_say_what_they_do(capsys: pytest.CaptureFixture[str]) -> None:
+    text = _help(["rollout"], capsys)
+    assert "--seed SEED orders the pool's episodes" in text
+    assert "--pool-seed POOL_SEED which instances the generated pools draw" in text
+
+
+def test_experiment_list_marks_where_a_rule_stands_in(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["experiment", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "- true request (pool request, route forward, policy rule*)" in out
+    assert "- deterministic rule (pool request, route forward, policy rule)" in out
+    assert out.rstrip().endswith("without it the rule agent named stands in for a learned model")
+
+
 # ---- typed errors: one line, non-zero, traceback with --debug -----------------------------------------
 
 

@@ -38,6 +38,7 @@ def test_show_prints_the_accounting_table(trace: Path, capsys: pytest.CaptureFix
     assert "Receiver oak_planks (agent_b), before -> after" in out and "0 -> 8" in out
     assert "Terminal crafting_table in agent_b" in out
     assert "pass / pass" in out and "WORK_BRANCH" in out
+    assert "Decision calls" in out and "Learned model" not in out  # rule agents called no model
     assert _ids(trace)[0] in out
     assert "record 1 of 2; choose another with --episode ID" in out
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gencoord_env.cli import add_env_arguments, env_choices, one_of, positive_int
+from gencoord_env.cli import Parser, add_env_arguments, env_choices, one_of, positive_int
 
 PROG = "gencoord train"
 
@@ -36,7 +36,7 @@ PROG = "gencoord train"
 def data_main(argv: Sequence[str] | None = None) -> int:
     from gencoord_env.train.data import DATASETS, PROCEDURAL, PROCEDURAL_ROWS, build_all
 
-    p = argparse.ArgumentParser(prog=f"{PROG} data", description="Write the programmatic SFT sets and their manifest.")
+    p = Parser(prog=f"{PROG} data", description="Write the programmatic SFT sets and their manifest.")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--sets", nargs="*", choices=sorted([*DATASETS, *PROCEDURAL]),
                    help="sets to build (default: the paper's sets; procedural ones only when named)")
@@ -54,7 +54,7 @@ def tokenizer_main(argv: Sequence[str] | None = None) -> int:
     from gencoord_env.agents.lm.loading import train_tokenizer
     from gencoord_env.train.data import load_rows
 
-    p = argparse.ArgumentParser(prog=f"{PROG} tokenizer", description="Train one offline byte-level BPE tokenizer on "
+    p = Parser(prog=f"{PROG} tokenizer", description="Train one offline byte-level BPE tokenizer on "
                                 "the rows of several sets, for scratch runs that must share it (sft --tokenizer).")
     p.add_argument("--data", nargs="+", required=True, help="JSONL files written by `train data`")
     p.add_argument("--out", required=True, help="directory to save the tokenizer in")
@@ -76,7 +76,7 @@ def tokenizer_main(argv: Sequence[str] | None = None) -> int:
 def sft_main(argv: Sequence[str] | None = None) -> int:
     from gencoord_env.train.sft import CONTINUE_LR, PAPER_LR, SCRATCH_LR, ScratchConfig, SFTConfig, train
 
-    p = argparse.ArgumentParser(prog=f"{PROG} sft", description="Supervised fine-tuning (target + EOS loss) with provenance.")
+    p = Parser(prog=f"{PROG} sft", description="Supervised fine-tuning (target + EOS loss) with provenance.")
     p.add_argument("--data", nargs="+", required=True, help="JSONL files written by `train data`")
     p.add_argument("--out", required=True, help="run directory (final/ and provenance.json)")
     src = p.add_mutually_exclusive_group(required=True)
@@ -161,7 +161,7 @@ def _play_train(result: Any, kind: str, out: Path) -> None:
 def grpo_main(argv: Sequence[str] | None = None) -> int:
     from gencoord_env.agents.registry import POLICIES
 
-    p = argparse.ArgumentParser(prog=f"{PROG} grpo", description="GRPO (TRL) from an SFT checkpoint on a pool's decisions, "
+    p = Parser(prog=f"{PROG} grpo", description="GRPO (TRL) from an SFT checkpoint on a pool's decisions, "
                                 "each completion rewarded by replaying its episode on the sim; writes reward_curve.json, "
                                 "provenance.json, points.jsonl and final/.")
     p.add_argument("--model", required=True, help="SFT checkpoint directory (or hub id)")
@@ -217,7 +217,7 @@ def evaluate_main(argv: Sequence[str] | None = None) -> int:
     from gencoord_env.agents.lm.policy import POLICY_KINDS, load_policy
     from gencoord_env.train.evaluate import evaluate
 
-    p = argparse.ArgumentParser(prog=f"{PROG} evaluate", description="Closed-loop evaluation of a checkpoint in the env.")
+    p = Parser(prog=f"{PROG} evaluate", description="Closed-loop evaluation of a checkpoint in the env.")
     p.add_argument("--model", required=True, help="checkpoint directory or hub id")
     p.add_argument("--policy", choices=list(POLICY_KINDS), default="direct",
                    help=f"how the model's output becomes an action: {' | '.join(POLICY_KINDS)} (default: direct)")
@@ -258,7 +258,7 @@ def with_overrides(budget: Any, a: argparse.Namespace) -> Any:
 def transfer_main(argv: Sequence[str] | None = None) -> int:
     from gencoord_env.train.transfer import BACKENDS, BUDGETS, PAPER_SEEDS, POOLS, TransferConfig, report_lines, run
 
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog=f"{PROG} transfer",
         description="Transfer without downloaded weights: for each seed and backend, a scratch model on the paper's rows "
                     "only, one pretrained on procedural rows, and that one fine-tuned on the paper's rows; all evaluated "
@@ -307,7 +307,7 @@ def transfer_main(argv: Sequence[str] | None = None) -> int:
 def tables_main(argv: Sequence[str] | None = None) -> int:
     from gencoord_env.train.tables import BUDGETS, PAPER_SEEDS, TABLES, TablesConfig, run, summarize
 
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog=f"{PROG} tables",
         description="Learned rows of the paper's tables: per table, train the model of each learned condition for "
                     "every seed, play every condition closed-loop on the sim with the experiment harness, and write "
@@ -364,7 +364,7 @@ COMMANDS: dict[str, tuple[Callable[[Sequence[str] | None], int], str]] = {
 
 def build_parser() -> argparse.ArgumentParser:
     """The command list; each command parses its own arguments (``gencoord train COMMAND --help``)."""
-    ap = argparse.ArgumentParser(prog=PROG, description="SFT data, training and closed-loop evaluation",
+    ap = Parser(prog=PROG, description="SFT data, training and closed-loop evaluation",
                                  epilog=f"see '{PROG} COMMAND --help' for a command's arguments")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (_, summary) in COMMANDS.items():

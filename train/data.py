@@ -67,6 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from gencoord_env import FailureCode, dsl, freeform
+from gencoord_env.lifecycle import DecisionStage
 from gencoord_env.tasks import Cluster, Episode, pool as load_pool
 from gencoord_env.tasks import references as ref
 from gencoord_env.tasks.contexts import Context
@@ -135,7 +136,7 @@ class Row:
 
 def factor_code_target(stage: str, binding: str) -> str:
     """The Factor-Code target of a forward stage: the one binding code, named by its field."""
-    field = {"sender_initial": "active_binding_id", "receiver_after_request": "accepted_binding_id"}[stage]
+    field = {DecisionStage.SENDER_INITIAL: "active_binding_id", DecisionStage.RECEIVER_AFTER_REQUEST: "accepted_binding_id"}[stage]
     return f"{field}={binding}"
 
 
@@ -153,22 +154,22 @@ def reference(episode: Episode, context: Context) -> Proposal | None:
     it actually received. None where the protocol leaves nothing to decide (a REJECT).
     """
     stage = context.stage
-    if stage == "sender_initial":
+    if stage == DecisionStage.SENDER_INITIAL:
         return ref.sender_single_step(episode) if context.route == "single_step" else ref.sender_initial(episode)
-    if stage == "sender_after_obtain":
+    if stage == DecisionStage.SENDER_AFTER_OBTAIN:
         return ref.sender_after_obtain(episode)
-    if stage == "receiver_after_request":
+    if stage == DecisionStage.RECEIVER_AFTER_REQUEST:
         if context.request is None:
             raise AssertionError(f"{episode.id}: the receiver decides without a delivered request")
         return ref.receiver_after_request(context.request)
-    if stage == "requester_initial":
+    if stage == DecisionStage.REQUESTER_INITIAL:
         return ref.requester_initial(episode)
-    if stage == "requester_after_response":
+    if stage == DecisionStage.REQUESTER_AFTER_RESPONSE:
         r = context.response
         if r is None:
             raise AssertionError(f"{episode.id}: the requester revises without a response")
         return ref.requester_after_response(episode, r.decision, r.counter_offer_id)
-    if stage == "centralized":
+    if stage == DecisionStage.CENTRALIZED:
         return ref.centralized(episode)
     raise ValueError(f"no reference record for stage {stage!r}")
 

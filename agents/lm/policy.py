@@ -6,7 +6,7 @@
   the action, parsed by the env like any other agent's.
 - :class:`FactorCodePolicy` (Factor-Code + Rule): the model emits only the stage's binding code
   (``active_binding_id=<code>`` at the sender, ``accepted_binding_id=<code>`` at the receiver); the public
-  composer (:func:`gencoord_env.agents.context_view.compose`, the same expansion as ``tasks.compose.role_paths``)
+  composer (:func:`gencoord_env.tasks.context_view.compose`, the same expansion as ``tasks.compose.role_paths``)
   turns it into the same peer-facing Short DSL. A code outside the context's codebook is passed on as
   the raw completion, so the env records the mistake as a parse failure instead of the policy hiding it.
 
@@ -32,11 +32,12 @@ from typing import Any, Literal
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from gencoord_env.agents.context_view import compose, roles
+from gencoord_env.tasks.context_view import compose, roles
 from gencoord_env.agents.lm.generate import GenerationConfig, GenerationRecord, Generator
 from gencoord_env.agents.lm.loading import load_model
 from gencoord_env.agents.lm.prompt import prompt_text
 from gencoord_env import dsl
+from gencoord_env.lifecycle import DecisionStage
 from gencoord_env.tasks.contexts import Context
 from gencoord_env.types import PeerRequest, Proposal
 
@@ -52,7 +53,7 @@ __all__ = [
 ]
 
 #: The binding-code field the Factor-Code model emits at each learned stage.
-CODE_FIELDS: dict[str, str] = {"sender_initial": "active_binding_id", "receiver_after_request": "accepted_binding_id"}
+CODE_FIELDS: dict[str, str] = {DecisionStage.SENDER_INITIAL: "active_binding_id", DecisionStage.RECEIVER_AFTER_REQUEST: "accepted_binding_id"}
 _CODE = re.compile(r"^\s*(?:(active_binding_id|accepted_binding_id)\s*=\s*)?([A-Za-z0-9_]+)\s*$")
 
 
@@ -140,7 +141,7 @@ def expand_code(completion: str, context: Context) -> str | None:
     expected = CODE_FIELDS.get(stage)
     if field is not None and expected is not None and field != expected:
         return None
-    if stage == "receiver_after_request":
+    if stage == DecisionStage.RECEIVER_AFTER_REQUEST:
         return dsl.format(Proposal(theirs, ()))
     return dsl.format(Proposal(mine, (PeerRequest(context.peer, theirs),)))
 

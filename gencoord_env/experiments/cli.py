@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gencoord_env.cli import add_scale_arguments, check_scale_arguments, env_choices, one_of, policy_help
+from gencoord_env.cli import Parser, add_scale_arguments, check_scale_arguments, env_choices, one_of, policy_help
 from gencoord_env.experiments.specs import EXPERIMENTS, Condition, Experiment, experiment
 
 
@@ -124,7 +124,7 @@ def run(exp: Experiment, args: argparse.Namespace, out: Path, runner: Any = None
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="gencoord experiment", description="reproduce one of the paper's evaluations")
+    ap = Parser(prog="gencoord experiment", description="reproduce one of the paper's evaluations")
     ap.add_argument("name", nargs="?", help=f"{' | '.join(EXPERIMENTS)} | all")
     backends = env_choices()["backend"]
     ap.add_argument("--backend", default="sim", type=one_of("backend", backends), metavar="BACKEND",
@@ -147,8 +147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for e in EXPERIMENTS.values():
             print(f"{e.name}: {e.title}")
             for c in e.conditions:
-                print(f"  - {c.name} (pool {c.pool}, route {c.route}, policy {c.policy}"
-                      + (f", {c.intervention}" if c.intervention else "") + ")")
+                print(f"  - {c.name} (pool {c.pool}, route {c.route}, policy {c.policy}{'*' if c.subject else ''}"
+                      + (f", {c.intervention}" if c.intervention else "")
+                      + (", runs only with --policy" if c.only_with_policy else "") + ")")
+        print("* --policy P runs P here (the paper's learned-model rows); without it the rule agent named stands in "
+              "for a learned model")
         return 0
     if not args.name:
         print("error: name an experiment (or 'all'); see --list", file=sys.stderr)

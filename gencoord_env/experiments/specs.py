@@ -299,11 +299,9 @@ EXPERIMENTS: dict[str, Experiment] = {
 def experiment(name: str) -> Experiment:
     """The experiment called ``name``; unknown names raise ``ValueError`` with a suggestion."""
     if name not in EXPERIMENTS:
-        import difflib
+        from gencoord_env.suggest import unknown
 
-        hint = difflib.get_close_matches(name, EXPERIMENTS, n=1)
-        raise ValueError(f"unknown experiment {name!r}; expected one of {list(EXPERIMENTS)}"
-                         + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+        raise ValueError(unknown("experiment", name, EXPERIMENTS))
     return EXPERIMENTS[name]
 
 

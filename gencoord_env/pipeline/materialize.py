@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from gencoord_env.catalog import CATALOG
 from gencoord_env.pipeline.types import Commitment, DispatchPlan, DispatchTask
 from gencoord_env.tasks.episode import Episode
 from gencoord_env.types import Task
@@ -61,7 +62,8 @@ def materialize(commitment: Commitment, episode: Episode) -> DispatchPlan:
         if loc and loc not in references:
             raise MaterializationError(f"{node_id}: location {loc!r} is not a reference of this episode")
         checks: tuple[str, ...] = ()
-        if task.skill == "resource.deliver" and (actor, task.args.get("to")) in gives:  # type: ignore[attr-defined]
+        handoff = CATALOG.skills[task.skill].handoff  # type: ignore[attr-defined]
+        if handoff is not None and handoff.to is not None and (actor, handoff.to.fill(task.args)) in gives:  # type: ignore[attr-defined]
             checks = ("handoff",)
         if last[actor] == k:
             checks += ("terminal",)

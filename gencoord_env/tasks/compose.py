@@ -21,23 +21,15 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from gencoord_env.catalog import CATALOG
 from gencoord_env.types import Task
 from gencoord_env.tasks.episode import Episode, GroundedNode, branch_values
 from gencoord_env.tasks.prior import STAGE_ORDER, TemplateSpec
 
 VIEWS: tuple[str, ...] = ("full", "skeleton", "node_only")
 
-#: The fixed task-path priority a node-only reader falls back on.
-SKILL_PRIORITY: tuple[str, ...] = (
-    "resource.obtain",
-    "craft.item",
-    "transform.supply_input",
-    "transform.supply_fuel",
-    "transform.collect_output",
-    "build.component",
-    "resource.deliver",
-    "control.wait",
-)
+#: The fixed task-path priority a node-only reader falls back on: each skill's ``node_only_rank`` in the catalog.
+SKILL_PRIORITY: tuple[str, ...] = CATALOG.node_only_order
 
 
 def view_order(nodes: Sequence[GroundedNode], view: str) -> tuple[GroundedNode, ...]:

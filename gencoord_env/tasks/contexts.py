@@ -29,6 +29,7 @@ from gencoord_env.catalog import CATALOG
 from gencoord_env.dsl import format as format_dsl
 from gencoord_env.types import PeerRequest, Proposal, Task
 from gencoord_env.dsl.serializer import format_task
+from gencoord_env.lifecycle import DecisionStage
 from gencoord_env.messages import Done, Message, RequestMessage, Response, ResponseMessage, render_done, render_message
 from gencoord_env.tasks.compose import view_order
 from gencoord_env.tasks.episode import Episode, GroundedNode
@@ -193,8 +194,10 @@ def build_context(
     planner receives as an upload.
 
     A context without history or messages (an episode's first decision) is the same value at every reset
-    of the episode: it is built once and the same object returned after that.
+    of the episode: it is built once and the same object returned after that. ``stage`` is kept as the plain
+    name (a ``DecisionStage`` equals it), so a context is the same value whichever form built it first.
     """
+    stage = str(stage)
     if not history and not messages:
         key = (episode, agent, stage, route, view, private_fact, describe)
         found = _OPENINGS.get(key)
@@ -219,7 +222,7 @@ def _build(episode: Episode, agent: str, stage: str, route: str, view: str, hist
     role, peer, task, private, observation, prior_view, team = fixed
     peer_view = None
     peer_views: tuple[Context, ...] = ()
-    if stage == "centralized":
+    if stage == DecisionStage.CENTRALIZED:
         views = tuple(build_context(episode, other, "centralized_peer_view", route=route, view=view,
                                     private_fact=private_fact, describe=describe) for other in episode.peers_of[agent])
         if episode.is_team:

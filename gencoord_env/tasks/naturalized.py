@@ -25,7 +25,7 @@ import json
 import zlib
 from collections.abc import Iterable, Mapping
 from gencoord_env.caches import cache
-from importlib import resources
+from gencoord_env.data_files import data_path
 from typing import Any
 
 from gencoord_env.tasks.episode import Episode
@@ -36,7 +36,7 @@ FORMS: tuple[str, ...] = ("train", "C1", "C2", "C3")
 @cache(maxsize=1)
 def table() -> Mapping[str, Any]:
     """The naturalized description table (``gencoord_env/data/naturalized.json``)."""
-    text = resources.files("gencoord_env.data").joinpath("naturalized.json").read_text(encoding="utf-8")
+    text = data_path("naturalized.json").read_text(encoding="utf-8")
     return json.loads(text)  # type: ignore[no-any-return]
 
 

@@ -35,10 +35,10 @@ of a team of n runs under the n rotations of its roles (``gencoord_env.tasks.epi
 """
 from __future__ import annotations
 
-import difflib
 import random
 from collections.abc import Sequence
 from gencoord_env.caches import cache
+from gencoord_env.suggest import unknown
 
 from gencoord_env.tasks.episode import Cluster, Episode
 from gencoord_env.tasks.prior import GOAL_CAPABILITY, Prior, TemplateSpec, prior
@@ -56,19 +56,25 @@ POOL_SIZES: dict[str, int] = {
 #: Pairs per core template in the pools drawn from the same side of the quantity split, in draw order.
 _CORE_PAIRS: dict[str, int] = {"train": 30, "heldout": 8, "request": 10}
 
-#: The order quantity each core template keeps out of train, heldout and request: the crossproduct pool
-#: combines the template with it. A Latin assignment: every quantity is held out by exactly one template,
-#: so every quantity is still seen in train with the seven others.
-CROSSPRODUCT_Q: dict[str, int] = {
-    "build_site_ab": 6,
-    "chest_ab": 3,
-    "chest_or_table": 8,
-    "planks_or_sticks": 5,
-    "deposit_or_build": 2,
-    "dual_build": 7,
-    "active_order": 4,
-    "remaining_terminal": 1,
-}
+
+
+def _crossproduct_q() -> dict[str, int]:
+    """Each core template's ``crossproduct_q`` (``data/tasks.json``), checked: one of its quantities, and a
+    Latin assignment (every quantity held out by exactly one core template, so each is still seen in train
+    with the others)."""
+    core = [t for t in prior().templates.values() if t.split == "core"]
+    out = {t.id: t.crossproduct_q for t in core}
+    for t in core:
+        if t.crossproduct_q not in t.quantities:
+            raise ValueError(f"core template {t.id!r}: crossproduct_q {t.crossproduct_q!r} must be one of its "
+                             f"quantities {list(t.quantities)} (data/tasks.json)")
+    if len(set(out.values())) != len(out):
+        raise ValueError(f"the core templates' crossproduct_q {out} repeat a quantity; each is held out by one template")
+    return out  # type: ignore[return-value]
+
+
+#: The order quantity each core template keeps out of train, heldout and request (its ``crossproduct_q``).
+CROSSPRODUCT_Q: dict[str, int] = _crossproduct_q()
 
 PublicInstance = tuple[int, str, str]  # (order quantity, world variant, decoy)
 
@@ -108,8 +114,6 @@ def _core_pools(seed: int) -> dict[str, tuple[Cluster, ...]]:
     p = prior()
     out: dict[str, list[Cluster]] = {name: [] for name in (*_CORE_PAIRS, "crossproduct")}
     core = [t for t in p.templates.values() if t.split == "core"]
-    if set(CROSSPRODUCT_Q) != {t.id for t in core}:
-        raise ValueError(f"CROSSPRODUCT_Q names {sorted(CROSSPRODUCT_Q)}; the core templates are {sorted(t.id for t in core)}")
     cross_pairs = _spread(POOL_SIZES["crossproduct"] // 2, len(core))
     for t, n_cross in zip(core, cross_pairs):
         held = CROSSPRODUCT_Q[t.id]
@@ -204,5 +208,4 @@ def pool(name: str, seed: int = 0) -> tuple[Cluster, ...]:
     if name == "goal_capability":
         return _goal_capability_pool()
     known = [*POOL_SIZES, *TEAM_POOLS]
-    hint = difflib.get_close_matches(name, known, n=1)
-    raise ValueError(f"unknown pool {name!r}; expected one of {sorted(known)}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+    raise ValueError(unknown("pool", name, sorted(known)))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from gencoord_env.caches import cache
-from importlib import resources
+from gencoord_env.data_files import data_path
 from typing import Any
 
 from gencoord_env.world.types import Pos
@@ -131,6 +131,7 @@ class TemplateSpec:
     channels: tuple[tuple[str, str], ...] = ()  # () : the first role sends to the second
     factors: tuple[FactorSpec, ...] = ()  # () : one factor, held by the first role, valued by ``bindings``
     suite: str | None = None  # stations of this suite are built in its episodes
+    crossproduct_q: int | None = None  # a core template: the quantity only the crossproduct pool pairs it with
 
     def node(self, node_id: str) -> NodeSpec:
         for n in self.nodes:
@@ -280,7 +281,7 @@ def _template(tid: str, raw: Mapping[str, Any], raw_all: Mapping[str, Any], role
         split=raw.get("split", suite or GOAL_CAPABILITY), changed_field=raw.get("changed_field", "actor, handoff item, suffix"),
         bindings=bindings, quantities=tuple(raw.get("quantities", (1,))), order=raw["order"], nodes=nodes,
         terminal=terminal, roles=roles, motif=raw.get("motif"), receiver_inventory=raw.get("receiver_inventory"),
-        channels=channels, factors=factors, suite=suite,
+        channels=channels, factors=factors, suite=suite, crossproduct_q=raw.get("crossproduct_q"),
     )
 
 
@@ -331,7 +332,7 @@ def load_prior(raw: Mapping[str, Any]) -> Prior:
 @cache(maxsize=1)
 def raw_tasks() -> Mapping[str, Any]:
     """``data/tasks.json`` as read (read once; do not modify)."""
-    text = resources.files("gencoord_env.data").joinpath("tasks.json").read_text(encoding="utf-8")
+    text = data_path("tasks.json").read_text(encoding="utf-8")
     return json.loads(text)  # type: ignore[no-any-return]
 
 

@@ -816,7 +816,13 @@ _Places = dict[tuple[str, str, str], Lin]  # (kind, chest or site, item) -> coun
 
 def _account(r: _Resolved, start: Mapping[str, Lin]) -> tuple[_Places, dict[str, Lin], set[str]]:
     """Exact world effect of one branch: what ends up in chests and sites, the receiver's final inventory
-    and the items the receiver gains (is handed, crafts or collects) on the way."""
+    and the items the receiver gains (is handed, crafts or collects) on the way.
+
+    Read from each skill's catalog row: ``produces`` adds to the actor's inventory, ``consumes`` takes from
+    it (a crafting count takes every input of the recipe), ``handoff`` gives to the receiver, ``stores``
+    leaves the items in the container or at the site its ``at`` key names."""
+    from gencoord_env.catalog import CATALOG
+
     book = load_recipes()
     inv: dict[str, dict[str, Lin]] = {"sender": {}, "receiver": dict(start)}
     places: _Places = {}
@@ -828,29 +834,22 @@ def _account(r: _Resolved, start: Mapping[str, Lin]) -> tuple[_Places, dict[str,
             gains.add(item)
 
     for d in r.drafts:
-        a = d.args
-        q = a.get("q", Lin())
-        if d.skill == "resource.obtain" or d.skill == "transform.collect_output":
-            move(d.actor, a["item"], q)
-        elif d.skill == "resource.deliver":
-            move(d.actor, a["item"], q.scale(-1))
-            if "to" in a:
-                move("receiver", a["item"], q)
-            else:
-                key = ("container", a["dst"], a["item"])
-                places[key] = places.get(key, Lin()) + q
-        elif d.skill == "build.component":
-            move(d.actor, a["item"], q.scale(-1))
-            key = ("site", a["site"], a["item"])
-            places[key] = places.get(key, Lin()) + q
-        elif d.skill == "craft.item":
-            recipe = book.crafting[a["item"]]
-            move(d.actor, a["item"], q)
+        a, skill = d.args, CATALOG.skills[d.skill]
+        if skill.produces is not None:
+            move(d.actor, skill.produces.item.fill(a), skill.produces.count.fill(a) if skill.produces.count else Lin())
+        if skill.consumes is not None and skill.consumes.crafting is not None:
+            made: Lin = skill.consumes.made.fill(a) if skill.consumes.made else Lin()
+            recipe = book.crafting[skill.consumes.crafting.fill(a)]
+            batches = Lin(made.k // recipe.count, made.c // recipe.count)  # whole batches by construction
             for item, per in recipe.inputs.items():
-                batches = Lin(q.k // recipe.count, q.c // recipe.count)  # whole batches by construction
                 move(d.actor, item, batches.scale(-per))
-        elif d.skill in ("transform.supply_input", "transform.supply_fuel"):
-            move(d.actor, a["item"], q.scale(-1))
+        elif skill.consumes is not None and skill.consumes.count is not None:
+            move(d.actor, skill.consumes.item.fill(a), skill.consumes.count.fill(a).scale(-1))
+        if skill.handoff is not None and skill.handoff.to is not None and skill.handoff.to.name in a:
+            move("receiver", skill.handoff.item.fill(a), skill.handoff.count.fill(a) if skill.handoff.count else Lin())
+        if skill.stores is not None and skill.stores.at.name in a:
+            key = (skill.stores.kind, skill.stores.at.fill(a), skill.stores.item.fill(a))
+            places[key] = places.get(key, Lin()) + skill.stores.count.fill(a)
     return places, inv["receiver"], gains
 
 

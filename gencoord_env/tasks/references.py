@@ -9,17 +9,6 @@ from gencoord_env.types import PeerRequest, Proposal
 from gencoord_env.tasks.compose import all_paths, binding_of_tasks, role_paths, team_record_paths
 from gencoord_env.tasks.episode import Episode
 
-#: Decision stages of the routes (supplement, "Lifecycle stages").
-STAGES: tuple[str, ...] = (
-    "sender_initial",
-    "receiver_after_request",
-    "sender_after_obtain",
-    "requester_initial",
-    "requester_after_response",
-    "centralized",
-)
-
-
 def joint(episode: Episode, binding: str, view: str = "full") -> Proposal:
     """First role's SELF path plus the REQ carrying the second role's path (a team: one REQ per other agent)."""
     if episode.is_team:

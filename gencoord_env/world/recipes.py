@@ -23,12 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
+from gencoord_env.data_files import data_path
+
 #: Game ticks one item takes to smelt in a vanilla furnace; fuel values are expressed in these.
 COOK_TICKS = 200
 #: Stack size of every item the table does not list under ``stack``.
 DEFAULT_STACK = 64
 
-_RECIPES_PATH = Path(__file__).resolve().parent.parent / "data" / "recipes.json"
+_RECIPES_PATH = data_path("recipes.json")
 
 
 class RecipeTableError(ValueError):

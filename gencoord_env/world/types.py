@@ -14,7 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from gencoord_env.data_files import read_json
+from gencoord_env.data_files import data_path, read_json
 from gencoord_env.limits import LIMITS, Limits
 
 Pos = tuple[int, int, int]
@@ -29,7 +29,7 @@ STATION_BLOCKS: Mapping[str, str] = {
 }
 
 #: The rule table of the skill-call ops, shared with the Node sidecar (``mineflayer_server/src/skills.js``).
-SKILL_OPS_PATH = Path(__file__).resolve().parent.parent / "data" / "skill_ops.json"
+SKILL_OPS_PATH = data_path("skill_ops.json")
 
 #: Kinds of skill-call argument types: strings (``min`` / ``max`` bound the length), ints (they bound the
 #: value) and minecraft-data item names.

@@ -10,12 +10,17 @@
 | ``EpisodeStatistics`` | (none) | all | return, length and success of each finished episode in its final infos |
 
 Every intervention writes ``{"stage": "intervention", "intervention": <name>, ...}`` into the trace.
-Two interventions on the same stage cannot be stacked (construction raises ``ValueError``).
+Interventions stack, two on the same stage included: the outer one rewrites what the inner one left. A new
+one subclasses ``StageIntervention``, sets ``stage`` to any stage of ``envs.gencoord.stages.REWRITABLE``
+(``check`` .. ``verify``) and implements ``rewrite``; a stage outside that table, or one the env's route
+never runs, raises ``ValueError`` when the wrapper is built. The routes column is derived from
+``routes.ROUTES`` (``StageIntervention.routes()``).
 """
 from __future__ import annotations
 
 from typing import Any
 
+from gencoord_env.suggest import unknown
 from gencoord_env.wrappers.base import StageIntervention, interventions
 from gencoord_env.wrappers.counterfactual_feedback import CounterfactualFeedback
 from gencoord_env.wrappers.episode_statistics import EpisodeStatistics
@@ -35,11 +40,7 @@ def apply(env: Any, specs: list[dict[str, Any]]) -> Any:
     for spec in specs:
         name = spec.get("name")
         if name not in INTERVENTIONS:
-            import difflib
-
-            hint = difflib.get_close_matches(str(name), INTERVENTIONS, n=1)
-            raise ValueError(f"unknown intervention {name!r}; expected one of {sorted(INTERVENTIONS)}"
-                             + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+            raise ValueError(unknown("intervention", name, sorted(INTERVENTIONS)))
         env = INTERVENTIONS[name](env, **spec.get("args", {}))
     return env
 

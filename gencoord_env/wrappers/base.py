@@ -22,29 +22,40 @@ from typing import Any
 
 from pettingzoo.utils.wrappers import BaseParallelWrapper
 
+from gencoord_env.envs.gencoord.routes import routes_running
+from gencoord_env.envs.gencoord.stages import rewritable
+from gencoord_env.lifecycle import PipelineStage
 from gencoord_env.tasks.episode import Episode
 
 
 class StageIntervention(BaseParallelWrapper):
-    """Base class: subclasses set ``stage`` and ``routes`` and implement ``rewrite``."""
+    """Base class: subclasses set ``stage`` and implement ``rewrite``.
 
-    #: the stage whose output this intervention rewrites (``Stages`` field name)
-    stage: str = ""
-    #: the routes in which that stage runs; other routes are refused at construction
-    routes: tuple[str, ...] = ()
+    A ``stage`` outside ``stages.REWRITABLE``, or one that the env's route never runs, is refused here, so an
+    intervention cannot silently do nothing.
+    """
+
+    #: the stage whose output this intervention rewrites (a key of ``stages.REWRITABLE``)
+    stage: PipelineStage | str = ""
 
     def __init__(self, env: Any, edge: Sequence[str] | None = None) -> None:
         super().__init__(env)
         base = env.unwrapped
         if not hasattr(base, "setup") or not hasattr(base, "stages"):
             raise TypeError(f"{type(self).__name__} wraps a gencoord env, got {type(base).__name__}")
+        stage = rewritable(self.stage, type(self).__name__)
         route = base.route
-        if route not in self.routes:
+        if route not in self.routes():
             raise ValueError(
-                f"{type(self).__name__} rewrites the {self.stage!r} stage, which only runs in the routes "
-                f"{list(self.routes)}; this env uses route={route!r}"
+                f"{type(self).__name__} rewrites the {stage.value!r} stage, which only runs in the routes "
+                f"{list(self.routes())}; this env uses route={route!r}"
             )
         self.edge: tuple[str, str] | None = None if edge is None else _edge(edge, base)
+
+    @classmethod
+    def routes(cls) -> tuple[str, ...]:
+        """The routes in which this intervention's stage runs (``routes.ROUTES`` says)."""
+        return routes_running(rewritable(cls.stage, cls.__name__))
 
     def applies(self, episode: Episode, edge: tuple[str, str] | None) -> bool:
         """Whether this intervention rewrites the message on ``edge`` (agents) of ``episode``."""

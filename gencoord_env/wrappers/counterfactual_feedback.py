@@ -24,6 +24,7 @@ from gencoord_env.types import PeerRequest
 from gencoord_env.pipeline.response import Response, requested_branch, respond
 from gencoord_env.tasks.episode import Episode, branch_values
 from gencoord_env.tasks.prior import FACTOR_JOIN
+from gencoord_env.lifecycle import PipelineStage
 from gencoord_env.wrappers.base import StageIntervention, other_binding
 
 
@@ -49,8 +50,7 @@ def paired_episode(episode: Episode, peer: str | None = None) -> Episode:
 class CounterfactualFeedback(StageIntervention):
     """Swap ``respond`` for the paired mode's bounded response."""
 
-    stage = "respond"
-    routes = ("feedback",)
+    stage = PipelineStage.RESPOND
 
     def rewrite(self, value: Response, episode: Episode, **inputs: Any) -> tuple[Response, dict[str, Any] | None]:
         request: PeerRequest = inputs["request"]

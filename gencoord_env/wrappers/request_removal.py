@@ -18,6 +18,7 @@ from typing import Any
 
 from gencoord_env.pipeline.types import Delivery
 from gencoord_env.tasks.episode import Episode
+from gencoord_env.lifecycle import PipelineStage
 from gencoord_env.wrappers.base import StageIntervention
 
 
@@ -29,8 +30,7 @@ class RequestRemoval(StageIntervention):
     >>> team = RequestRemoval(gencoord_env.parallel_env(backend="sim", pool="teams"), edge=("sender", "crafter"))
     """
 
-    stage = "deliver"
-    routes = ("forward", "single_step")
+    stage = PipelineStage.DELIVER
 
     def rewrite(self, value: Delivery, episode: Episode, **inputs: Any) -> tuple[Delivery, dict[str, Any] | None]:
         edge = inputs.get("edge")

@@ -35,6 +35,7 @@ from gencoord_env.pipeline.types import Delivery
 from gencoord_env.tasks.compose import Team, role_paths, team_record_paths
 from gencoord_env.tasks.episode import Episode, branch_values
 from gencoord_env.tasks.prior import FACTOR_JOIN
+from gencoord_env.lifecycle import PipelineStage
 from gencoord_env.wrappers.base import StageIntervention, other_binding
 
 
@@ -62,8 +63,7 @@ def team_alternative(request: PeerRequest, episode: Episode, sender: str) -> tup
 class RequestReplacement(StageIntervention):
     """Swap ``deliver`` for a channel that delivers the paired binding's request instead."""
 
-    stage = "deliver"
-    routes = ("forward", "single_step")
+    stage = PipelineStage.DELIVER
 
     def rewrite(self, value: Delivery, episode: Episode, **inputs: Any) -> tuple[Delivery, dict[str, Any] | None]:
         edge = inputs.get("edge")

@@ -20,16 +20,12 @@ action space's ``max_length`` as ``{"prefix", "characters", "sha256"}`` (replaye
 length: refused for its length again), anything else (``None``, bytes, objects) as its short ``repr``
 (``envs.gencoord.session.traced``), which replays as a parse failure too, though with the reason of a str.
 
-Trace values are made JSON-safe by ``jsonable``: a ``Task`` becomes its Short DSL text, a value with a
-``trace_record()`` method the object it returns (commitments, resolutions and dispatch plans, whose
-two-agent layout is that of version 1), other frozen dataclasses (proposals, requests, violations, skill
-calls, world events, verdicts, ``GroundTruth``) objects of their fields, enums their value, tuples lists.
+The trace's typed records and every value in them are written by ``gencoord_env.trace`` (``jsonable``,
+``dumps``), the one place trace values become JSON; the layout is that of version 1.
 """
 from __future__ import annotations
 
 import dataclasses
-import enum
-import json
 import os
 from collections.abc import Mapping
 from typing import IO, Any
@@ -38,39 +34,11 @@ from pettingzoo.utils.wrappers import BaseParallelWrapper
 
 import numpy as np
 
-from gencoord_env.types import Task
-from gencoord_env.dsl.serializer import format_task
 from gencoord_env.envs.gencoord.session import traced
+from gencoord_env.trace import dumps, jsonable
 from gencoord_env.wrappers.base import interventions
 
 RECORD_VERSION = 1
-
-
-def jsonable(value: Any) -> Any:
-    """``value`` as plain JSON types (see the module docstring for how each type is written)."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value.value if isinstance(value, enum.Enum) else value
-    if isinstance(value, enum.Enum):
-        return jsonable(value.value)
-    if isinstance(value, Task):
-        return format_task(value)
-    if hasattr(value, "trace_record") and not isinstance(value, type):  # a value that chooses its own layout
-        return jsonable(value.trace_record())
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        items = [jsonable(v) for v in value]
-        return sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items
-    if isinstance(value, BaseException):
-        return {"error": type(value).__name__, "message": str(value)}
-    raise TypeError(f"cannot write a {type(value).__name__} into a trace record: {value!r:.120}")
-
-
-def dumps(record: Mapping[str, Any]) -> str:
-    """One JSONL line: sorted keys, no whitespace, ASCII-only."""
-    return json.dumps(jsonable(record), sort_keys=True, separators=(",", ":"))
 
 
 def episode_record(env: Any, actions: list[dict[str, Any]], info: Mapping[str, Any]) -> dict[str, Any]:

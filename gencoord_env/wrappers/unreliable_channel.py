@@ -32,6 +32,7 @@ from typing import Any
 from gencoord_env.types import PeerRequest
 from gencoord_env.pipeline.types import Delivery
 from gencoord_env.tasks.episode import Episode
+from gencoord_env.lifecycle import PipelineStage
 from gencoord_env.wrappers.base import StageIntervention
 
 FAULTS: tuple[str, ...] = ("drop", "delay", "duplicate")
@@ -44,8 +45,7 @@ class UnreliableChannel(StageIntervention):
     >>> env = UnreliableChannel(gencoord_env.parallel_env(backend="sim"), drop=0.1, duplicate=0.1, seed=7)
     """
 
-    stage = "deliver"
-    routes = ("forward", "single_step")
+    stage = PipelineStage.DELIVER
 
     def __init__(self, env: Any, drop: float = 0.0, delay: float = 0.0, duplicate: float = 0.0, seed: int = 0,
                  edge: Any = None) -> None:

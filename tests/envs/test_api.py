@@ -39,7 +39,7 @@ def test_metadata_and_aec_form() -> None:
 @pytest.mark.parametrize(
     "kwargs,message",
     [({"route": "forwrd"}, "did you mean 'forward'"), ({"view": "ful"}, "did you mean 'full'"),
-     ({"backend": "mc"}, "expected one of ['sim', 'minecraft']"), ({"pool": "heldot"}, "did you mean 'heldout'")],
+     ({"backend": "mc"}, "expected one of sim, minecraft"), ({"pool": "heldot"}, "did you mean 'heldout'")],
 )
 def test_bad_options_say_what_was_expected(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -61,3 +61,21 @@ def test_step_before_reset_raises_a_clear_error() -> None:
     env = gencoord_env.parallel_env(backend="sim")
     with pytest.raises(RuntimeError, match="call reset"):
         env.step({})
+
+
+def test_an_observation_form_is_one_registry_entry(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``observations=`` names an entry of ``OBSERVATION_FORMS``: its spaces and its encoding, nothing else."""
+    import gymnasium
+    import numpy as np
+
+    from gencoord_env.envs.gencoord import interface
+    from gencoord_env.envs.gencoord.interface import ObservationForm
+
+    lines = ObservationForm("lines", lambda i: {"observation": gymnasium.spaces.Box(0, 1 << 20, (), int)},
+                            lambda i, text, context, parts: {"observation": text.count("\n") + 1})
+    monkeypatch.setitem(interface.OBSERVATION_FORMS, "lines", lines)
+    env = gencoord_env.parallel_env(backend="sim", pool="heldout", observations="lines")
+    obs, infos = env.reset(seed=0)
+    turn = next(a for a, i in infos.items() if i["deciding"])
+    assert obs[turn]["observation"] > 20 and env.observation_space(turn).contains(
+        {"observation": np.int64(obs[turn]["observation"])})

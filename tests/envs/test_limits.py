@@ -14,7 +14,7 @@ from gencoord_env.agents import make_policy
 from gencoord_env.envs.gencoord.dialogue import CONTEXT_RESERVE, MAX_ECHO, MAX_TURNS
 from gencoord_env.envs.gencoord.interface import MAX_ACTION, MAX_OBSERVATION
 from gencoord_env.envs.gencoord.routes import ROUTES, TEAM_ROUTES
-from gencoord_env.wrappers.trace_recorder import dumps
+from gencoord_env.trace import dumps
 from hostile import OTHERS, STRINGS, mutate
 
 CONFIGS = [("dsl", r) for r in sorted(ROUTES)] + [("json", r) for r in sorted(ROUTES)] + [("freeform", "forward")]

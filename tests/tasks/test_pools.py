@@ -114,3 +114,19 @@ def test_generation_is_seeded_and_deterministic() -> None:
 def test_unknown_pool_suggests() -> None:
     with pytest.raises(ValueError, match="did you mean 'heldout'"):
         pool("heldot")
+
+
+def test_a_pool_value_says_what_the_env_needs() -> None:
+    """``make_pool``: the env's agents, team and endless checks come from one value, for every pool name."""
+    import gencoord_env
+    from gencoord_env.tasks.pool_value import POOL_NAMES, make_pool
+    from gencoord_env.tasks.pools import TEAM_POOLS
+
+    for name in POOL_NAMES:
+        p = make_pool(name)
+        assert p.name == name and p.team == (name in TEAM_POOLS) and p.endless == (name == "procedural")
+        assert p.described == (name != "procedural")
+        assert gencoord_env.parallel_env(backend="sim", pool=name).possible_agents == list(p.agents)
+    assert make_pool("chain5").agents == ("agent_a", "agent_b", "agent_c", "agent_d", "agent_e")
+    custom = make_pool(make_pool("chain4").episodes[:3])
+    assert custom.name == "custom" and custom.team and len(custom.agents) == 4

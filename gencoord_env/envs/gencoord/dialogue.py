@@ -31,14 +31,17 @@ clause is not in the table); such sentences are ignored by the extractor, not gu
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from gencoord_env import freeform
 from gencoord_env.envs.gencoord.interface import CHARSET, MAX_OBSERVATION
 from gencoord_env.envs.gencoord.routes import SHAPES, Decision
 from gencoord_env.envs.gencoord.session import EpisodeSession, traced, unreadable
+from gencoord_env.lifecycle import DecisionStage, PipelineStage, Step
 from gencoord_env.messages import Utterance
 from gencoord_env.outcomes import FailureCode
+from gencoord_env.trace import CheckRecord, DecisionRecord, ExtractRecord
 
 MAX_TURNS = 6
 #: the characters of an observation left for a two-agent context's task facts (the largest measured is
@@ -77,8 +80,8 @@ def shown(utterance: str, limit: int = MAX_ECHO) -> str:
 
 
 #: A dialogue turn: any utterance is a valid record (the extractor decides when a commitment exists).
-_TURN = (Decision("dialogue", 0, SHAPES["self_only"], "resolve_forward"),
-         Decision("dialogue", 1, SHAPES["self_only"], "resolve_forward"))
+_TURN = (Decision(DecisionStage.DIALOGUE, 0, SHAPES["self_only"], Step.RESOLVE_FORWARD),
+         Decision(DecisionStage.DIALOGUE, 1, SHAPES["self_only"], Step.RESOLVE_FORWARD))
 
 
 class DialogueSession(EpisodeSession):
@@ -105,15 +108,14 @@ class DialogueSession(EpisodeSession):
             return
         agent = self.turn
         self.metrics.values["decisions"] += 1
-        entry: dict[str, Any] = {"stage": "dialogue", "agent": agent, "observation": observation, "action": traced(action)}
-        self.trace.append(entry)
+        entry = DecisionRecord(DecisionStage.DIALOGUE, agent, observation, traced(action))
         why = unreadable(action)
         if why is not None:
-            entry["parse"] = {"error": why}
+            self.trace.append(replace(entry, parse={"error": why}))
             self._parse_failure(why)
             return
         said = freeform.statements(action)
-        entry["statements"] = said
+        self.trace.append(replace(entry, statements=said))
         if any(s.kind == "unreadable" for s in said):
             self.metrics.values["raw_validity"] = False
         self.dialogue.append((agent, action))
@@ -126,14 +128,17 @@ class DialogueSession(EpisodeSession):
             if len(self.dialogue) >= self.max_turns:
                 self._end(FailureCode.NO_COMMITMENT, f"no commitment could be extracted after {self.max_turns} utterances")
             return
-        self.trace.append({"stage": "extract", "extraction": found})
+        self.trace.append(ExtractRecord(found))
         for who, proposal in ((self.episode.first, found.sender), (self.episode.second, found.receiver)):
-            violations = self.stages.check(proposal, self.episode.scope(who))
+            violations = self._rewritten(PipelineStage.CHECK, self.stages.check(proposal, self.episode.scope(who)),
+                                         proposal=proposal, agent=who)
             if violations:
-                self.trace.append({"stage": "check", "agent": who, "violations": violations})
+                self.trace.append(CheckRecord(who, violations))
                 self._end(FailureCode.CONTRACT_REJECT, "; ".join(f"{v.where}: {v.message}" for v in violations))
                 return
-        self._commit(self.stages.resolve_forward(found.sender, found.receiver, self.episode))
+        resolution = self.stages.resolve_forward(found.sender, found.receiver, self.episode)
+        self._commit(self._rewritten(PipelineStage.RESOLVE_FORWARD, resolution,
+                                     records={self.episode.first: found.sender, self.episode.second: found.receiver}))
 
 
 __all__ = ["CONTEXT_RESERVE", "MAX_ECHO", "MAX_TURNS", "DialogueSession", "shown"]

@@ -134,7 +134,6 @@ metrics.
 """
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -143,18 +142,18 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from gencoord_env.envs.gencoord.dialogue import DialogueSession
-from gencoord_env.envs.gencoord.interface import ACTIONS, OBSERVATIONS, WAITING, Interface, Menu, brief
+from gencoord_env.envs.gencoord.interface import ACTIONS, OBSERVATION_FORMS, WAITING, Interface, Menu, brief
 from gencoord_env.envs.gencoord.menu import MENUS
 from gencoord_env.envs.gencoord.routes import ROUTES
 from gencoord_env.envs.gencoord.session import EpisodeSession, Setup
-from gencoord_env.envs.gencoord.stages import Intervention, Stages
+from gencoord_env.envs.gencoord.stages import Intervention, Stages, rewritable
 from gencoord_env.envs.gencoord.surfaces import SURFACES
 from gencoord_env.outcomes import REWARDS
-from gencoord_env.tasks import AGENTS, Episode
+from gencoord_env.suggest import unknown
+from gencoord_env.tasks import Episode
 from gencoord_env.tasks.compose import VIEWS
 from gencoord_env.tasks.contexts import PRIVATE_FACT_FORMS, Context, build_context, render_parts
-from gencoord_env.tasks.episode import agents_for
-from gencoord_env.tasks.pools import POOL_SIZES, TEAM_POOLS, pool_episodes
+from gencoord_env.tasks.pool_value import Pool, make_pool
 from gencoord_env.tokens import as_tokenizer
 from gencoord_env.world.types import World
 
@@ -175,13 +174,12 @@ def make_world(backend: str, **options: Any) -> World:
         from gencoord_env.world.minecraft import MinecraftWorld
 
         return MinecraftWorld(**options)
-    raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
+    raise ValueError(unknown("backend", backend, BACKENDS))
 
 
 def _choice(name: str, value: str, allowed: Sequence[str]) -> str:
     if value not in allowed:
-        hint = difflib.get_close_matches(str(value), allowed, n=1)
-        raise ValueError(f"unknown {name} {value!r}; expected one of {list(allowed)}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+        raise ValueError(unknown(name, value, allowed))
     return value
 
 
@@ -239,29 +237,19 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             raise ValueError(f"max_cycles must be a positive int or None, got {max_cycles!r}")
         self.max_cycles = max_cycles
         self.private_fact = private_fact
-        if pool == "procedural":  # endless matched pairs of generated templates, indexed lazily
-            from gencoord_env.tasks.procedural import procedural_episodes
-
-            self.pool_name = pool
-            self.episodes: Sequence[Episode] = procedural_episodes(pool_seed)
-        elif isinstance(pool, str):
-            self.pool_name = _choice("pool", pool, sorted([*POOL_SIZES, *TEAM_POOLS, "procedural"]))
-            self.episodes = pool_episodes(pool, pool_seed)
-        else:
-            self.pool_name = "custom"
-            self.episodes = tuple(pool)
-            if not self.episodes or not all(isinstance(e, Episode) for e in self.episodes):
-                raise TypeError("pool must be a pool name or a non-empty sequence of Episode objects")
+        self.pool: Pool = make_pool(pool, pool_seed)
+        self.pool_name = self.pool.name
+        self.episodes: Sequence[Episode] = self.pool.episodes
         self.interface = Interface(
-            _choice("actions", actions, ACTIONS), _choice("observations", observations, OBSERVATIONS), self.surface,
-            as_tokenizer(tokenizer) if observations in ("tokens", "bag") else None, int(max_tokens),
+            _choice("actions", actions, ACTIONS), _choice("observations", observations, tuple(OBSERVATION_FORMS)), self.surface,
+            as_tokenizer(tokenizer) if OBSERVATION_FORMS[observations].needs_tokenizer else None, int(max_tokens),
             menu_kind=_choice("menu", menu, MENUS),
         )
         self._world = world
         self._backend_options = backend_options or {}
         self.stages = stages or Stages()
-        self.possible_agents = list(self._agents_of_pool())
-        if len(self.possible_agents) > 2:
+        self.possible_agents = list(self.pool.agents)
+        if self.pool.team:
             self._check_team_options()
         self._check_solvable()
         self.agents: list[str] = []
@@ -285,22 +273,14 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         """A naturalized private fact needs a description of every binding the pool can draw."""
         from gencoord_env.tasks.naturalized import undescribed
 
-        if self.pool_name == "procedural":
-            raise ValueError(f"private_fact={form!r} needs a written description of each binding; pool='procedural' "
-                             "generates its bindings and has none: use private_fact='id'")
+        if not self.pool.described:
+            raise ValueError(f"private_fact={form!r} needs a written description of each binding; pool="
+                             f"{self.pool_name!r} generates its bindings and has none: use private_fact='id'")
         missing = undescribed(b for t in {e.template.id: e.template for e in self.episodes}.values() for b in t.bindings)
         if missing:
             raise ValueError(f"private_fact={form!r} needs a description of every binding; pool {self.pool_name!r} has "
                              f"bindings without one: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''} "
                              "(gencoord_env/data/naturalized.json lists them; or use private_fact='id')")
-
-    def _agents_of_pool(self) -> tuple[str, ...]:
-        """Every agent an episode of the pool may have: two, or the largest team's."""
-        if self.pool_name in TEAM_POOLS:
-            return agents_for(max(len(e.roles) for e in self.episodes))
-        if self.pool_name == "custom":
-            return agents_for(max(len(e.roles) for e in self.episodes))
-        return AGENTS
 
     def _check_team_options(self) -> None:
         from gencoord_env.envs.gencoord.routes import TEAM_ROUTES
@@ -351,6 +331,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         for iv in interventions:
             if not isinstance(iv, Intervention):
                 raise TypeError(f"options['interventions'] holds {iv!r}, which has no 'stage' and 'rewrite(value, episode, ...)'")
+            rewritable(iv.stage, type(iv).__name__)  # a stage no session step rewrites would do nothing
         self.agents = list(episode.agents)
         session_type = DialogueSession if self.surface.dialogue else EpisodeSession
         try:

@@ -23,6 +23,7 @@ the same objects on every call.
 from __future__ import annotations
 
 import string
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +42,6 @@ CHARSET = frozenset(string.printable) - frozenset("\r\x0b\x0c")
 MAX_OBSERVATION = 32768
 MAX_ACTION = 4096
 ACTIONS: tuple[str, ...] = ("text", "menu")
-OBSERVATIONS: tuple[str, ...] = ("text", "tokens", "bag")
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,55 @@ def brief(value: Any, limit: int = 80) -> str:
         text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
+
+@dataclass(frozen=True)
+class ObservationForm:
+    """One ``observations=`` value: the spaces of the observation's parts, and the parts of one observation
+    (``encode(interface, text, context, render parts)``). A ``plain`` form without a menu is its text alone."""
+
+    name: str
+    spaces: Callable[[Interface], dict[str, gymnasium.spaces.Space]]
+    encode: Callable[[Interface, str, Context | None, tuple[str, ...]], dict[str, Any]]
+    needs_tokenizer: bool = False
+    plain: bool = False
+
+
+def _text_spaces(i: Interface) -> dict[str, gymnasium.spaces.Space]:
+    return {"observation": gymnasium.spaces.Text(max_length=MAX_OBSERVATION, charset=CHARSET)}
+
+
+def _tokens_spaces(i: Interface) -> dict[str, gymnasium.spaces.Space]:
+    assert i.tokenizer is not None
+    return {"observation": gymnasium.spaces.Box(0, i.tokenizer.vocab_size - 1, (i.max_tokens,), np.int64),
+            "observation_mask": gymnasium.spaces.Box(0, 1, (i.max_tokens,), np.int8)}
+
+
+def _tokens(i: Interface, text: str, context: Context | None, parts: tuple[str, ...]) -> dict[str, Any]:
+    assert i.tokenizer is not None
+    ids, mask = encode_fixed(i.tokenizer, parts, i.max_tokens)
+    return {"observation": ids, "observation_mask": mask}
+
+
+def _bag_spaces(i: Interface) -> dict[str, gymnasium.spaces.Space]:
+    assert i.tokenizer is not None
+    return {"observation": gymnasium.spaces.Box(0.0, float(MAX_OBSERVATION), (2 * i.tokenizer.vocab_size,), np.float32)}
+
+
+def _bag(i: Interface, text: str, context: Context | None, parts: tuple[str, ...]) -> dict[str, Any]:
+    assert i.tokenizer is not None
+    # The prior is the same for every decision of a template; counted apart, the local words (private
+    # field, messages, history) are not drowned in it.
+    shared = context is not None and context.peer_view is None
+    return {"observation": bag_of_words(i.tokenizer, parts[:3] if shared else parts, parts[3] if shared else None)}
+
+
+#: The observation forms by name, as ``SURFACES`` holds the surfaces: a new form is one entry here.
+OBSERVATION_FORMS: dict[str, ObservationForm] = {f.name: f for f in (
+    ObservationForm("text", _text_spaces, lambda i, text, context, parts: {"observation": text}, plain=True),
+    ObservationForm("tokens", _tokens_spaces, _tokens, needs_tokenizer=True),
+    ObservationForm("bag", _bag_spaces, _bag, needs_tokenizer=True),
+)}
+OBSERVATIONS: tuple[str, ...] = tuple(OBSERVATION_FORMS)
 
 #: A waiting agent's menu: slot 0 only, whose action is ignored.
 WAITING = Menu((None,), (None,))
@@ -98,7 +147,7 @@ class Interface:
     def __post_init__(self) -> None:
         if self.actions == "menu" and self.surface.dialogue:
             raise ValueError(f"actions='menu' needs a structured surface (dsl or json); surface={self.surface.name!r} is a dialogue")
-        if self.observations in ("tokens", "bag") and self.tokenizer is None:
+        if self.form.needs_tokenizer and self.tokenizer is None:
             raise ValueError(f"observations={self.observations!r} needs a tokenizer")
         if self.menu_kind not in MENUS:
             raise ValueError(f"unknown menu {self.menu_kind!r}; expected one of {list(MENUS)}")
@@ -106,22 +155,16 @@ class Interface:
             raise ValueError(f"max_tokens must be positive, got {self.max_tokens}")
 
     @property
+    def form(self) -> ObservationForm:
+        return OBSERVATION_FORMS[self.observations]
+
+    @property
     def structured(self) -> bool:
         """True when observations are a Dict (tokens, or a menu's action mask beside the text)."""
-        return self.observations != "text" or self.actions == "menu"
+        return not self.form.plain or self.actions == "menu"
 
     def observation_space(self) -> gymnasium.spaces.Space:
-        if self.observations == "tokens":
-            assert self.tokenizer is not None
-            parts: dict[str, gymnasium.spaces.Space] = {
-                "observation": gymnasium.spaces.Box(0, self.tokenizer.vocab_size - 1, (self.max_tokens,), np.int64),
-                "observation_mask": gymnasium.spaces.Box(0, 1, (self.max_tokens,), np.int8),
-            }
-        elif self.observations == "bag":
-            assert self.tokenizer is not None
-            parts = {"observation": gymnasium.spaces.Box(0.0, float(MAX_OBSERVATION), (2 * self.tokenizer.vocab_size,), np.float32)}
-        else:
-            parts = {"observation": gymnasium.spaces.Text(max_length=MAX_OBSERVATION, charset=CHARSET)}
+        parts = self.form.spaces(self)
         if self.actions == "menu":
             parts["action_mask"] = gymnasium.spaces.Box(0, 1, (self.n,), np.int8)
         if not self.structured:
@@ -173,21 +216,9 @@ class Interface:
         (``parts``: its ``render_parts``, when the caller has them)."""
         if not self.structured:
             return text
-        out: dict[str, Any] = {}
         if parts is None:
             parts = render_parts(context) if context is not None else (text,)
-        if self.observations == "tokens":
-            assert self.tokenizer is not None
-            out["observation"], out["observation_mask"] = encode_fixed(self.tokenizer, parts, self.max_tokens)
-        elif self.observations == "bag":
-            assert self.tokenizer is not None
-            # The prior is the same for every decision of a template; counted apart, the local words
-            # (private field, messages, history) are not drowned in it.
-            shared = context is not None and context.peer_view is None
-            out["observation"] = bag_of_words(self.tokenizer, parts[:3] if shared else parts,
-                                              parts[3] if shared else None)
-        else:
-            out["observation"] = text
+        out = self.form.encode(self, text, context, parts)
         if self.actions == "menu":
             mask = menu.mask if menu is not None else None
             if mask is None:
@@ -217,4 +248,5 @@ class Interface:
         return text, ""
 
 
-__all__ = ["ACTIONS", "CHARSET", "Interface", "MAX_ACTION", "MAX_OBSERVATION", "Menu", "OBSERVATIONS", "WAITING", "brief"]
+__all__ = ["ACTIONS", "CHARSET", "Interface", "MAX_ACTION", "MAX_OBSERVATION", "Menu", "OBSERVATIONS", "OBSERVATION_FORMS",
+           "ObservationForm", "WAITING", "brief"]

@@ -43,8 +43,10 @@ import zlib
 from collections.abc import Sequence
 
 from gencoord_env.caches import Memo, cache
+from gencoord_env.envs.gencoord.routes import ROUTES
 from gencoord_env.messages import RequestMessage
 from gencoord_env.tasks.compose import order_nodes
+from gencoord_env.tasks.context_view import JOINT_STAGES, delivered, team, team_record
 from gencoord_env.tasks.contexts import Context, PriorNode, PriorView
 from gencoord_env.dsl.syntax import MAX_PATH_TASKS
 from gencoord_env.tasks.prior import prior
@@ -54,7 +56,11 @@ EMPTY = Proposal((), ())
 #: the menus an env can build (module docstring)
 MENUS: tuple[str, ...] = ("default", "branches")
 
-_JOINT_STAGES = frozenset({"sender_initial", "sender_after_obtain", "requester_initial", "requester_after_response", "centralized"})
+
+
+def _shape(context: Context) -> str | None:
+    """The name of the shape a valid record has at the context's decision (``routes.ROUTES``)."""
+    return next((d.shape.name for d in ROUTES.get(context.route, ()) if d.stage == context.stage), None)
 
 
 def _branch_path(prior_view: PriorView, binding: str) -> tuple[tuple[Task, ...], tuple[Task, ...]]:
@@ -104,15 +110,16 @@ def _candidates(context: Context, menu: str = "default") -> tuple[Proposal | Non
     view, stage, peer = context.prior, context.stage, context.peer
     branches = view.codebook if menu == "default" else _public_order(view.text, view.codebook)
     out: list[Proposal | None] = [EMPTY]
-    if stage == "receiver_after_request":
+    shape = _shape(context)
+    if shape == "self_only":  # the receiver after the request
         if menu == "default":
             request = context.request
             out.append(Proposal(request.requested_plan, ()) if request is not None else None)
         out += [Proposal(_branch_path(view, b)[1], ()) for b in branches]
-    elif stage == "sender_initial" and context.route == "single_step":
+    elif shape == "one_task":  # single-step's first decision
         for b in branches:
             out += [Proposal((t,), ()) for t in _branch_path(view, b)[0]]
-    elif stage in _JOINT_STAGES:
+    elif shape == "one_request":  # a joint record
         done = len(context.history)
         for b in branches:
             first, second = _branch_path(view, b)
@@ -123,8 +130,6 @@ def _candidates(context: Context, menu: str = "default") -> tuple[Proposal | Non
 
 
 def _team_candidates(context: Context, menu: str = "default") -> tuple[Proposal | None, ...]:
-    from gencoord_env.agents.context_view import JOINT_STAGES, delivered, team, team_record
-
     shape = team(context)
     joint = context.stage in JOINT_STAGES
     factors = range(len(shape.factors)) if joint else sorted(shape.known(context.role))

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from gencoord_env.caches import cache
+from gencoord_env.lifecycle import EVERY_ROUTE, DecisionStage, PipelineStage, Step, stage_of
 from gencoord_env.tasks.prior import TemplateSpec
 from gencoord_env.types import Proposal
 
@@ -61,37 +62,40 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
 )}
 
 #: The session steps a decision can hand its record to (``EpisodeSession`` implements each one).
-STEPS: tuple[str, ...] = ("deliver", "respond", "execute", "resolve_forward", "resolve_feedback", "resolve_joint",
-                          "hold", "resolve_edges")
+STEPS: tuple[Step, ...] = tuple(Step)
 
 
 @dataclass(frozen=True)
 class Decision:
-    stage: str
+    stage: DecisionStage
     role: int  # index into the template's roles: 0 first role (sender / requester), 1 second role, ...
     shape: Shape
-    then: str  # one of STEPS
+    then: Step
     sends: tuple[int, ...] = ()  # a team row: the roles its REQ lines go to (its channels); () : not checked here
 
     def __post_init__(self) -> None:
-        if self.then not in STEPS:
-            raise ValueError(f"decision {self.stage!r}: unknown step {self.then!r}; expected one of {STEPS}")
+        for kind, value in ((DecisionStage, self.stage), (Step, self.then)):
+            if not isinstance(value, kind):
+                raise TypeError(f"decision {self.stage}: expected a {kind.__name__}, got {value!r}")
 
 
-def _d(stage: str, role: int, shape: str, then: str) -> Decision:
+S, T = DecisionStage, Step
+
+
+def _d(stage: DecisionStage, role: int, shape: str, then: Step) -> Decision:
     return Decision(stage, role, SHAPES[shape], then)
 
 
 ROUTES: dict[str, tuple[Decision, ...]] = {
-    "forward": (_d("sender_initial", 0, "one_request", "deliver"),
-                _d("receiver_after_request", 1, "self_only", "resolve_forward")),
-    "feedback": (_d("requester_initial", 0, "one_request", "respond"),
-                 _d("requester_after_response", 0, "one_request", "resolve_feedback")),
-    "requester_only": (_d("requester_initial", 0, "one_request", "resolve_joint"),),
-    "single_step": (_d("sender_initial", 0, "one_task", "execute"),
-                    _d("sender_after_obtain", 0, "one_request", "deliver"),
-                    _d("receiver_after_request", 1, "self_only", "resolve_forward")),
-    "centralized": (_d("centralized", 0, "one_request", "resolve_joint"),),
+    "forward": (_d(S.SENDER_INITIAL, 0, "one_request", T.DELIVER),
+                _d(S.RECEIVER_AFTER_REQUEST, 1, "self_only", T.RESOLVE_FORWARD)),
+    "feedback": (_d(S.REQUESTER_INITIAL, 0, "one_request", T.RESPOND),
+                 _d(S.REQUESTER_AFTER_RESPONSE, 0, "one_request", T.RESOLVE_FEEDBACK)),
+    "requester_only": (_d(S.REQUESTER_INITIAL, 0, "one_request", T.RESOLVE_JOINT),),
+    "single_step": (_d(S.SENDER_INITIAL, 0, "one_task", T.EXECUTE),
+                    _d(S.SENDER_AFTER_OBTAIN, 0, "one_request", T.DELIVER),
+                    _d(S.RECEIVER_AFTER_REQUEST, 1, "self_only", T.RESOLVE_FORWARD)),
+    "centralized": (_d(S.CENTRALIZED, 0, "one_request", T.RESOLVE_JOINT),),
 }
 
 
@@ -120,25 +124,25 @@ def _team_rows(route: str, team_roles: tuple[str, ...], channels: tuple[tuple[st
     index = {r: i for i, r in enumerate(roles)}
     others = tuple(range(1, len(roles)))
     if route == "centralized":
-        return (Decision("centralized", 0, requests_shape(len(others)), "resolve_joint", others),)
+        return (Decision(S.CENTRALIZED, 0, requests_shape(len(others)), T.RESOLVE_JOINT, others),)
     if route == "requester_only":
-        return (Decision("requester_initial", 0, requests_shape(len(others)), "resolve_joint", others),)
+        return (Decision(S.REQUESTER_INITIAL, 0, requests_shape(len(others)), T.RESOLVE_JOINT, others),)
     if route == "feedback":
-        return (Decision("requester_initial", 0, requests_shape(len(others)), "respond", others),
-                Decision("requester_after_response", 0, requests_shape(len(others)), "resolve_feedback", others))
+        return (Decision(S.REQUESTER_INITIAL, 0, requests_shape(len(others)), T.RESPOND, others),
+                Decision(S.REQUESTER_AFTER_RESPONSE, 0, requests_shape(len(others)), T.RESOLVE_FEEDBACK, others))
     rows = []
     for role in _dependency_order(roles, channels):
         incoming = [a for a, b in channels if b == role]
         outgoing = tuple(index[b] for a, b in channels if a == role)
-        stage = "receiver_after_request" if incoming else "sender_initial"
+        stage = S.RECEIVER_AFTER_REQUEST if incoming else S.SENDER_INITIAL
         if outgoing:
-            rows.append(Decision(stage, index[role], requests_shape(len(outgoing)), "deliver", outgoing))
+            rows.append(Decision(stage, index[role], requests_shape(len(outgoing)), T.DELIVER, outgoing))
         else:
-            rows.append(Decision(stage, index[role], SHAPES["self_only"], "hold"))
+            rows.append(Decision(stage, index[role], SHAPES["self_only"], T.HOLD))
     last = rows[-1]
-    if last.then != "hold":
+    if last.then is not T.HOLD:
         raise ValueError(f"channels {channels}: the last decision ({roles[last.role]}) must have no channel out")
-    rows[-1] = Decision(last.stage, last.role, last.shape, "resolve_edges")
+    rows[-1] = Decision(last.stage, last.role, last.shape, T.RESOLVE_EDGES)
     return tuple(rows)
 
 
@@ -163,6 +167,31 @@ def unsolvable(route: str, template: TemplateSpec) -> str | None:
     return None
 
 
+def route_stages(rows: tuple[Decision, ...]) -> frozenset[PipelineStage]:
+    """The pipeline stages an episode of these decisions runs: every route's, and those its steps name."""
+    return EVERY_ROUTE | {s for d in rows if (s := stage_of(d.then)) is not None}
+
+
+@cache(maxsize=16)
+def stages_of_route(route: str) -> frozenset[PipelineStage]:
+    """The pipeline stages ``route`` runs, in its two-agent form or its team form (``resolve_edges``)."""
+    out = route_stages(ROUTES[route])
+    if route in TEAM_ROUTES:  # the smallest team: one channel, first role -> second role
+        out |= route_stages(_team_rows(route, ("first", "second"), (("first", "second"),)))
+    return out
+
+
+def routes_running(stage: PipelineStage) -> tuple[str, ...]:
+    """The routes whose episodes run ``stage`` (an intervention on it elsewhere would never fire)."""
+    return tuple(r for r in ROUTES if stage in stages_of_route(r))
+
+
+def second_role_decides(route: str) -> bool:
+    """Whether the second role decides on ``route`` (on the others the peer answers through the bounded
+    response policy, or never speaks)."""
+    return any(d.role != 0 for d in ROUTES[route])
+
+
 def _dependency_order(roles: list[str], channels: tuple[tuple[str, str], ...]) -> list[str]:
     """The roles ordered so that each comes after every role with a channel to it (ties: role order)."""
     out: list[str] = []
@@ -174,4 +203,5 @@ def _dependency_order(roles: list[str], channels: tuple[tuple[str, str], ...]) -
     return out
 
 
-__all__ = ["Decision", "ROUTES", "SHAPES", "STEPS", "Shape", "TEAM_ROUTES", "requests_shape", "route_rows", "unsolvable"]
+__all__ = ["Decision", "ROUTES", "SHAPES", "STEPS", "Shape", "TEAM_ROUTES", "requests_shape", "route_rows", "route_stages",
+           "routes_running", "second_role_decides", "stages_of_route", "unsolvable"]

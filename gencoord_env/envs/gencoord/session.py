@@ -31,6 +31,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 from typing import Any
 
 from gencoord_env import contract
@@ -39,6 +40,7 @@ from gencoord_env.dsl.errors import DSLSyntaxError
 from gencoord_env.envs.gencoord.interface import MAX_ACTION, brief
 from gencoord_env.envs.gencoord.routes import ROUTES, Decision, route_rows
 from gencoord_env.envs.gencoord.stages import Intervention, Stages
+from gencoord_env.lifecycle import DecisionStage, PipelineStage, Step
 from gencoord_env.envs.gencoord.surfaces import Surface
 from gencoord_env.messages import Done, Message, ProposalMessage, RequestMessage, Response, ResponseMessage
 from gencoord_env.outcomes import FailureCode
@@ -48,10 +50,28 @@ from gencoord_env.pipeline.response import response_valid
 from gencoord_env.pipeline.types import Delivery, DispatchPlan, Resolution
 from gencoord_env.tasks.contexts import Context, build_context, render, uploads
 from gencoord_env.tasks.episode import Episode
+from gencoord_env.trace import (
+    ABSENT,
+    CompileRecord,
+    DecisionRecord,
+    DeliverRecord,
+    ExecuteRecord,
+    FaultRecord,
+    InterventionRecord,
+    MaterializeRecord,
+    ResolveRecord,
+    RespondRecord,
+    TraceRecord,
+    VerifyRecord,
+)
 from gencoord_env.types import PeerRequest, Proposal, Task
 from gencoord_env.world.types import World, WorldEvent
 
 F = FailureCode
+#: the members as plain attributes, read on every step: an enum's own class attribute goes through a
+#: descriptor on each access (Python 3.11), 4 % of a sim episode
+P = SimpleNamespace(**PipelineStage.__members__)
+_CENTRALIZED = DecisionStage.CENTRALIZED
 #: contract verdicts by (record text, surface, public scope): agents repeat records across episodes
 _CHECKED = Memo("envs.session.checked", maxsize=1 << 15)
 
@@ -198,7 +218,7 @@ class EpisodeSession:
         self.max_requests = len(episode.agents) - 1
         self.progress = Progress(inbox={a: () for a in episode.agent_of.values()},
                                  history={a: () for a in episode.agent_of.values()})
-        self.trace: list[dict[str, Any]] = []
+        self.trace: list[TraceRecord] = []
         self.events: list[WorldEvent] = []
         self.metrics = Metrics(team=episode.is_team, agents=len(episode.agents))
         self.outcome: FailureCode | None = None
@@ -258,7 +278,7 @@ class EpisodeSession:
         if self.done:
             return
         decision, agent = self.decision, self.turn
-        if decision.stage == "centralized":  # the peers' local views were uploaded to the planner
+        if decision.stage is _CENTRALIZED:  # the peers' local views were uploaded to the planner
             for peer, text in uploads(self.context(agent)):
                 self.metrics.wire(text, "upload", (peer, agent))
         q = self._read(agent, decision.stage, observation, action)
@@ -276,34 +296,32 @@ class EpisodeSession:
                 return
         p = self.progress
         self.progress = p.evolve(proposals={**p.proposals, decision.stage: q}, records={**p.records, agent: q})
-        getattr(self, f"_{decision.then}")(q, agent)
+        _STEP_METHODS[decision.then](self, q, agent)
 
     def refuse(self, action: Any, reason: str, observation: str = "") -> None:
         """The deciding agent's action names no record (e.g. a masked menu slot): a parse failure."""
         if self.done:
             return
         self.metrics.values["decisions"] += 1
-        self.trace.append({"stage": self.decision.stage, "agent": self.turn, "observation": observation,
-                           "action": traced(action), "parse": {"error": reason}})
+        self.trace.append(DecisionRecord(self.decision.stage, self.turn, observation, traced(action), {"error": reason}))
         self._parse_failure(reason)
 
-    def _read(self, agent: str, stage: str, observation: str, action: Any) -> Proposal | None:
+    def _read(self, agent: str, stage: DecisionStage, observation: str, action: Any) -> Proposal | None:
         """Parse and contract-check one action; on failure end the episode and return None."""
         self.metrics.values["decisions"] += 1
-        entry: dict[str, Any] = {"stage": stage, "agent": agent, "observation": observation, "action": traced(action)}
-        self.trace.append(entry)
+        seen = (stage, agent, observation, traced(action))
         why = unreadable(action)
         if why is not None:
-            entry["parse"] = {"error": why}
+            self.trace.append(DecisionRecord(*seen, parse={"error": why}))
             return self._parse_failure(why)
         try:
             proposal = self.setup.surface.read(action, self.max_requests)
         except DSLSyntaxError as e:
-            entry["parse"] = {"error": str(e)}
+            self.trace.append(DecisionRecord(*seen, parse={"error": str(e)}))
             return self._parse_failure(str(e))
-        entry["parse"] = proposal
-        violations = self._check(action, proposal, agent)
-        entry["violations"] = violations
+        at = len(self.trace)  # the decision's record goes before any check intervention's
+        violations = self._rewritten(P.CHECK, self._check(action, proposal, agent), proposal=proposal, agent=agent)
+        self.trace.insert(at, DecisionRecord(*seen, parse=proposal, violations=violations))
         if violations:
             self._end(F.CONTRACT_REJECT, "; ".join(f"{v.where}: {v.message}" for v in violations))
             return None
@@ -324,17 +342,26 @@ class EpisodeSession:
         self.metrics.values["raw_validity"] = False
         self._end(F.PARSE_FAILURE, reason)
 
-    def _rewritten(self, stage: str, value: Any, **inputs: Any) -> Any:
-        """``value`` as every intervention on ``stage`` leaves it, innermost first, each one traced."""
+    def _rewritten(self, stage: PipelineStage, value: Any, **inputs: Any) -> Any:
+        """``value`` as every intervention on ``stage`` leaves it, innermost first, each one traced
+        (``stages.REWRITABLE`` names the inputs each stage's interventions are given)."""
+        if not self.interventions:
+            return value
         for iv in self.interventions:
             if iv.stage == stage:
                 value, fields = iv.rewrite(value, self.episode, **inputs)
                 if fields is not None:  # None: the intervention left this message alone (another edge)
-                    self.trace.append({"stage": "intervention", "intervention": type(iv).__name__, **fields})
+                    self.trace.append(InterventionRecord(type(iv).__name__, fields))
         return value
 
     def _advance(self) -> None:
         self.progress = self.progress.evolve(index=self.progress.index + 1)
+
+    def _record_before(self, step: Step) -> Proposal:
+        """The record of the latest decision before this one whose step is ``step`` (the route says which:
+        on ``single_step`` the sender's REQ is delivered from ``sender_after_obtain``)."""
+        decision = next(d for d in reversed(self.decisions[: self.progress.index]) if d.then is step)
+        return self.progress.proposals[decision.stage]
 
     # --- steps (routes.STEPS) -----------------------------------------------------------------------
     def _deliver(self, q: Proposal, sender: str) -> None:
@@ -350,17 +377,14 @@ class EpisodeSession:
 
     def _deliver_one(self, request: PeerRequest, sender: str, round: int) -> None:
         edge = (sender, request.target)
-        delivery: Delivery = self._rewritten("deliver", self.stages.deliver(request, self.episode), request=request,
+        delivery: Delivery = self._rewritten(P.DELIVER, self.stages.deliver(request, self.episode), request=request,
                                              edge=edge)
         surface = self.setup.surface
         sent = surface.request_payload(request)
         payloads = [sent if copy is request else surface.request_payload(copy) for copy in delivery.received]
-        entry: dict[str, Any] = {"stage": "deliver", "sent": sent, "delivered": payloads[0] if payloads else None}
-        if len(payloads) > 1:
-            entry["copies"] = len(payloads)
-        if self.episode.is_team:
-            entry["edge"] = list(edge)
-        self.trace.append(entry)
+        self.trace.append(DeliverRecord(sent, payloads[0] if payloads else None,
+                                        len(payloads) if len(payloads) > 1 else ABSENT,
+                                        list(edge) if self.episode.is_team else ABSENT))
         for payload in payloads:
             self.metrics.wire(payload, "request", edge, round)
         messages = tuple(RequestMessage(sender, copy, payload) for copy, payload in zip(delivery.received, payloads))
@@ -381,8 +405,8 @@ class EpisodeSession:
         for request in q.peer_requests:
             edge = (agent, request.target)
             self.metrics.wire(self.setup.surface.request_payload(request), "request", edge)
-            response = self._rewritten("respond", self.stages.respond(request, self.episode), request=request, edge=edge)
-            self.trace.append({"stage": "respond", "response": response, **({"edge": list(edge)} if team else {})})
+            response = self._rewritten(P.RESPOND, self.stages.respond(request, self.episode), request=request, edge=edge)
+            self.trace.append(RespondRecord(response, list(edge) if team else ABSENT))
             problem = response_valid(response, self.episode, request)
             if problem:
                 self._end(F.CONTRACT_REJECT, f"invalid response: {problem}" + (f" (edge {edge[0]}->{edge[1]})" if team else ""))
@@ -410,7 +434,7 @@ class EpisodeSession:
         try:
             plan = materialize_step(task, agent, self.episode, step)
         except MaterializationError as e:
-            self.trace.append({"stage": "materialize", "error": str(e)})
+            self.trace.append(MaterializeRecord(error=str(e)))
             self._end(F.MATERIALIZATION_FAILURE, str(e))
             return
         events = self._discharge(plan, (), prefix=f"s{step}-")
@@ -425,8 +449,7 @@ class EpisodeSession:
 
     def _resolve_forward(self, q: Proposal, agent: str) -> None:
         p = self.progress
-        sender_stage = "sender_after_obtain" if self.setup.route == "single_step" else "sender_initial"
-        q_snd = p.proposals[sender_stage]
+        q_snd = self._record_before(Step.DELIVER)
         delivery = p.delivery
         assert delivery is not None
         if delivery.operative != q_snd.peer_requests[0]:
@@ -439,14 +462,16 @@ class EpisodeSession:
             q_snd = Proposal(own, (obligation,))
         if p.executed:
             q_snd = Proposal(p.executed + q_snd.self_plan, q_snd.peer_requests)
-        self._commit(self.stages.resolve_forward(q_snd, q, self.episode))
+        self._commit(self._rewritten(P.RESOLVE_FORWARD, self.stages.resolve_forward(q_snd, q, self.episode),
+                                     records=p.records))
 
     def _resolve_feedback(self, q: Proposal, agent: str) -> None:
-        q0 = self.progress.proposals["requester_initial"]
+        q0 = self._record_before(Step.RESPOND)
         if sorted(r.target for r in q.peer_requests) != sorted(r.target for r in q0.peer_requests):
             self._end(F.CONTRACT_REJECT, "requester_after_response: the revision must keep the target peer")
             return
-        self._commit(self.stages.resolve_feedback(q0, self.progress.response, q, self.episode))
+        resolution = self.stages.resolve_feedback(q0, self.progress.response, q, self.episode)
+        self._commit(self._rewritten(P.RESOLVE_FEEDBACK, resolution, records=self.progress.records))
 
     def _resolve_edges(self, q: Proposal, agent: str) -> None:
         """A team's forward route: every edge at once, from what each receiver was actually given.
@@ -460,14 +485,15 @@ class EpisodeSession:
         for (sender, _), d in p.deliveries.items():
             if d.sender_plan is not None and d.operative != d.sent:
                 plans[sender] = d.sender_plan
-        self._commit(self.stages.resolve_edges(p.records, obligations, self.episode, plans))
+        resolution = self.stages.resolve_edges(p.records, obligations, self.episode, plans)
+        self._commit(self._rewritten(P.RESOLVE_EDGES, resolution, records=p.records))
 
     def _resolve_joint(self, q: Proposal, agent: str) -> None:
         # A-only and centralized: the one proposal is the joint plan; nothing crosses to a peer's model
-        if self.decision.stage == "centralized" and self.episode.is_team:
+        if self.decision.stage is _CENTRALIZED and self.episode.is_team:
             for r in q.peer_requests:  # the dispatched decision d_i reaches each agent (B_central's download)
                 self.metrics.edge((agent, r.target), "download", len(self.setup.surface.request_payload(r).encode("utf-8")))
-        self._commit(self.stages.resolve_joint(q, self.episode))
+        self._commit(self._rewritten(P.RESOLVE_JOINT, self.stages.resolve_joint(q, self.episode), records=self.progress.records))
 
     # --- commit: materialize -> compile -> execute -> verify -----------------------------------------
     def _discharge(self, plan: DispatchPlan, skip: Sequence[str], prefix: str = "") -> list[WorldEvent]:
@@ -475,14 +501,12 @@ class EpisodeSession:
 
         ``prefix`` keeps call ids unique within the episode when several plans run (single-step).
         """
-        calls = self.stages.compile(plan, skip)
+        calls = self._rewritten(P.COMPILE, self.stages.compile(plan, skip), plan=plan)
         if prefix:
             calls = [replace(c, id=prefix + c.id, after=tuple(prefix + a for a in c.after)) for c in calls]
         events = self.world.run(calls)
         self.events += events
-        self.trace.append({"stage": "materialize", "plan": plan})
-        self.trace.append({"stage": "compile", "calls": calls})
-        self.trace.append({"stage": "execute", "events": events})
+        self.trace += (MaterializeRecord(plan), CompileRecord(calls), ExecuteRecord(events))
         return events
 
     def _failed_on(self, edge: Sequence[str] | None) -> None:
@@ -492,7 +516,7 @@ class EpisodeSession:
             self.metrics.failed_edge = f"{role[edge[0]]}>{role[edge[1]]}"
 
     def _commit(self, resolution: Resolution) -> None:
-        self.trace.append({"stage": "resolve", "resolution": resolution})
+        self.trace.append(ResolveRecord(resolution))
         if resolution.commitment is None:
             self._failed_on(resolution.edge)
             self._end(resolution.code or F.RESOLUTION_CONFLICT, resolution.reason)
@@ -501,16 +525,18 @@ class EpisodeSession:
         m.values["commitment_validity"] = True
         m.values["time_to_commitment"] = time.perf_counter() - (m.t_first_observation or m.t_start)
         try:
-            plan = self.stages.materialize(resolution.commitment, self.episode)
+            plan = self._rewritten(P.MATERIALIZE, self.stages.materialize(resolution.commitment, self.episode),
+                                   commitment=resolution.commitment)
         except MaterializationError as e:
-            self.trace.append({"stage": "materialize", "error": str(e)})
+            self.trace.append(MaterializeRecord(error=str(e)))
             self._end(F.MATERIALIZATION_FAILURE, str(e))
             return
         done_nodes = set(resolution.commitment.node_ids[0][: len(self.progress.executed)])
         self._discharge(plan, [t.id for t in plan.tasks if t.node in done_nodes])
         truth = self.world.observe()
-        verdict = self.stages.verify(plan, self.events, truth)
-        self.trace.append({"stage": "verify", "verdict": verdict, "ground_truth": truth})
+        verdict = self._rewritten(P.VERIFY, self.stages.verify(plan, self.events, truth), plan=plan, events=self.events,
+                                  ground_truth=truth)
+        self.trace.append(VerifyRecord(verdict, truth))
         m.values["handoff_verified"] = verdict.handoff_verified
         missing = next((h for h in verdict.checks.get("handoffs", ()) if not h["ok"]), None)
         if missing is not None and verdict.code is F.HANDOFF_FAILURE:
@@ -527,7 +553,7 @@ class EpisodeSession:
         outcome, the fault's type and message kept in ``fault`` and in the trace."""
         self.fault = {"type": type(fault).__name__, "message": printable(str(fault))}
         self.reason = self.fault["message"]
-        self.trace.append({"stage": "fault", **self.fault})
+        self.trace.append(FaultRecord(self.fault["type"], self.fault["message"]))
         self.metrics.values["episode_seconds"] = time.perf_counter() - self.metrics.t_start
 
     def stop(self, reason: str) -> None:
@@ -536,6 +562,11 @@ class EpisodeSession:
         self.stopped = self.reason = reason
         self.trace.append({"stage": "max_cycles", "reason": reason})
         self.metrics.values["episode_seconds"] = time.perf_counter() - self.metrics.t_start
+
+
+#: The method that runs each step, found at import: a step no method implements fails here, not mid-episode.
+_STEP_METHODS: dict[Step, Callable[[EpisodeSession, Proposal, str], None]] = {
+    step: getattr(EpisodeSession, f"_{step.value}") for step in Step}
 
 
 __all__ = ["EpisodeSession", "Metrics", "Progress", "Setup", "printable", "traced", "unreadable"]

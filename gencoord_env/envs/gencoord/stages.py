@@ -7,15 +7,19 @@ with one ``Stages`` value and never changes it.
 Interventions (``gencoord_env.wrappers``) do not replace stages: they *rewrite a stage's output* for
 one episode. The session hands the value a stage produced to every intervention on that stage,
 innermost wrapper first; each returns the rewritten value and the fields of its trace record. Any stack
-composes: a second rewrite of ``deliver`` sees what the first one delivered.
+composes: a second rewrite of ``deliver`` sees what the first one delivered. Every stage of ``Stages`` is
+rewritable (``REWRITABLE`` names the inputs each is given); an intervention that names any other stage is
+refused when it is built, and one on a stage its env's route never runs too (``routes.routes_running``).
 """
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Protocol, runtime_checkable
 
 from gencoord_env import contract
+from gencoord_env.lifecycle import PipelineStage
 from gencoord_env.messages import Response
 from gencoord_env.pipeline import (
     compile_plan,
@@ -64,20 +68,53 @@ class Stages:
         return replace(self, **stages)
 
 
-#: The stages whose output an intervention may rewrite, and the inputs it is given besides the episode:
-#: the request, and the edge it travels, (sender agent, target agent) - in a team one of several.
-REWRITABLE: Mapping[str, tuple[str, ...]] = {"deliver": ("request", "edge"), "respond": ("request", "edge")}
+if [f.name for f in fields(Stages)] != [s.value for s in PipelineStage]:  # one name per stage, in one order
+    raise ImportError(f"Stages fields {[f.name for f in fields(Stages)]} differ from PipelineStage {list(PipelineStage)}")
+
+#: The stages whose output an intervention may rewrite - every stage of ``Stages`` - and the inputs its
+#: ``rewrite`` is given besides the value and the episode. ``edge`` is the (sender agent, target agent) a
+#: request travels (in a team one of several); ``records`` each agent's latest record by agent.
+REWRITABLE: Mapping[PipelineStage, tuple[str, ...]] = {
+    PipelineStage.CHECK: ("proposal", "agent"),  # value: the contract's violations
+    PipelineStage.DELIVER: ("request", "edge"),  # value: the Delivery
+    PipelineStage.RESPOND: ("request", "edge"),  # value: the bounded Response
+    PipelineStage.RESOLVE_FORWARD: ("records",),  # value: the Resolution
+    PipelineStage.RESOLVE_FEEDBACK: ("records",),
+    PipelineStage.RESOLVE_JOINT: ("records",),
+    PipelineStage.RESOLVE_EDGES: ("records",),
+    PipelineStage.MATERIALIZE: ("commitment",),  # value: the DispatchPlan
+    PipelineStage.COMPILE: ("plan",),  # value: the skill calls
+    PipelineStage.VERIFY: ("plan", "events", "ground_truth"),  # value: the Verdict
+}
+
+
+def rewritable(stage: object, who: str) -> PipelineStage:
+    """``stage`` as a ``PipelineStage`` an intervention may rewrite; ``ValueError`` naming the valid ones.
+
+    >>> rewritable("verify", "X")
+    <PipelineStage.VERIFY: 'verify'>
+    >>> rewritable("verfy", "X")
+    Traceback (most recent call last):
+    ...
+    ValueError: X rewrites stage 'verfy', which is not a rewritable stage (did you mean 'verify'?); the rewritable stages are check, deliver, respond, resolve_forward, resolve_feedback, resolve_joint, resolve_edges, materialize, compile, verify
+    """
+    if isinstance(stage, str) and stage in REWRITABLE:
+        return PipelineStage(stage)
+    names = [s.value for s in REWRITABLE]
+    hint = difflib.get_close_matches(str(stage), names, n=1)
+    raise ValueError(f"{who} rewrites stage {stage!r}, which is not a rewritable stage"
+                     + (f" (did you mean {hint[0]!r}?)" if hint else "") + f"; the rewritable stages are {', '.join(names)}")
 
 
 @runtime_checkable
 class Intervention(Protocol):
     """Rewrites the output of one stage for one episode (``gencoord_env.wrappers.StageIntervention``)."""
 
-    stage: str
+    stage: PipelineStage | str  # a key of REWRITABLE
 
     def rewrite(self, value: Any, episode: Episode, **inputs: Any) -> tuple[Any, dict[str, Any] | None]:
         """(rewritten value, the fields of this intervention's trace record; ``None``: left alone, no record)."""
         ...
 
 
-__all__ = ["REWRITABLE", "Intervention", "Stages", "deliver_as_sent", "respond_truthfully"]
+__all__ = ["REWRITABLE", "Intervention", "Stages", "deliver_as_sent", "respond_truthfully", "rewritable"]

@@ -1,13 +1,16 @@
-"""Reading what a rule agent may use: its typed local context (``infos[agent]["context"]``).
+"""Reading what an agent may use: its typed local context (``infos[agent]["context"]``).
 
-Rule agents only read their own context: their private field, received messages and the public prior
-as projected by the view. They never see the episode object or the hidden binding of the other role.
+The rule agents and the env's menu of candidate records (``envs.gencoord.menu``) read only an agent's own
+context: its private field, received messages and the public prior as projected by the view, never the
+episode object or the hidden binding of another role. It lives in the library so that the env never
+imports its consumers (``agents/``).
 """
 from __future__ import annotations
 
 from collections.abc import Collection
 
 from gencoord_env.caches import Memo
+from gencoord_env.lifecycle import DecisionStage
 from gencoord_env.messages import RequestMessage
 from gencoord_env.tasks.compose import Team, order_nodes, team_paths, team_requests
 from gencoord_env.tasks.contexts import Context, PriorView
@@ -18,7 +21,7 @@ Paths = tuple[tuple[Task, ...], tuple[Task, ...]]
 
 #: Composed paths by (rendered prior, binding, roles): the rendered text determines the prior view and
 #: its hash is computed once per string, where hashing the view itself walks every node on each call.
-_COMPOSED = Memo("agents.context_view.compose", maxsize=16384)
+_COMPOSED = Memo("tasks.context_view.compose", maxsize=16384)
 
 
 def compose(context: Context, binding: str, first_role: str, second_role: str) -> Paths:
@@ -47,7 +50,7 @@ def codebook(context: Context) -> tuple[str, ...]:
 
 
 #: the stages at which a team agent writes the one-call joint plan (a REQ with every other agent's whole path)
-JOINT_STAGES = frozenset({"centralized", "requester_initial", "requester_after_response"})
+JOINT_STAGES = frozenset({DecisionStage.CENTRALIZED, DecisionStage.REQUESTER_INITIAL, DecisionStage.REQUESTER_AFTER_RESPONSE})
 
 
 def team(context: Context) -> Team:
