@@ -29,11 +29,9 @@ async function findFloorY (world) {
  * `port` 0 picks a free port. `rules` are the rule tables (rules.js `loadRules`): the furnaces smelt by
  * `rules.recipes`. `log(scope, message)` receives every world edit, refused login and refused command.
  * `operators` is for tests only, where this server stands in for an external one: players of these names
- * may join from any local client and run every command (the sidecar passes none). `arenas`
- * (`{x0, spacing, halfWidth}`, the sidecar's arena geometry) lets players see the entities of their own
- * arena only (plugin/interest.js).
+ * may join from any local client and run every command (the sidecar passes none).
  */
-async function startServer ({ port = 0, cookTicks = 200, rules, log, pickupDelayMs, throwerDelayMs, maxPlayers = 8, operators = [], arenas = null } = {}) {
+async function startServer ({ port = 0, cookTicks = 200, rules, log, pickupDelayMs, throwerDelayMs, maxPlayers = 8, operators = [] } = {}) {
   if (!rules || !rules.recipes) throw new Error('startServer needs the rule tables: pass rules = loadRules(dir) (src/rules.js)')
   const serv = squid.createMCServer({
     motd: 'gencoord',
@@ -49,7 +47,7 @@ async function startServer ({ port = 0, cookTicks = 200, rules, log, pickupDelay
     worldFolder: undefined, // in memory: nothing touches the disk
     generation: { name: 'superflat', options: { seed: 1 } },
     kickTimeout: 30000,
-    plugins: { [PLUGIN_PATH]: { cookTicks, recipes: rules.recipes, log, pickupDelayMs, throwerDelayMs, operators, arenas } },
+    plugins: { [PLUGIN_PATH]: { cookTicks, recipes: rules.recipes, log, pickupDelayMs, throwerDelayMs, operators } },
     modpe: false,
     'view-distance': 2,
     'player-list-text': { header: { text: '' }, footer: { text: '' } },

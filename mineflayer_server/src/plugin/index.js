@@ -2,10 +2,9 @@
 // The game-logic plugin for flying-squid 1.12.0 on Minecraft 1.21.4. Each module fills one gap
 // of the stock server; together they expose `serv.gencoord`, the API the world and tests use.
 //
-// Options (flying-squid settings.plugins[path]): { cookTicks, recipes, pickupDelayMs, throwerDelayMs, log, operators, arenas },
+// Options (flying-squid settings.plugins[path]): { cookTicks, recipes, pickupDelayMs, throwerDelayMs, log, operators },
 // `recipes` being the recipes.json table of the rules directory (rules.js), `operators` the players a
-// server standing in for an external one admits and obeys (none in the sidecar: admission.js, permissions.js),
-// `arenas` the arenas' geometry, for who sees which entities (interest.js).
+// server standing in for an external one admits and obeys (none in the sidecar: admission.js, permissions.js).
 
 const modules = [
   require('./admission'),
