@@ -1,6 +1,7 @@
 """The ``gencoord`` command.
 
     gencoord setup                          install the Minecraft sidecar's Node packages
+    gencoord doctor [--backend minecraft|sim] [--json]   check, in order, what an episode needs; say each fix
     gencoord rollout --backend minecraft --pool heldout --policy rule --episodes 16 --seed 0
     gencoord rollout ... --arenas 4 [--workers 2 [--ray-address HOST:6379]]   the same results, K at a time
     gencoord replay TRACE.jsonl             re-run recorded episodes and check they match
@@ -32,6 +33,7 @@ from gencoord_env.suggest import unknown
 
 #: Subcommands implemented elsewhere: name -> "module:function" taking argv and returning an exit code.
 DELEGATED = {
+    "doctor": "gencoord_env.doctor:main",
     "replay": "gencoord_env.replay:main",
     "experiment": "gencoord_env.experiments.cli:main",
     "train": "gencoord_env.train.cli:main",

@@ -18,6 +18,8 @@ budget with two torch threads (its CPU time in a loaded run: 48 s instead of 121
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,12 +30,15 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 ROOT = Path(__file__).parent
+#: This test process's Ray temp folder (inherited by the Ray processes and CLI runs it starts); removed at exit.
+RAY_TMPDIR = os.environ["RAY_TMPDIR"] = tempfile.mkdtemp(prefix="gencoord-ray-")
 #: files and folders (relative to tests/) whose tests start real sidecars or servers, in three groups of
 #: about equal time: three sidecars at most start at once, each group's tests one after another
 SIDECAR_TESTS = {
     "sidecar-arenas": ("minecraft/test_arenas_cli.py", "test_distributed.py", "envs/test_on_fault.py"),
     "sidecar-episodes": ("minecraft/",),
-    "sidecar-world": ("world/minecraft/", "test_node_suite.py", "experiments/test_minecraft.py", "test_readme.py"),
+    "sidecar-world": ("world/minecraft/", "test_node_suite.py", "experiments/test_minecraft.py", "test_readme.py",
+                       "test_doctor.py"),
 }
 #: group name -> files whose tests share a session- or module-scoped fixture that takes seconds to build
 SHARED_FIXTURES = {
@@ -54,6 +59,10 @@ def pytest_configure(config: pytest.Config) -> None:
         except ImportError:
             return
         torch.set_num_threads(1)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(RAY_TMPDIR, ignore_errors=True)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the marks into the test ids

@@ -89,3 +89,10 @@ def test_gencoord_rollout_workers_equals_serial(cluster: None, tmp_path: Path, c
         gencoord(["rollout", "--workers", "0"])
     assert gencoord(["rollout", "--backend", "sim", "--ray-address", "127.0.0.1:6379"]) == 2
     assert "--ray-address names the cluster that --workers run on" in capsys.readouterr().err
+
+
+def test_ray_keeps_its_session_in_the_test_runs_own_temp_folder(cluster: None) -> None:
+    """tests/conftest.py points RAY_TMPDIR at a folder it removes at exit: a run leaves no session in /tmp/ray."""
+    sessions = Path(os.environ["RAY_TMPDIR"], "ray")
+    assert Path(os.environ["RAY_TMPDIR"]).name.startswith("gencoord-ray-")
+    assert any(p.name.startswith("session_") for p in sessions.iterdir()), f"no Ray session under {sessions}"

@@ -55,9 +55,9 @@ test('/give stores numeric counts that add up', async () => {
 })
 
 /** A faces B as the give skill does: until the server has A where it stands, looking at B (a toss thrown
- * on the server's older state falls short). */
-const faceB = () => faceForToss({ bot: arena.a, actor: 'agent_a', world: arena.world, timeoutMs: SETTLE_MS },
-  arena.b.entity.position.offset(0, 1, 0), 'agent_b')
+ * on the server's older state falls short); with its physics running, as during a skill. */
+const faceB = () => arena.world.withPhysics(() => faceForToss({ bot: arena.a, actor: 'agent_a', world: arena.world, timeoutMs: SETTLE_MS },
+  arena.b.entity.position.offset(0, 1, 0), 'agent_b'))
 
 test('a tossed stack is picked up whole by the peer and recorded as a handoff', async () => {
   await setup({ oak_planks: 10 }, {}, [0, 0, 0], [2, 0, 0])

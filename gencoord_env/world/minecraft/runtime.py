@@ -6,12 +6,16 @@ silently resolves older packages). The sidecar's sources (``src/``, ``package.js
 with the Python package as ``gencoord_env.mineflayer_server``; ``GENCOORD_SIDECAR_DIR`` points elsewhere
 (e.g. a checkout being worked on).
 
-Its Node packages (about 600 MB) never go into the installed package, which may be read-only: ``npm ci``
+Its Node packages (about 80 MB) never go into the installed package, which may be read-only: ``npm ci``
 installs them into the per-user cache, one folder per lockfile and Node major version
 (``~/.cache/gencoord_env/sidecar/<lockfile hash>-node22/node_modules``, under ``$XDG_CACHE_HOME`` when
 set), and the sidecar starts with ``NODE_PATH`` pointing there. The sidecar is CommonJS, and ``require``
 searches ``NODE_PATH`` after the ``node_modules`` folders above the requiring file, so the sources run
 unchanged from wherever they are installed, and edits to a checkout's ``src/`` need no new setup.
+
+The sidecar serves Minecraft 1.21.4 only, so setup then removes what no running code reads (the sources'
+``prune.json``: minecraft-data's tables of every other version, 500 of its 511 MB, test worlds, other
+platforms' prebuilt binaries), and npm's download cache lives in a temporary folder removed afterwards.
 
     >>> rt = locate()          # raises RuntimeMissing naming the command that fixes it
     >>> rt.node_version
@@ -21,14 +25,17 @@ from __future__ import annotations
 
 import hashlib
 import importlib.resources
+import json
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from gencoord_env.caches import cache
 from pathlib import Path
+from typing import Any
 
 from gencoord_env.catalog import DATA_DIR
 
@@ -46,8 +53,10 @@ MANIFESTS: tuple[str, ...] = ("package.json", "package-lock.json")
 REQUIRED_PACKAGES: tuple[str, ...] = (
     "flying-squid", "mineflayer", "mineflayer-pathfinder", "minecraft-data", "zeromq", "@msgpack/msgpack",
 )
-#: Written into node_modules after a successful install: lockfile hash + node version.
+#: Written into node_modules after a successful install: lockfile hash + node version (+ prune table hash).
 STAMP = ".gencoord-setup"
+#: What setup removes after ``npm ci`` (in the sidecar's sources): see ``prune``.
+PRUNE_TABLE = "prune.json"
 
 
 @dataclass(frozen=True)
@@ -201,7 +210,73 @@ def locate() -> Runtime:
 
 
 def _stamp_value(sidecar_dir: Path, version: tuple[int, int, int]) -> str:
-    return f"{lockfile_digest(sidecar_dir)} node{version[0]}\n"
+    table = sidecar_dir / PRUNE_TABLE
+    pruned = f" prune {hashlib.sha256(table.read_bytes()).hexdigest()[:16]}" if table.exists() else ""
+    return f"{lockfile_digest(sidecar_dir)} node{version[0]}{pruned}\n"
+
+
+def _platform(node: Path) -> str:
+    """``<platform>/<arch>`` as the running Node names them (``linux/x64``): the prebuilt binary it loads."""
+    out = subprocess.run([str(node), "-p", "process.platform + '/' + process.arch"], capture_output=True, text=True,
+                         timeout=30)
+    return out.stdout.strip()
+
+
+def prune(node_modules: Path, table: dict[str, Any], platform: str) -> list[Path]:
+    """Remove from ``node_modules`` what ``table`` (the sources' ``prune.json``) says no running code reads;
+    returns the removed paths (whole folders where it could). RuntimeMissing if a file it keeps is not there
+    (the table does not match the lockfile's packages: a packaging bug, so nothing is removed).
+
+    - ``keep_only``: folder -> the paths to keep under it (one ending in ``/`` keeps a folder whole);
+    - ``remove``: folders removed whole;
+    - ``platform_builds``: folders with one ``<platform>/<arch>`` subfolder per prebuilt binary, of which only
+      ``platform``'s is kept (none removed when it has no build for ``platform``).
+    """
+    keep_only: dict[str, list[str]] = table.get("keep_only", {})
+    for folder, keep in keep_only.items():
+        absent = [k for k in keep if not (node_modules / folder / k).exists()]
+        if absent:
+            raise RuntimeMissing(f"{PRUNE_TABLE} keeps {', '.join(absent[:3])} under {node_modules / folder}, which the "
+                                 "installed packages lack: the sources' prune table does not match their lockfile; "
+                                 "reinstall gencoord_env (a packaging bug if it persists)")
+    removed: list[Path] = []
+    for folder, keep in keep_only.items():
+        root = node_modules / folder
+        kept = {k.rstrip("/") for k in keep}
+        # folders holding a kept path are walked; any other folder goes whole, without listing its files
+        above = {"/".join(k.split("/")[:i]) for k in kept for i in range(1, k.count("/") + 1)}
+        for here, dirs, files in os.walk(root):
+            rel = Path(here).relative_to(root).as_posix()
+            rel = "" if rel == "." else rel + "/"
+            for name in list(dirs):
+                if rel + name in kept:
+                    dirs.remove(name)  # kept whole
+                elif rel + name not in above:
+                    dirs.remove(name)
+                    removed.append(Path(here, name))
+                    shutil.rmtree(removed[-1])
+            for name in files:
+                if rel + name not in kept:
+                    removed.append(Path(here, name))
+                    removed[-1].unlink()
+    for folder in table.get("remove", ()):
+        if (node_modules / folder).exists():
+            removed.append(node_modules / folder)
+            shutil.rmtree(removed[-1])
+    system, _, arch = platform.partition("/")
+    for folder in table.get("platform_builds", ()):
+        root = node_modules / folder
+        if not (root / system / arch).is_dir():
+            continue
+        for other in [*(p for p in root.iterdir() if p.is_dir() and p.name != system),
+                      *(p for p in (root / system).iterdir() if p.is_dir() and p.name != arch)]:
+            removed.append(other)
+            shutil.rmtree(other)
+    return removed
+
+
+def _megabytes(path: Path) -> float:
+    return sum(p.lstat().st_size for p in path.rglob("*")) / 2**20
 
 
 def setup(*, force: bool = False, echo: Callable[[str], None] = print) -> Runtime:
@@ -233,7 +308,9 @@ def setup(*, force: bool = False, echo: Callable[[str], None] = print) -> Runtim
     staging.mkdir(parents=True)
     for name in MANIFESTS:
         shutil.copyfile(d / name, staging / name)
-    cmd = [str(node), str(npm), "ci", "--no-audit", "--no-fund"]
+    # npm's download cache (80 MB) goes into a folder of its own, removed with the staging folder
+    downloads = tempfile.mkdtemp(prefix="gencoord-npm-cache-")
+    cmd = [str(node), str(npm), "ci", "--no-audit", "--no-fund", "--cache", downloads]
     echo(f"gencoord setup: running `npm ci` for {d} into {staging.parent} with Node {shown} ({node})")
     env = dict(os.environ)
     # Install scripts must see the pinned node first on PATH, not the machine's own.
@@ -246,10 +323,17 @@ def setup(*, force: bool = False, echo: Callable[[str], None] = print) -> Runtim
                 "check network access to the npm registry and run `gencoord setup` again"
             )
         (staging / "node_modules").mkdir(exist_ok=True)
+        table = d / PRUNE_TABLE
+        if table.exists():
+            rules = json.loads(table.read_text(encoding="utf-8"))
+            prune(staging / "node_modules", rules, _platform(node))
+            echo(f"gencoord setup: kept what Minecraft {rules.get('minecraft')} needs ({table}): "
+                 f"{_megabytes(staging / 'node_modules'):.0f} MB")
         (staging / "node_modules" / STAMP).write_text(want)
         _replace_dir(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(downloads, ignore_errors=True)
     echo(f"gencoord setup: installed; the sidecar runs with `NODE_PATH={nm} {node} {d / ENTRY}`")
     _note_shadowing(d, nm, echo)
     return locate()

@@ -10,7 +10,8 @@ collected (SIGTERM at once, then a background thread reaps it, with SIGKILL afte
 blocks), and any still running at interpreter exit are stopped then (SIGTERM, SIGKILL after 2 s). Nothing
 that stops or describes the process refers back to its Sidecar, so a dropped one is freed by reference
 counting alone. The sidecar is also told our pid (``--parent-pid``) and exits by itself within a second if
-this process dies without stopping it (SIGKILL, a crash).
+this process dies without stopping it (SIGKILL, a crash); the folder such a parent leaves behind (named
+after its pid) is removed by the next sidecar start of this user (``remove_orphaned_workdirs``).
 
 Security of the socket: on ipc it lies in a per-launch folder only this user can enter (mode 0700); on tcp
 (loopback only) the sidecar admits nothing but a CURVE client holding the key pair generated here for this
@@ -41,6 +42,8 @@ from .protocol import check_hello
 from .runtime import Runtime, cache_dir
 
 READY_PREFIX = "READY "
+#: A sidecar's private folder (its ipc socket) is ``<temp dir>/gencoord-sidecar-<owner pid>-<random>``.
+WORKDIR_PREFIX = "gencoord-sidecar-"
 LOG_TAIL_LINES = 15
 #: Sidecar logs kept in the log folder: the newest LOG_KEEP, none older than LOG_MAX_AGE_S.
 LOG_KEEP = 50
@@ -125,6 +128,41 @@ def sidecar_argv(
         if value != default:
             argv += [flag, str(value)]
     return argv + list(options.extra_args)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (as anyone's: a pid of another user's process counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_orphaned_workdirs(temp_dir: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Remove the sidecar folders (``gencoord-sidecar-<owner pid>-*``: socket and nothing else) whose owner
+    process is gone; returns the removed paths.
+
+    A parent killed with SIGKILL cannot remove its sidecar's folder (the sidecar exits by itself, within
+    250 ms, and leaves it); the next start of any sidecar of this user does. A folder of a live owner, of
+    another user, or without an owner pid in its name is left alone.
+    """
+    removed = []
+    root = Path(temp_dir if temp_dir is not None else tempfile.gettempdir())
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    for d in root.glob(f"{WORKDIR_PREFIX}*"):
+        m = re.fullmatch(rf"{re.escape(WORKDIR_PREFIX)}(\d+)-[^/]+", d.name)
+        try:
+            if not m or _alive(int(m[1])) or not d.is_dir() or (uid is not None and d.stat().st_uid != uid):
+                continue
+        except OSError:
+            continue  # removed meanwhile
+        shutil.rmtree(d, ignore_errors=True)
+        if not d.exists():
+            removed.append(d)
+    return removed
 
 
 def default_log_dir() -> Path:
@@ -332,7 +370,8 @@ class Sidecar:
     def start(cls, runtime: Runtime, options: SidecarOptions | None = None) -> Sidecar:
         """Launch the sidecar, wait for ``READY``, connect and check ``hello``."""
         options = options or SidecarOptions()
-        workdir = Path(tempfile.mkdtemp(prefix="gencoord-sidecar-"))
+        remove_orphaned_workdirs()
+        workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-"))
         os.chmod(workdir, 0o700)  # mkdtemp makes it so; the ipc socket's privacy rests on it
         log_dir = Path(options.log_dir) if options.log_dir else default_log_dir()
         log_dir.mkdir(parents=True, exist_ok=True)

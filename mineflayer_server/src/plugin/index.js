@@ -11,6 +11,7 @@ const modules = [
   require('./admission'),
   require('./permissions'),
   require('./packetFixes'),
+  require('./interest'),
   require('./inventory'),
   require('./containers'),
   require('./windows'),

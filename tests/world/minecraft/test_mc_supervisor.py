@@ -182,3 +182,46 @@ def test_a_node_that_cannot_run_is_runtime_missing(fake_runtime: Runtime, tmp_pa
     broken = Runtime(node=tmp_path / "no-such-node", node_version=(22, 0, 0), sidecar_dir=fake_runtime.sidecar_dir)
     with pytest.raises(RuntimeMissing, match=r"cannot start the sidecar .*no-such-node.*run `gencoord setup`"):
         Sidecar.start(broken)
+
+
+def test_a_start_removes_the_folders_of_killed_owners_and_keeps_live_ones(fake_runtime: Runtime, tmp_path: Path) -> None:
+    """A parent killed with SIGKILL leaves its sidecar's folder (socket included); the next start removes it,
+    and leaves the folder of a sidecar whose owner still runs."""
+    import os
+    import signal
+
+    script = tmp_path / "killed_owner.py"
+    script.write_text(
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from gencoord_env.world.minecraft.runtime import Runtime\n"
+        "from gencoord_env.world.minecraft.supervisor import Sidecar\n"
+        f"rt = Runtime(Path(sys.executable), (22, 0, 0), Path({str(fake_runtime.sidecar_dir)!r}))\n"
+        "sc = Sidecar.start(rt)\n"
+        "print(sc.process.pid, sc.endpoint, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    root = Path(__file__).resolve().parents[3]
+    owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(root)})
+    assert owner.stdout is not None
+    pid, endpoint = owner.stdout.readline().split()
+    folder = Path(endpoint[len("ipc://"):]).parent
+    live = Sidecar.start(fake_runtime)  # started while the owner runs: its folder is kept
+    try:
+        assert folder.is_dir() and Path(live.endpoint[len("ipc://"):]).parent.name.startswith(f"gencoord-sidecar-{os.getpid()}-")
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(10)
+        try:
+            os.kill(int(pid), signal.SIGKILL)  # the fake sidecar does not watch its parent as the real one does
+        except ProcessLookupError:
+            pass
+        assert folder.is_dir(), "a SIGKILLed owner cannot remove its folder"
+        again = Sidecar.start(fake_runtime)
+        again.close()
+        assert not folder.exists(), f"{folder} of a dead owner outlived the next start"
+        assert Path(live.endpoint[len("ipc://"):]).exists(), "the start removed a live sidecar's socket"
+        assert live.client is not None and live.client.call("ping") == "pong"
+    finally:
+        owner.kill()
+        live.close()
