@@ -328,7 +328,7 @@ def tables_main(argv: Sequence[str] | None = None) -> int:
     add_budget_overrides(p, (("hidden-size", int), ("num-layers", int), ("epoch-scale", float), ("init-epoch-scale", float),
                              ("steps", int), ("micro-batch", int), ("grad-accum", int), ("lr", float), ("eval-episodes", int),
                              ("eval-batch", int), ("timing-episodes", int), ("rule-episodes", int), ("max-new-tokens", int),
-                             ("threads", int)))
+                             ("threads", int), ("code-renaming", float), ("decision-weight", float)))
     p.add_argument("--summarize-only", action="store_true",
                    help="rewrite the tables from WORK's lane files (e.g. of a run cut short); trains nothing")
     p.add_argument("--quiet", action="store_true")

@@ -211,18 +211,28 @@ class Budget:
     #: CPU threads of each lane; None: the machine's cores shared by the concurrent lanes. A tiny model gains
     #: nothing from several, and on a busy machine their spin-waiting makes each step ten times slower.
     threads: int | None = None
+    #: the recipe's levers on the decision token (gencoord_env.train.sft): the share of samples whose binding
+    #: codes are renamed (only the sets in RENAMED_SETS, whose prompts list their codes), and its loss weight
+    code_renaming: float = 0.0
+    decision_weight: float = 1.0
 
+
+#: Sets whose rows name their codes where renaming can find them all (the forward route's prompts list them
+#: as ``codebook=``; the free-form surface says them in words and Goal x Capability rows carry response codes).
+RENAMED_SETS: frozenset[str] = frozenset({"forward", "forward_json", "factor_code", "single_step"})
 
 #: ``tiny``: the whole pipeline on a CPU in well under a minute (a 1-layer model, 4 steps, 4 episodes a
-#: condition). ``full``: the 6M-parameter model of the transfer runs (hidden 256 x 6 layers), 16 epochs of
-#: every set from scratch at 1e-3 (the transfer experiment's protocol-only recipe: 1,920 updates for the
-#: 1,920 forward rows), every episode; about 37,000 updates for 3 seeds x 7 models, sized for one machine
-#: of 4 H100s with ``--jobs 21`` in an estimated 6-8 minutes (the transfer runs did about 25,000 updates
-#: and 15,000 episodes there in 3.6 minutes).
+#: condition). ``full``: the 6M-parameter model of the transfer runs (hidden 256 x 6 layers), 32 epochs of
+#: every set from scratch at 1e-3 (the transfer experiment's fitted protocol-only recipe: 3,840 updates for the
+#: 1,920 forward rows), half the samples of the forward-route sets code-renamed, every episode. The
+#: transfer runs fitted Factor-Code on every seed with this recipe and Direct Short DSL on one of three
+#: (reports/transfer/fitted). About 74,000 updates for 3 seeds x 7 models, twice the earlier 16-epoch
+#: recipe's, which was sized for one machine of 4 H100s with ``--jobs 21`` (estimated 6-8 minutes then; this
+#: one not yet run). On one H100, run the tables a few at a time (``--tables``).
 BUDGETS: dict[str, Budget] = {
     "tiny": Budget(name="tiny", hidden_size=32, num_layers=1, epoch_scale=1.0, steps=4, arch_vocab=512, tokenizer_rows=160, micro_batch=4,
                    eval_episodes=4, eval_batch=4, timing_episodes=2, rule_episodes=4, max_new_tokens=24, threads=1),
-    "full": Budget(name="full", hidden_size=256, num_layers=6, epoch_scale=8.0),
+    "full": Budget(name="full", hidden_size=256, num_layers=6, epoch_scale=16.0, code_renaming=0.5),
 }
 
 
@@ -368,6 +378,7 @@ def _train(lane: Lane, model: Model, data: Path, out_dir: Path) -> Any:
         data=(str(data / f"{model.data}.jsonl"),), out_dir=str(out_dir), base_model=lane.init, scratch=scratch,
         lr=b.lr, epochs=model.epochs * scale, max_steps=b.steps, micro_batch=b.micro_batch, grad_accum=b.grad_accum,
         max_length=b.max_length, seed=lane.seed, device=lane.device, progress=False, log_every=50,
+        code_renaming=b.code_renaming if model.data in RENAMED_SETS else 0.0, decision_weight=b.decision_weight,
     )
     return train(config)
 
@@ -390,6 +401,8 @@ def _run_summary(result: Any, work: Path) -> dict[str, Any]:
         "loss_final": p["loss_final"],
         "train_seconds": p["train_seconds"],
         "precision": p["precision"],
+        "fit": (p.get("fit") or {}).get("teacher_forced"),  # the decision token on the rows it trained on
+        "fits": (p.get("fit") or {}).get("fits"),
     }
 
 

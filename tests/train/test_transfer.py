@@ -133,3 +133,19 @@ def _spans(sizes: list[int]) -> list[tuple[int, int]]:
         out.append((start, start + n))
         start += n
     return out
+
+
+def test_every_paper_row_arm_has_a_fit_verdict_and_the_decoders_agree(run: tuple[Path, dict[str, Any]]) -> None:
+    _, s = run
+    for backend in ("direct", "factor_code"):
+        for arm in ("protocol_only", "pretrained_protocol"):
+            f = s["fit"][backend][arm][str(SEED)]
+            # four steps of a one-layer model fit nothing: the verdict must say so, with the decision token's figure
+            assert f["fits"] is False and f["reasons"] and 0.0 <= f["decision_accuracy"] < 1.0
+            assert f["failing_cells"]
+            # heldout replayed with transformers' generate: the evaluation decoder took the same decisions
+            assert f["decode_check"]["decisions"] > 0 and f["decode_check"]["differing"] == 0
+        for pool in POOLS:
+            by_template = s["results"][backend]["protocol_only"]["pools"][pool]["pooled"]["by_template"]
+            assert sum(t["episodes"] for t in by_template.values()) == BUDGETS["tiny"].eval_episodes
+    assert set(s["codes"]["evaluated"]) <= set(s["codes"]["pretraining"])
