@@ -180,3 +180,17 @@ def test_menu_slots_over_the_server_equal_the_local_menu_env() -> None:
                 assert result.reward == rewards["agent_a"]
     finally:
         stop(proc)
+
+
+def test_without_openenv_serve_says_which_extra_installs_it() -> None:
+    from gencoord_env.cli import describe_error
+
+    assert describe_error(ModuleNotFoundError("No module named 'openenv'", name="openenv"), "serve") == (
+        "'gencoord serve' needs openenv, which is not installed: pip install 'gencoord_env[openenv]'", 1)
+
+
+def test_a_bad_env_argument_fails_before_the_port_opens() -> None:
+    proc = subprocess.run([sys.executable, "-m", "gencoord_env.cli", "serve", "--port", str(free_port()), "--backend", "sim",
+                           "--route", "feedback", "--surface", "freeform"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "error: surface='freeform' runs the forward route only; got route='feedback'" in proc.stderr

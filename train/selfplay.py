@@ -206,13 +206,16 @@ def run(config: SelfPlayConfig) -> dict[str, Any]:
 
     reward.__name__ = f"{config.reward}_reward"
     cuda = lm.device.type == "cuda"
+    # float32 throughout: the scratch models are small (6M parameters at the default size), and bf16 autocast is
+    # where `gencoord train grpo` met NaN sampling probabilities on long, unevenly padded prompts (multi-turn
+    # transcripts are such prompts); see scripts/bf16_padding_nan.py
     args = GRPOConfig(
         output_dir=str(out / "trainer"), max_steps=config.steps, num_generations=config.num_generations,
         per_device_train_batch_size=config.prompts_per_step * config.num_generations, gradient_accumulation_steps=1,
         max_completion_length=config.max_completion_length, max_tool_calling_iterations=config.max_turns,
         temperature=config.temperature, learning_rate=config.lr, lr_scheduler_type="constant", warmup_steps=0, beta=0.0,
         loss_type="dapo", seed=config.seed, logging_steps=1, save_strategy="no", report_to="none",
-        bf16=cuda and torch.cuda.is_bf16_supported(), use_cpu=not cuda, activation_checkpointing=False,
+        bf16=False, use_cpu=not cuda, activation_checkpointing=False,
         disable_dropout=True, dataloader_num_workers=0, disable_tqdm=True,
     )
     trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=[reward], args=args,
@@ -235,7 +238,7 @@ def run(config: SelfPlayConfig) -> dict[str, Any]:
     (out / "reward_curve.json").write_text(json.dumps(curve, indent=2) + "\n", encoding="utf-8")
     provenance = {
         "kind": "selfplay_grpo", "config": dataclasses.asdict(config), "warm_start": warm, "seconds": seconds,
-        "libraries": _libraries(), "precision": "bfloat16 autocast, float32 weights" if args.bf16 else "float32",
+        "libraries": _libraries(), "precision": "float32",
         "optimizer_steps": trainer.state.global_step,
         "eval_before": before, "eval_after": after, "eval_change": _paired_change(before, after),
         "reward_first": curve[0].get("reward") if curve else None, "reward_last": curve[-1].get("reward") if curve else None,
