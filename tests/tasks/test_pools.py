@@ -126,7 +126,8 @@ def test_a_pool_value_says_what_the_env_needs() -> None:
         p = make_pool(name)
         assert p.name == name and p.team == (name in TEAM_POOLS) and p.endless == (name == "procedural")
         assert p.described == (name != "procedural")
-        assert gencoord_env.parallel_env(backend="sim", pool=name).possible_agents == list(p.agents)
+        route = "feedback" if name == "team_feedback" else "forward"  # the forward route cannot solve team_feedback
+        assert gencoord_env.parallel_env(backend="sim", pool=name, route=route).possible_agents == list(p.agents)
     assert make_pool("chain5").agents == ("agent_a", "agent_b", "agent_c", "agent_d", "agent_e")
     custom = make_pool(make_pool("chain4").episodes[:3])
     assert custom.name == "custom" and custom.team and len(custom.agents) == 4
