@@ -141,13 +141,27 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _listening(sock_path: Path) -> bool:
+    """Whether a process accepts connections on the ipc socket at ``sock_path`` (a sidecar still serving)."""
+    if not hasattr(socket, "AF_UNIX") or not sock_path.exists():
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        try:
+            s.connect(str(sock_path))
+        except OSError:
+            return False
+    return True
+
+
 def remove_orphaned_workdirs(temp_dir: str | os.PathLike[str] | None = None) -> list[Path]:
     """Remove the sidecar folders (``gencoord-sidecar-<owner pid>-*``: socket and nothing else) whose owner
     process is gone; returns the removed paths.
 
     A parent killed with SIGKILL cannot remove its sidecar's folder (the sidecar exits by itself, within
     250 ms, and leaves it); the next start of any sidecar of this user does. A folder of a live owner, of
-    another user, or without an owner pid in its name is left alone.
+    another user, without an owner pid in its name, or whose socket still accepts connections (an owner in
+    another pid namespace sharing this temp folder) is left alone.
     """
     removed = []
     root = Path(temp_dir if temp_dir is not None else tempfile.gettempdir())
@@ -156,6 +170,8 @@ def remove_orphaned_workdirs(temp_dir: str | os.PathLike[str] | None = None) -> 
         m = re.fullmatch(rf"{re.escape(WORKDIR_PREFIX)}(\d+)-[^/]+", d.name)
         try:
             if not m or _alive(int(m[1])) or not d.is_dir() or (uid is not None and d.stat().st_uid != uid):
+                continue
+            if _listening(d / "sidecar.sock"):
                 continue
         except OSError:
             continue  # removed meanwhile

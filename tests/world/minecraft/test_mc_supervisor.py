@@ -190,6 +190,8 @@ def test_a_start_removes_the_folders_of_killed_owners_and_keeps_live_ones(fake_r
     import os
     import signal
 
+    from gencoord_env.world.minecraft import supervisor
+
     script = tmp_path / "killed_owner.py"
     script.write_text(
         "import sys, time\n"
@@ -217,6 +219,10 @@ def test_a_start_removes_the_folders_of_killed_owners_and_keeps_live_ones(fake_r
         except ProcessLookupError:
             pass
         assert folder.is_dir(), "a SIGKILLed owner cannot remove its folder"
+        deadline = time.monotonic() + 10  # until its socket is closed (the sweep keeps a socket that answers)
+        while supervisor._listening(folder / "sidecar.sock"):
+            assert time.monotonic() < deadline, "the killed fake sidecar's socket still answers"
+            time.sleep(0.05)
         again = Sidecar.start(fake_runtime)
         again.close()
         assert not folder.exists(), f"{folder} of a dead owner outlived the next start"
