@@ -92,7 +92,7 @@ def test_gencoord_rollout_workers_equals_serial(cluster: None, tmp_path: Path, c
 
 
 def test_ray_keeps_its_session_in_the_test_runs_own_temp_folder(cluster: None) -> None:
-    """tests/conftest.py points RAY_TMPDIR at a folder it removes at exit: a run leaves no session in /tmp/ray."""
+    """tests/conftest.py points RAY_TMPDIR at a folder it removes at exit: a run leaves no session in Ray's default temp folder."""
     sessions = Path(os.environ["RAY_TMPDIR"], "ray")
     assert Path(os.environ["RAY_TMPDIR"]).name.startswith("gencoord-ray-")
     assert any(p.name.startswith("session_") for p in sessions.iterdir()), f"no Ray session under {sessions}"

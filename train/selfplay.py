@@ -21,7 +21,7 @@ phase, versions, before / after with intervals, the paired change) and ``summary
 ``out/``. Needs the ``lm`` and ``rl`` extras.
 
     python -m gencoord_env.train.selfplay --out runs/selfplay --seeds 0 1 2 --jobs 3 --device cuda
-    python -m gencoord_env.train.selfplay --out /tmp/sp --tiny                       # CPU check, ~2 minutes
+    python -m gencoord_env.train.selfplay --out runs/selfplay --tiny                       # CPU check, ~2 minutes
 """
 from __future__ import annotations
 
