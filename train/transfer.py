@@ -652,10 +652,12 @@ def _condition(evals: Sequence[Mapping[str, Any]], pool: str, ci_seed: int) -> d
         "strict_exact_ci95": list(exact) if exact else None,
         "outcomes": dict(sorted(sum((Counter(ev["outcomes"]) for ev in evals), Counter()).items())),
     }
+    from gencoord_env.train.fit import template_of
+
     templates: dict[str, list[int]] = {}
     for ev in evals:
         for e, bit in zip(ev["episode_ids"], ev["success_bits"]):
-            t = templates.setdefault(e.split("-")[1], [0, 0])
+            t = templates.setdefault(template_of(e), [0, 0])
             t[0] += bit == "1"
             t[1] += 1
     out["by_template"] = {t: {"success_rate": s / n, "episodes": n} for t, (s, n) in sorted(templates.items())}
