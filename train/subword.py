@@ -44,9 +44,13 @@ class BPEDropout:
         specials = sorted(tokenizer.all_special_tokens, key=len, reverse=True)
         self._special_ids = {t: tokenizer.convert_tokens_to_ids(t) for t in specials}
         self._split = re.compile("(" + "|".join(re.escape(t) for t in specials) + ")") if specials else None
+        self._backend = backend
+        # added words (the binding codes of train_tokenizer) stay whole, matched exactly as the tokenizer does
+        self._whole_ids = frozenset(i for t, i in tokenizer.get_added_vocab().items() if t not in self._special_ids)
 
     def encode(self, text: str, rng: random.Random, p: float) -> list[int]:
-        """Token ids of ``text``; special tokens stay whole, every other pre-token goes through dropout BPE."""
+        """Token ids of ``text``; special tokens and added words stay whole, every other pre-token goes
+        through dropout BPE."""
         if not 0.0 <= p < 1.0:
             raise ValueError(f"dropout probability must be in [0, 1), got {p}")
         parts = self._split.split(text) if self._split else [text]
@@ -57,9 +61,30 @@ class BPEDropout:
             if part in self._special_ids:
                 ids.append(self._special_ids[part])
                 continue
-            for piece, _ in self._pre.pre_tokenize_str(part):
-                ids.extend(self._vocab[s] for s in self._merge(piece, rng, p))
+            for span, whole in self._spans(part):
+                if whole is not None:
+                    ids.append(whole)
+                    continue
+                for piece, _ in self._pre.pre_tokenize_str(span):
+                    ids.extend(self._vocab[s] for s in self._merge(piece, rng, p))
         return ids
+
+    def _spans(self, part: str) -> list[tuple[str, int | None]]:
+        """``part`` cut around its added words: (text, None) to segment, (word, id) to keep whole."""
+        if not self._whole_ids:
+            return [(part, None)]
+        enc = self._backend.encode(part, add_special_tokens=False)
+        spans: list[tuple[str, int | None]] = []
+        pos = 0
+        for tid, (a, b) in zip(enc.ids, enc.offsets):
+            if tid in self._whole_ids:
+                if a > pos:
+                    spans.append((part[pos:a], None))
+                spans.append((part[a:b], tid))
+                pos = b
+        if pos < len(part):
+            spans.append((part[pos:], None))
+        return spans
 
     def _merge(self, piece: str, rng: random.Random, p: float) -> list[str]:
         # Lowest-rank merge first, leftmost occurrence first: the canonical BPE order when p == 0.

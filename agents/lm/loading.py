@@ -39,6 +39,7 @@ __all__ = [
     "LoadedModel",
     "ModelLoadError",
     "build_qwen35_08b_config",
+    "binding_codes",
     "build_tiny",
     "default_device",
     "default_dtype",
@@ -178,12 +179,24 @@ def _load_hub_id(hub_id: str, dtype: torch.dtype) -> tuple[PreTrainedModel, PreT
 # --------------------------------------------------------------------------- offline construction
 
 
-def train_tokenizer(corpus: Iterable[str], vocab_size: int = 1024, model_max_length: int = 2048) -> PreTrainedTokenizerBase:
+def binding_codes() -> tuple[str, ...]:
+    """The public codebook's binding codes (``SITE_A``, ``DEPOSIT``, ...), longest first."""
+    from gencoord_env.tasks.prior import prior
+
+    return tuple(sorted(prior().codebook, key=lambda c: (-len(c), c)))
+
+
+def train_tokenizer(corpus: Iterable[str], vocab_size: int = 1024, model_max_length: int = 2048,
+                    whole_words: Iterable[str] | None = None) -> PreTrainedTokenizerBase:
     """Train a byte-level BPE tokenizer on ``corpus`` with no network access.
 
     Byte-level so that any string (including characters never seen in training) round-trips.
+    ``whole_words`` (default: :func:`binding_codes`; ``()`` for none) are added as one token each, so a
+    binding code is one token wherever it stands as a word. The code a row's decision copies is then one
+    token to copy, as in Factor-Code, instead of a letter after a shared stem (``SITE`` ``_`` ``B``) that
+    Direct Short DSL could only find by matching the three tokens before it.
     """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE(unk_token=None))
@@ -197,6 +210,8 @@ def train_tokenizer(corpus: Iterable[str], vocab_size: int = 1024, model_max_len
         show_progress=False,
     )
     tok.train_from_iterator(corpus, trainer)
+    words = binding_codes() if whole_words is None else tuple(whole_words)
+    tok.add_tokens([AddedToken(w, single_word=True, normalized=False) for w in words])
     wrapped = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         eos_token="<|endoftext|>",
