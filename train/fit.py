@@ -1,11 +1,14 @@
 """Whether a model fits its training rows, measured where success is decided.
 
-In every forward row a token or two carry the decision: the first token at which the row's target differs
-from its *twin's*, the row of the same public instance, role permutation and stage under the matched
-pair's other binding, and the first token of the binding code the row names (``bind=CODE``, or the
-Factor-Code field's value). For Factor-Code rows and most Direct Short DSL rows the two are one token;
-where a sender's own path already differs by binding (Deposit/Build: the sender builds, or not), the
-paths part first and the code follows later, and both must be right. Every other target token is
+In every forward row a few tokens carry the decision: each token at which the row's target parts from its
+*twin's* (the row of the same public instance, role permutation and stage under the matched pair's other
+binding; the two targets are aligned and every token the alignment does not match counts), and the
+first token of the binding code the row names (``bind=CODE``, or the Factor-Code field's value). For
+Factor-Code rows and most Direct Short DSL rows these are one token; where a sender's own path differs
+by binding, the paths part more than once before the code follows (Deposit/Build: ``q=12`` against
+``q=6``, then `` build`` against `` resource``; Chest/Table: the quantity, then ``oak_log`` against
+``oak_planks``), and every one must be right: a model that gets ``q=12`` and then continues the other
+binding's path fails the episode just the same. Every other target token is
 boilerplate that the twin shares or that follows from these. The mean loss over ~60 target tokens hides a coin flip on that one token
 (0.69 / 57 = 0.012), so this module measures the decision itself:
 
@@ -30,6 +33,7 @@ Example::
 """
 from __future__ import annotations
 
+import difflib
 import re
 import warnings
 from collections import defaultdict
@@ -37,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
-    "cell_of", "closed_loop", "decision_index", "decision_indices", "play_cells", "shout", "teacher_forced", "twin_key",
+    "cell_of", "closed_loop", "decision_index", "decision_indices", "parting_positions", "play_cells", "shout", "teacher_forced", "twin_key",
     "verdict",
 ]
 
@@ -73,6 +77,22 @@ def decision_index(target: Sequence[int], twin: Sequence[int] | None) -> int | N
     return None if len(target) == len(twin) else min(len(target), len(twin))
 
 
+def parting_positions(target: Sequence[int], twin: Sequence[int] | None) -> tuple[int, ...]:
+    """Every position of ``target`` that the alignment with ``twin`` (:class:`difflib.SequenceMatcher`, no
+    junk heuristic) does not match: each token of a replaced or inserted stretch, and the token where the
+    twin's deleted tokens stood. A token the twin lacks is always among them, whichever of several equally
+    good alignments is chosen. () when equal or no twin.
+
+    >>> parting_positions([1, 2, 9, 3, 4, 5], [1, 2, 3, 7, 4, 5])
+    (2, 4)
+    """
+    if twin is None:
+        return ()
+    ops = difflib.SequenceMatcher(None, twin, target, autojunk=False).get_opcodes()
+    marked = {k for tag, _, _, j1, j2 in ops if tag != "equal" for k in range(j1, max(j2, j1 + 1))}
+    return tuple(sorted(k for k in marked if k < len(target)))
+
+
 def _code_index(tokenizer: Any, target: str, binding: str) -> int | None:
     """The target token covering the first character of ``binding`` in ``target`` (after ``=``)."""
     m = re.search(rf"=({re.escape(binding)})(?![A-Za-z0-9_])", target)
@@ -96,9 +116,9 @@ def decision_indices(rows: Sequence[Any], tokenizer: Any,
     out: list[tuple[int, ...]] = []
     for i, r in enumerate(rows):
         twins = [j for j in by_key[twin_key(r.episode, r.stage)] if j != i and rows[j].binding != r.binding]
-        first = decision_index(targets[i], targets[twins[0]]) if twins else None
+        parts = parting_positions(targets[i], targets[twins[0]]) if twins else ()
         code = _code_index(tokenizer, r.target, r.binding)
-        out.append(tuple(sorted({k for k in (first, code) if k is not None and k < len(targets[i])})))
+        out.append(tuple(sorted({k for k in (*parts, code) if k is not None and k < len(targets[i])})))
     return out
 
 
