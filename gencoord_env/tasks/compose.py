@@ -94,11 +94,6 @@ def view_form(view: str) -> View:
     return found
 
 
-def view_order(nodes: Sequence[GroundedNode], view: str) -> tuple[GroundedNode, ...]:
-    """The answer-independent order in which ``view`` lists the public nodes."""
-    return tuple(view_form(view).order(nodes, False))
-
-
 def _topological(nodes: Sequence[GroundedNode]) -> list[GroundedNode]:
     ids = {n.id for n in nodes}
     done: set[str] = set()
