@@ -257,7 +257,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         self._check_solvable()
         #: the pipeline stages some episode of this env runs: an intervention on any other would never fire
         self.stages_running: frozenset[PipelineStage] = stages_running(
-            self.route, self.pool.templates(), self.surface.dialogue)
+            self.route, self.pool.templates() if self.pool.team else None, self.surface.dialogue)
         self.agents: list[str] = []
         obs_space, act_space = self.interface.observation_space(), self.interface.action_space()
         self.state_space = self.interface.state_space()

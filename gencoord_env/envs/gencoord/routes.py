@@ -191,18 +191,21 @@ def routes_running(stage: PipelineStage) -> tuple[str, ...]:
 DIALOGUE_STAGES: frozenset[PipelineStage] = EVERY_ROUTE | {PipelineStage.RESOLVE_FORWARD}
 
 
-def stages_running(route: str, templates: Iterable[TemplateSpec], dialogue: bool = False) -> frozenset[PipelineStage]:
-    """The pipeline stages that some episode of ``templates`` runs on ``route`` (in the free-form dialogue
-    when ``dialogue``): what an env of those templates can hand an intervention.
+def stages_running(route: str, templates: Iterable[TemplateSpec] | None, dialogue: bool = False) -> frozenset[PipelineStage]:
+    """The pipeline stages that some episode runs on ``route``: an episode of a team pool of ``templates``, or
+    of a two-agent pool (``None``: every two-agent template runs the same rows, ``ROUTES[route]``); in the
+    free-form dialogue when ``dialogue``. What an env of those episodes can hand an intervention.
 
     >>> from gencoord_env.tasks.prior import prior
     >>> PipelineStage.RESOLVE_EDGES in stages_running("forward", [prior().template("chain")])
     True
-    >>> PipelineStage.RESOLVE_EDGES in stages_running("forward", [prior().template("chest_ab")])
+    >>> PipelineStage.RESOLVE_EDGES in stages_running("forward", None)
     False
     """
     if dialogue:
         return DIALOGUE_STAGES
+    if templates is None:
+        return route_stages(ROUTES[route])
     out: frozenset[PipelineStage] = frozenset()
     for template in templates:
         if len(template.roles) > 2 and (route not in TEAM_ROUTES or unsolvable(route, template)):
@@ -216,10 +219,8 @@ def pools_running(stage: PipelineStage, route: str) -> tuple[str, ...]:
     from gencoord_env.tasks.pools import TEAM_POOLS
     from gencoord_env.tasks.pool_value import POOL_NAMES
 
-    two_agent = route_stages(ROUTES[route])
-    return tuple(name for name in POOL_NAMES
-                 if (stage in stages_running(route, [prior().template(t) for t in TEAM_POOLS[name]])
-                     if name in TEAM_POOLS else stage in two_agent))
+    return tuple(name for name in POOL_NAMES if stage in stages_running(
+        route, [prior().template(t) for t in TEAM_POOLS[name]] if name in TEAM_POOLS else None))
 
 
 def second_role_decides(route: str) -> bool:
