@@ -27,7 +27,8 @@ def test_clearing_every_cache_changes_no_result() -> None:
 
 
 def test_no_module_keeps_an_unregistered_memo() -> None:
-    """functools caches and id()-keyed dicts are how hidden state crept in; all memos go through caches."""
+    """functools caches, memo fields written into frozen values (``cached_property``) and id()-keyed dicts are
+    how hidden state crept in; all memos go through caches."""
     offenders = []
     for root in ROOTS:
         for path in root.rglob("*.py"):
@@ -35,12 +36,34 @@ def test_no_module_keeps_an_unregistered_memo() -> None:
                 continue
             tree = ast.parse(path.read_text(encoding="utf-8"))
             for node in ast.walk(tree):
-                if isinstance(node, ast.Attribute) and node.attr in ("lru_cache",) or \
-                   isinstance(node, ast.alias) and node.name in ("lru_cache",):
-                    offenders.append(f"{path}: lru_cache")
+                if isinstance(node, ast.Attribute) and node.attr in ("lru_cache", "cached_property") or \
+                   isinstance(node, ast.alias) and node.name in ("lru_cache", "cached_property"):
+                    offenders.append(f"{path}:{node.lineno}: {getattr(node, 'attr', None) or node.name}")
                 if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "id":
                     offenders.append(f"{path}:{node.lineno}: id(...)")
     assert offenders == []
+
+
+def test_a_used_episode_holds_only_its_fields_and_clearing_regrounds_it() -> None:
+    """An episode's derived values live in the registered memos, not in the frozen value: after every one has
+    been asked for, the episode holds its declared fields only; ``clear()`` empties those memos and the values
+    come back equal."""
+    import dataclasses
+
+    from gencoord_env.tasks import pool_episodes
+
+    for ep in (pool_episodes("heldout")[0], pool_episodes("teams")[4], pool_episodes("goal_capability")[1]):
+        derived = (ep.nodes, ep.world, ep.scope(ep.first), ep.terminal(), ep.handoff_edges, ep.source_stock,
+                   ep.references, ep.public_stations, ep.branch_nodes(ep.binding), ep.node(ep.nodes[0].id),
+                   ep.peers_of, ep.message_edges, ep.private_fields(ep.first))
+        assert set(vars(ep)) == {f.name for f in dataclasses.fields(ep)}
+        assert caches.stats()["gencoord_env.tasks.episode._world_memo"].currsize > 0
+        caches.clear()
+        assert caches.stats()["gencoord_env.tasks.episode._world_memo"].currsize == 0
+        again = (ep.nodes, ep.world, ep.scope(ep.first), ep.terminal(), ep.handoff_edges, ep.source_stock,
+                 ep.references, ep.public_stations, ep.branch_nodes(ep.binding), ep.node(ep.nodes[0].id),
+                 ep.peers_of, ep.message_edges, ep.private_fields(ep.first))
+        assert again == derived
 
 
 def test_stats_name_every_registered_cache() -> None:

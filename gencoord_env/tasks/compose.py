@@ -8,6 +8,9 @@ depends on which projection of the prior the composer reads (supplement, "Task-S
 - ``skeleton``: no edges, only coarse stages: paths are ordered by stage, ties in listing order;
 - ``node_only``: no stages or edges: paths follow a fixed skill priority, ties in listing order.
 
+Each is one row of ``VIEW_FORMS`` (what its ``PRIOR`` block shows, and its one ordering function); a new
+projection is a new row.
+
 A team template adds who tells whom (``Team``): each role's path is composed the same way, and a request
 along a channel carries the receiving role's nodes that the sender can decide - the nodes of the fact
 factors the sender knows (it holds them, or they reached it along a channel), and the receiver's shared
@@ -17,30 +20,78 @@ the builder for the part its own factor decides.
 """
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gencoord_env.catalog import CATALOG
+from gencoord_env.suggest import unknown
 from gencoord_env.types import Task
 from gencoord_env.tasks.episode import Episode, GroundedNode, branch_values
 from gencoord_env.tasks.prior import STAGE_ORDER, TemplateSpec
-
-VIEWS: tuple[str, ...] = ("full", "skeleton", "node_only")
 
 #: The fixed task-path priority a node-only reader falls back on: each skill's ``node_only_rank`` in the catalog.
 SKILL_PRIORITY: tuple[str, ...] = CATALOG.node_only_order
 
 
-def view_order(nodes: Sequence[GroundedNode], view: str) -> tuple[GroundedNode, ...]:
-    """The answer-independent order in which ``view`` lists the public nodes."""
-    if view == "full":
-        return tuple(nodes)
-    if view == "skeleton":
-        return tuple(sorted(nodes, key=lambda n: (STAGE_ORDER.index(n.stage), n.task.skill, n.id)))
-    if view == "node_only":
-        return tuple(sorted(nodes, key=lambda n: (n.task.skill, n.id)))
-    raise ValueError(f"unknown view {view!r}; expected one of {VIEWS}")
+@dataclass(frozen=True)
+class View:
+    """One projection of the shared prior (``view=``): which node fields its ``PRIOR`` block shows, and one
+    function that orders the public nodes a reader of it sees.
+
+    ``order(nodes, compose)``: with ``compose=False`` the answer-independent order the view lists the nodes
+    in (the ``NODE`` lines); with ``compose=True`` the order its reader composes a path in (ties in listing
+    order).
+    """
+
+    name: str
+    shows_stage: bool
+    shows_preds: bool
+    order: Callable[[Sequence[GroundedNode], bool], list[GroundedNode]]
+
+
+def _stage(n: GroundedNode) -> int:
+    return STAGE_ORDER.index(n.stage)
+
+
+def _full(nodes: Sequence[GroundedNode], compose: bool) -> list[GroundedNode]:
+    """Listed as the template lists them; composed in a topological order of the visible edges."""
+    return _topological(nodes) if compose else list(nodes)
+
+
+def _skeleton(nodes: Sequence[GroundedNode], compose: bool) -> list[GroundedNode]:
+    """Listed by stage, then skill and id; composed by stage."""
+    listed = sorted(nodes, key=lambda n: (_stage(n), n.task.skill, n.id))
+    return sorted(listed, key=_stage) if compose else listed
+
+
+def _node_only(nodes: Sequence[GroundedNode], compose: bool) -> list[GroundedNode]:
+    """Listed by skill and id; composed by the fixed skill priority (``SKILL_PRIORITY``)."""
+    listed = sorted(nodes, key=lambda n: (n.task.skill, n.id))
+    return sorted(listed, key=lambda n: SKILL_PRIORITY.index(n.task.skill)) if compose else listed
+
+
+#: Every projection of the prior, by name: the ``view`` argument's values, in the paper's order.
+VIEW_FORMS: dict[str, View] = {v.name: v for v in (
+    View("full", shows_stage=True, shows_preds=True, order=_full),
+    View("skeleton", shows_stage=True, shows_preds=False, order=_skeleton),
+    View("node_only", shows_stage=False, shows_preds=False, order=_node_only),
+)}
+VIEWS: tuple[str, ...] = tuple(VIEW_FORMS)
+
+
+def view_form(view: str) -> View:
+    """The ``View`` named ``view``; ``ValueError`` naming the known views.
+
+    >>> view_form("skeletn")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown view 'skeletn'; expected one of full, skeleton, node_only (did you mean 'skeleton'?)
+    """
+    found = VIEW_FORMS.get(view)
+    if found is None:
+        raise ValueError(unknown("view", view, VIEWS))
+    return found
 
 
 def _topological(nodes: Sequence[GroundedNode]) -> list[GroundedNode]:
@@ -60,12 +111,8 @@ def _topological(nodes: Sequence[GroundedNode]) -> list[GroundedNode]:
 
 
 def order_nodes(nodes: Sequence[GroundedNode], view: str) -> list[GroundedNode]:
-    listed = view_order(nodes, view)
-    if view == "full":
-        return _topological(listed)
-    if view == "skeleton":
-        return sorted(listed, key=lambda n: STAGE_ORDER.index(n.stage))
-    return sorted(listed, key=lambda n: SKILL_PRIORITY.index(n.task.skill))
+    """The order in which a reader of ``view`` composes a path of ``nodes``."""
+    return view_form(view).order(nodes, True)
 
 
 def role_paths(episode: Episode, binding: str, view: str = "full") -> tuple[tuple[Task, ...], tuple[Task, ...]]:

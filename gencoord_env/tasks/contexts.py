@@ -10,8 +10,9 @@ an agent sees:
   requester: its goal; Goal x Capability peer: its workcell mode);
 - its local observation: own position and inventory, the public stations, the contents of its own chests;
 - its execution history (``Done``) and the messages it received (``gencoord_env.messages``);
-- the shared prior through one of three projections (``view``): ``full`` (nodes with typed fields,
-  stages, predecessors), ``skeleton`` (stages, no predecessors), ``node_only`` (neither; stable order);
+- the shared prior through one of its projections (``view``, a row of ``tasks.compose.VIEW_FORMS``): ``full``
+  (nodes with typed fields, stages, predecessors), ``skeleton`` (stages, no predecessors), ``node_only``
+  (neither; stable order);
   a team template's prior also names its channels and who holds which fact.
 
 Nothing here depends on the hidden fact of the agent's peer: the pools pair every public instance under
@@ -31,7 +32,7 @@ from gencoord_env.types import PeerRequest, Proposal, Task
 from gencoord_env.dsl.serializer import format_task
 from gencoord_env.lifecycle import DecisionStage
 from gencoord_env.messages import Done, Message, RequestMessage, Response, ResponseMessage, render_done, render_message
-from gencoord_env.tasks.compose import view_order
+from gencoord_env.tasks.compose import View, view_form
 from gencoord_env.tasks.episode import Episode, GroundedNode
 from gencoord_env.world.types import Pos, Station
 
@@ -270,7 +271,8 @@ def _static(episode: Episode, agent: str, view: str) -> tuple[TaskInfo, LocalObs
     )
     position, inventory = world.positions[agent], _counts(world.inventories.get(agent, {}))
     observation = LocalObservation(position, inventory, stations, _render_observation(position, inventory, stations))
-    nodes = tuple(_prior_node(n, view) for n in view_order(episode.nodes, view))
+    form = view_form(view)
+    nodes = tuple(_prior_node(n, form) for n in form.order(episode.nodes, False))
     roles, codebook = tuple(t.roles), tuple(t.branch_ids)
     channels = t.message_edges if episode.is_team else ()
     factors = tuple((f.holder, f.bindings) for f in t.fact_factors) if episode.is_team else ()
@@ -296,10 +298,9 @@ def _visible_stations(episode: Episode) -> list[Station]:
     return out
 
 
-def _prior_node(n: GroundedNode, view: str) -> PriorNode:
-    return PriorNode(n.id, n.role, n.branch, n.task, n.loc,
-                     n.stage if view in ("full", "skeleton") else None,
-                     tuple(n.preds) if view == "full" else None)
+def _prior_node(n: GroundedNode, view: View) -> PriorNode:
+    return PriorNode(n.id, n.role, n.branch, n.task, n.loc, n.stage if view.shows_stage else None,
+                     tuple(n.preds) if view.shows_preds else None)
 
 
 # ----------------------------------------------------------------------------------------- text

@@ -11,6 +11,12 @@ paper's two permutations. For a team the rotations are a Latin square: every age
 (so agent identity, spawn point, bot and source chest are balanced against the role, and every agent holds
 the fact once), at n episodes per cluster rather than n! (120 for five agents); which agent follows which
 along the chain is the part the rotations do not vary, and the world's mirrored variants vary the geometry.
+
+An ``Episode`` is a frozen value that keeps no memo (``gencoord_env.caches``): what the env reads at every
+step (its template, agents and role maps, id) is derived once by the constructor into declared fields;
+what costs more (the grounded nodes, the world, the contract scopes, the terminal checks) is computed when
+first asked for and memoized in the module's registered caches, keyed by the episode, so ``caches.clear()``
+reaches it and the memory it holds is bounded.
 """
 from __future__ import annotations
 
@@ -18,10 +24,9 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from functools import cached_property
 from typing import TYPE_CHECKING
 
-from gencoord_env.caches import Memo
+from gencoord_env.caches import Memo, cache
 from gencoord_env.catalog import CATALOG
 from gencoord_env.types import Task
 from gencoord_env.tasks.prior import (
@@ -43,6 +48,8 @@ if TYPE_CHECKING:
 AGENTS: tuple[str, str] = ("agent_a", "agent_b")
 #: agent ids of a team, in order: a team of n agents is the first n
 TEAM_AGENTS: tuple[str, ...] = ("agent_a", "agent_b", "agent_c", "agent_d", "agent_e")
+#: episodes whose derived values (nodes, world, scopes, ...) each memo keeps: a few pools' worth
+EPISODE_MEMO = 8192
 #: each distinct station layout once (``Episode.world``)
 _LAYOUTS = Memo("tasks.episode.layouts")
 
@@ -81,12 +88,12 @@ class Cluster:
     def pair_key(self) -> tuple[object, ...]:
         return (self.template, self.q, self.variant, self.decoy, self.goal)
 
-    @cached_property
+    @property
     def pair_id(self) -> str:
         """The matched pair's id (names the Goal x Capability goal, which the pair shares)."""
         return "-".join(p for p in (self.pool, self.template, self.goal or "", f"q{self.q}", self.variant, self.decoy) if p)
 
-    @cached_property
+    @property
     def id(self) -> str:
         public = "-".join(p for p in (self.pool, self.template, f"q{self.q}", self.variant, self.decoy) if p)
         hidden = f"{public}|{self.goal}|{self.mode}|{self.binding}"
@@ -139,28 +146,31 @@ class Episode:
     perm: int
     prior: Prior = field(default_factory=prior, repr=False, compare=False)
 
-    # --- roles -----------------------------------------------------------------------------------
-    @cached_property
-    def template(self) -> TemplateSpec:
-        return self.prior.template(self.cluster.template)
+    # Derived once, at construction, from the fields above: fields the constructor sets and nothing changes
+    # (not memos), because the env reads them at every step. Costlier derived values (nodes, world, scopes)
+    # are computed when first asked for and memoized by the module's caches (see the end of the module).
+    template: TemplateSpec = field(init=False, repr=False, compare=False)
+    agents: tuple[str, ...] = field(init=False, repr=False, compare=False)  # in id order (``AGENTS`` for two)
+    agent_of: Mapping[str, str] = field(init=False, repr=False, compare=False)  # role -> agent
+    role_of: Mapping[str, str] = field(init=False, repr=False, compare=False)  # agent -> role
+    role_agents: tuple[str, ...] = field(init=False, repr=False, compare=False)  # in role order
+    id: str = field(init=False, repr=False, compare=False)
 
+    def __post_init__(self) -> None:
+        template = self.prior.template(self.cluster.template)
+        n = len(template.roles)
+        agents = agents_for(n)
+        agent_of = {role: agents[(i + self.perm) % n] for i, role in enumerate(template.roles)}
+        derived = {"template": template, "agents": agents, "agent_of": agent_of,
+                   "role_of": {a: r for r, a in agent_of.items()}, "role_agents": tuple(agent_of[r] for r in template.roles),
+                   "id": f"{self.cluster.id}-R{self.perm}"}
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
+
+    # --- roles -----------------------------------------------------------------------------------
     @property
     def roles(self) -> tuple[str, ...]:
         return self.template.roles
-
-    @cached_property
-    def agents(self) -> tuple[str, ...]:
-        """The agents of this episode, in id order (``AGENTS`` for two)."""
-        return agents_for(len(self.roles))
-
-    @cached_property
-    def agent_of(self) -> Mapping[str, str]:
-        n = len(self.roles)
-        return {role: self.agents[(i + self.perm) % n] for i, role in enumerate(self.roles)}
-
-    @cached_property
-    def role_of(self) -> Mapping[str, str]:
-        return {a: r for r, a in self.agent_of.items()}
 
     @property
     def first(self) -> str:
@@ -171,40 +181,35 @@ class Episode:
     def second(self) -> str:
         return self.agent_of[self.roles[1]]
 
-    @cached_property
-    def role_agents(self) -> tuple[str, ...]:
-        """The agents in role order (the first role's agent first)."""
-        return tuple(self.agent_of[r] for r in self.roles)
-
-    @cached_property
+    @property
     def peers_of(self) -> Mapping[str, tuple[str, ...]]:
         """Each agent's peers: every other agent, in role order."""
         return MappingProxyType({a: tuple(b for b in self.role_agents if b != a) for a in self.role_agents})
 
-    @cached_property
+    @property
     def message_edges(self) -> tuple[tuple[str, str], ...]:
         """The template's channels as (sender agent, receiver agent), in the order messages flow."""
         return tuple((self.agent_of[a], self.agent_of[b]) for a, b in self.template.message_edges)
 
-    @cached_property
+    @property
     def handoff_edges(self) -> tuple[tuple[str, str], ...]:
         """(giver, receiver) of every handoff on the true binding's branch, in template order."""
+        return _handoff_edges_memo(self)
+
+    def _build_handoff_edges(self) -> tuple[tuple[str, str], ...]:
         return handoff_edges(self.branch_nodes(self.binding), self.agents)
 
-    @cached_property
+    @property
     def is_team(self) -> bool:
         """More than two agents."""
         return len(self.roles) > 2
-    @cached_property
-    def id(self) -> str:
-        return f"{self.cluster.id}-R{self.perm}"
 
     @property
     def is_goal_capability(self) -> bool:
         return self.cluster.template == GOAL_CAPABILITY
 
     # --- quantities and placeholders ---------------------------------------------------------------
-    @cached_property
+    @property
     def quantities(self) -> Mapping[str, int]:
         env = {"q": self.cluster.q}
         if self.is_goal_capability:
@@ -212,11 +217,11 @@ class Episode:
             env = {"q": goal.q, "h": goal.q * goal.input_per_item}
         return env
 
-    @cached_property
+    @property
     def _goal(self):  # type: ignore[no-untyped-def]
         return next(g for g in self.prior.goal_capability.goals if g.id == self.cluster.goal)
 
-    @cached_property
+    @property
     def placeholders(self) -> Mapping[str, str]:
         values = {"$source": self.template.source, **{f"${r}": a for r, a in self.agent_of.items()}}
         if self.is_goal_capability:
@@ -236,8 +241,11 @@ class Episode:
         return raw
 
     # --- the public DAG ----------------------------------------------------------------------------
-    @cached_property
+    @property
     def nodes(self) -> tuple[GroundedNode, ...]:
+        return _nodes_memo(self)
+
+    def _build_nodes(self) -> tuple[GroundedNode, ...]:
         out = []
         for n in self.template.nodes:
             actor = self.agent_of[n.actor]
@@ -249,8 +257,11 @@ class Episode:
     def node(self, node_id: str) -> GroundedNode:
         return self._node_by_id[node_id]
 
-    @cached_property
+    @property
     def _node_by_id(self) -> dict[str, GroundedNode]:
+        return _node_by_id_memo(self)
+
+    def _build_node_by_id(self) -> dict[str, GroundedNode]:
         return {n.id: n for n in self.nodes}
 
     def location(self, task: Task, actor: str) -> str:
@@ -268,8 +279,11 @@ class Episode:
         nodes = self._branches.get(binding)
         return nodes if nodes is not None else self._branches[None]
 
-    @cached_property
+    @property
     def _branches(self) -> Mapping[str | None, tuple[GroundedNode, ...]]:
+        return _branches_memo(self)
+
+    def _build_branches(self) -> Mapping[str | None, tuple[GroundedNode, ...]]:
         # None: an inadmissible binding selects only the shared nodes; a several-factor binding selects the
         # nodes of each of its values
         return MappingProxyType({b: tuple(n for n in self.nodes if n.branch is None or n.branch in branch_values(b))
@@ -290,7 +304,7 @@ class Episode:
         held = self._held.get(agent)
         return {"active_binding_id": held} if held is not None else {}
 
-    @cached_property
+    @property
     def _held(self) -> Mapping[str, str]:
         """agent -> the value of the fact factor its role holds (an agent holds at most one)."""
         out: dict[str, str] = {}
@@ -304,8 +318,11 @@ class Episode:
             return self._true_terminal
         return self._terminal(binding)
 
-    @cached_property
+    @property
     def _true_terminal(self) -> tuple[TerminalCheck, ...]:
+        return _true_terminal_memo(self)
+
+    def _build_true_terminal(self) -> tuple[TerminalCheck, ...]:
         return self._terminal(self.binding)
 
     def _terminal(self, binding: str) -> tuple[TerminalCheck, ...]:
@@ -321,31 +338,40 @@ class Episode:
         )
 
     # --- public scope and world ----------------------------------------------------------------------
-    @cached_property
+    @property
     def public_stations(self) -> tuple[StationSpec, ...]:
+        return _public_stations_memo(self)
+
+    def _build_public_stations(self) -> tuple[StationSpec, ...]:
         suites = (None, GOAL_CAPABILITY) if self.is_goal_capability else (None, self.template.suite)
         if self.template.suite is not None:  # a team template's own stations
             suites += (self.template.id,)
         return tuple(s for s in self.prior.stations if s.suite in suites)
 
-    @cached_property
+    @property
     def references(self) -> frozenset[str]:
         """Every grounding reference of the episode: public station names and agent ids."""
+        return _references_memo(self)
+
+    def _build_references(self) -> frozenset[str]:
         return frozenset(s.name for s in self.public_stations) | frozenset(self.agent_of.values())
 
     def scope(self, agent: str) -> PublicScope:
         """The public instantiation xi_pub as the contract checker sees it for ``agent``."""
         return self._scopes[agent]
 
-    @cached_property
+    @property
     def _scopes(self) -> Mapping[str, PublicScope]:
+        return _scopes_memo(self)
+
+    def _build_scopes(self) -> Mapping[str, PublicScope]:
         from gencoord_env.contract import PublicScope
 
         references = frozenset(s.name for s in self.public_stations)
         bindings = frozenset(self.template.branch_ids)
         return {a: PublicScope(agents=self.agents, agent=a, references=references, bindings=bindings) for a in self.agents}
 
-    @cached_property
+    @property
     def _variant(self):  # type: ignore[no-untyped-def]
         return self.prior.variant(self.cluster.variant)
 
@@ -357,9 +383,12 @@ class Episode:
             x = -x
         return (x + v.shift[0], y, z + v.shift[1])
 
-    @cached_property
+    @property
     def source_stock(self) -> Mapping[str, int]:
         """What the first role's source chest holds: enough for either branch, so stock reveals nothing."""
+        return _source_stock_memo(self)
+
+    def _build_source_stock(self) -> Mapping[str, int]:
         return self.stock_of(self.roles[0])
 
     def stock_of(self, role: str) -> Mapping[str, int]:
@@ -375,8 +404,11 @@ class Episode:
                 need[item] = max(need.get(item, 0), q)
         return need
 
-    @cached_property
+    @property
     def world(self) -> WorldSpec:
+        return _world_memo(self)
+
+    def _build_world(self) -> WorldSpec:
         decoy = self.prior.decoy(self.cluster.decoy)
         selected = branch_values(self.binding)
         built = [
@@ -410,3 +442,57 @@ class Episode:
             containers=containers,
             cook_ticks=self.prior.variant(self.cluster.variant).cook_ticks,
         )
+
+
+# Memos of the derived values of an episode, keyed by the episode (``caches``: bounded, clearable, never a
+# field of the frozen value). An episode's values are a pure function of its cluster and role permutation:
+# its prior is the package's, or for a generated template one that only adds that template, whose id is
+# unique to it.
+@cache(maxsize=EPISODE_MEMO)
+def _handoff_edges_memo(episode: Episode) -> tuple[tuple[str, str], ...]:
+    return episode._build_handoff_edges()
+
+
+@cache(maxsize=EPISODE_MEMO)
+def _nodes_memo(episode: Episode) -> tuple[GroundedNode, ...]:
+    return episode._build_nodes()
+
+
+@cache(maxsize=EPISODE_MEMO)
+def _node_by_id_memo(episode: Episode) -> dict[str, GroundedNode]:
+    return episode._build_node_by_id()
+
+
+@cache(maxsize=EPISODE_MEMO)
+def _branches_memo(episode: Episode) -> Mapping[str | None, tuple[GroundedNode, ...]]:
+    return episode._build_branches()
+
+
+@cache(maxsize=EPISODE_MEMO)
+def _true_terminal_memo(episode: Episode) -> tuple[TerminalCheck, ...]:
+    return episode._build_true_terminal()
+
+
+@cache(maxsize=EPISODE_MEMO)
+def _public_stations_memo(episode: Episode) -> tuple[StationSpec, ...]:
+    return episode._build_public_stations()
+
+
+@cache(maxsize=EPISODE_MEMO)
+def _references_memo(episode: Episode) -> frozenset[str]:
+    return episode._build_references()
+
+
+@cache(maxsize=EPISODE_MEMO)
+def _scopes_memo(episode: Episode) -> Mapping[str, PublicScope]:
+    return episode._build_scopes()
+
+
+@cache(maxsize=EPISODE_MEMO)
+def _source_stock_memo(episode: Episode) -> Mapping[str, int]:
+    return episode._build_source_stock()
+
+
+@cache(maxsize=EPISODE_MEMO)
+def _world_memo(episode: Episode) -> WorldSpec:
+    return episode._build_world()

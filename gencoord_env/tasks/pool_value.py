@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from gencoord_env.suggest import unknown
 from gencoord_env.tasks.episode import AGENTS, Episode, agents_for
 from gencoord_env.tasks.pools import POOL_SIZES, TEAM_POOLS, pool_episodes
+from gencoord_env.tasks.prior import TemplateSpec
 
 #: Every pool name an env accepts: the paper's, the team pools and the endless procedural pool.
 POOL_NAMES: tuple[str, ...] = (*POOL_SIZES, *TEAM_POOLS, "procedural")
@@ -32,6 +33,16 @@ class Pool:
     team: bool = False
     endless: bool = False
     described: bool = True
+
+    def templates(self) -> tuple[TemplateSpec, ...]:
+        """The templates of its episodes, each once in first-seen order (of an endless pool: of its first 256
+        episodes).
+
+        >>> [t.id for t in make_pool("teams").templates()]
+        ['chain', 'relay', 'fan_in']
+        """
+        episodes = (self.episodes[k] for k in range(256)) if self.endless else self.episodes
+        return tuple({e.template.id: e.template for e in episodes}.values())
 
 
 def make_pool(pool: str | Sequence[Episode], seed: int = 0) -> Pool:

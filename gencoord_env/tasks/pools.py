@@ -7,6 +7,10 @@ the fact sees byte-identical views of the two clusters until a message arrives (
 local ambiguity"), and every cluster runs under both role permutations:
 episodes = 2 x clusters = 4 x pairs. For one seed the pools are pairwise disjoint (no cluster in two pools).
 
+The sizes below are data: each named pool is a row of the ``pools`` table of ``data/tasks.json`` (its draw,
+its size in clusters, its pairs or instances per template, a team pool's templates), read and checked
+against the prior once, at import (``load_pools``, ``POOL_SPECS``).
+
 | pool | clusters | pairs | construction |
 | --- | --- | --- | --- |
 | ``train`` | 480 | 240 | 30 pairs per core template (8); quantities other than the template's crossproduct quantity |
@@ -36,26 +40,138 @@ of a team of n runs under the n rotations of its roles (``gencoord_env.tasks.epi
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
 from gencoord_env.caches import cache
 from gencoord_env.suggest import unknown
-
 from gencoord_env.tasks.episode import Cluster, Episode
-from gencoord_env.tasks.prior import GOAL_CAPABILITY, Prior, TemplateSpec, prior
+from gencoord_env.tasks.prior import GOAL_CAPABILITY, Prior, TemplateSpec, prior, raw_tasks
 
-POOL_SIZES: dict[str, int] = {
-    "train": 480,
-    "heldout": 128,
-    "request": 160,
-    "horizon": 80,
-    "crossproduct": 60,
-    "goal_capability": 40,
-    "visibility": 96,
+#: How each kind of pool is drawn (``data/tasks.json`` ``pools``: each pool names its ``draw``), and the keys
+#: that kind reads besides ``draw``.
+DRAWS: dict[str, tuple[str, ...]] = {
+    "core": ("clusters", "pairs_per_template"),
+    "split": ("clusters", "split", "pairs_per_template"),
+    "crossproduct": ("clusters",),
+    "goal_capability": ("clusters",),
+    "team": ("templates", "instances_per_template"),
 }
 
-#: Pairs per core template in the pools drawn from the same side of the quantity split, in draw order.
-_CORE_PAIRS: dict[str, int] = {"train": 30, "heldout": 8, "request": 10}
 
+@dataclass(frozen=True)
+class PoolSpec:
+    """One named pool as ``data/tasks.json`` sizes it (``load_pools`` checks it against the prior)."""
+
+    name: str
+    draw: str
+    clusters: int = 0  # a paper pool's size; 0 for a team pool (its size follows from its templates)
+    per_template: int = 0  # matched pairs (core, split) or public instances (team) of each template
+    split: str | None = None  # a split pool's template split
+    templates: tuple[str, ...] = ()  # a team pool's templates
+
+
+def _count(where: str, raw: Mapping[str, Any], key: str) -> int:
+    value = raw.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{where}.{key}: expected a positive integer, got {value!r}")
+    return value
+
+
+def load_pools(raw: Mapping[str, Any], p: Prior) -> dict[str, PoolSpec]:
+    """The ``pools`` table of a ``tasks.json`` (``raw``), each row checked against the prior ``p``: its keys,
+    its templates, and its ``clusters`` against what its draw makes. ``ValueError`` names the row and key.
+    """
+    table = raw.get("pools")
+    if not isinstance(table, Mapping) or not table:
+        raise ValueError("data/tasks.json: expected a 'pools' table naming each pool's draw and size")
+    out: dict[str, PoolSpec] = {}
+    core = [t for t in p.templates.values() if t.split == "core"]
+    for name, row in table.items():
+        where = f"data/tasks.json pools.{name}"
+        draw = row.get("draw") if isinstance(row, Mapping) else None
+        if draw not in DRAWS:
+            raise ValueError(f"{where}.draw: {unknown('draw', draw, DRAWS)}")
+        extra = sorted(set(row) - {"draw", *DRAWS[draw]})
+        if extra:
+            raise ValueError(f"{where}: unknown key(s) {extra}; a {draw!r} pool has {list(DRAWS[draw])}")
+        if draw == "team":
+            templates = row.get("templates")
+            if not isinstance(templates, list) or not templates or not all(t in p.teams for t in templates):
+                raise ValueError(f"{where}.templates: expected a list of team templates (of {sorted(p.teams)}), "
+                                 f"got {templates!r}")
+            out[name] = PoolSpec(name, draw, per_template=_count(where, row, "instances_per_template"),
+                                 templates=tuple(templates))
+            continue
+        clusters = _count(where, row, "clusters")
+        if draw in ("core", "split"):
+            split = "core" if draw == "core" else row.get("split")
+            members = [t for t in p.templates.values() if t.split == split]
+            if not members:
+                splits = sorted({t.split for t in p.templates.values()} - {"core"})
+                raise ValueError(f"{where}.split: {unknown('split', split, splits)}")
+            pairs = _count(where, row, "pairs_per_template")
+            made = 2 * pairs * len(members)
+            why = f"{pairs} pairs of each of the {len(members)} {split} templates"
+            out[name] = PoolSpec(name, draw, clusters, pairs, None if draw == "core" else split)
+        elif draw == "crossproduct":
+            per_template = -(-(clusters // 2) // len(core)) if core else 0
+            fits = clusters % 2 == 0 and len(core) <= clusters // 2 and per_template <= len(p.variants) * len(p.decoys)
+            made = clusters if fits else -1
+            why = (f"an even number of clusters, one to {len(p.variants) * len(p.decoys)} pairs for each of the "
+                   f"{len(core)} core templates")
+            out[name] = PoolSpec(name, draw, clusters)
+        else:
+            gc = p.goal_capability
+            made = len(gc.goals) * len(p.variants) * len(gc.modes)
+            why = f"{len(gc.goals)} goals x {len(p.variants)} world variants x {len(gc.modes)} workcell modes"
+            out[name] = PoolSpec(name, draw, clusters)
+        if clusters != made:
+            raise ValueError(f"{where}.clusters: {clusters} is not what the draw makes ({why}"
+                             + (f": {made}" if made > 0 else "") + ")")
+    for draw in ("crossproduct", "goal_capability"):
+        if sum(1 for spec in out.values() if spec.draw == draw) != 1:
+            raise ValueError(f"data/tasks.json pools: expected exactly one pool with draw {draw!r}")
+    _check_instances(out, p)
+    return out
+
+
+def _check_instances(specs: Mapping[str, PoolSpec], p: Prior) -> None:
+    """Each template has the public instances its pools take from it (quantities x world variants x decoys),
+    so that no pool comes out smaller than the table says."""
+    per_q = len(p.variants) * len(p.decoys)
+    wanted: dict[str, tuple[int, int, list[str]]] = {}  # template -> (instances taken, instances it has, pools)
+
+    def take(t: TemplateSpec, n: int, has: int, name: str) -> None:
+        taken, _, names = wanted.get(t.id, (0, has, []))
+        wanted[t.id] = (taken + n, has, [*names, name])
+
+    for spec in specs.values():
+        if spec.draw == "core":
+            for t in (t for t in p.templates.values() if t.split == "core"):
+                take(t, spec.per_template, (len(t.quantities) - 1) * per_q, spec.name)
+        elif spec.draw == "split":
+            for t in (t for t in p.templates.values() if t.split == spec.split):
+                take(t, spec.per_template, len(t.quantities) * per_q, spec.name)
+        elif spec.draw == "team":
+            for tid in spec.templates:
+                t = p.teams[tid]
+                wanted[f"{spec.name}:{tid}"] = (spec.per_template, len(t.quantities) * per_q, [spec.name])
+    for key, (taken, has, names) in wanted.items():
+        if taken > has:
+            raise ValueError(f"data/tasks.json pools {', '.join(names)}: take {taken} public instances of template "
+                             f"{key.split(':')[-1]!r}, which has {has}")
+
+
+#: Every named pool but ``procedural``, as ``data/tasks.json`` sizes it (read once, at import).
+POOL_SPECS: dict[str, PoolSpec] = load_pools(raw_tasks(), prior())
+
+#: The paper's pools and their sizes in clusters.
+POOL_SIZES: dict[str, int] = {n: s.clusters for n, s in POOL_SPECS.items() if s.draw != "team"}
+
+#: Pairs per core template in the pools drawn from the same side of the quantity split, in draw order.
+_CORE_PAIRS: dict[str, int] = {n: s.per_template for n, s in POOL_SPECS.items() if s.draw == "core"}
 
 
 def _crossproduct_q() -> dict[str, int]:
@@ -112,9 +228,10 @@ def _spread(total: int, slots: int) -> list[int]:
 @cache(maxsize=32)
 def _core_pools(seed: int) -> dict[str, tuple[Cluster, ...]]:
     p = prior()
-    out: dict[str, list[Cluster]] = {name: [] for name in (*_CORE_PAIRS, "crossproduct")}
+    cross = next(s for s in POOL_SPECS.values() if s.draw == "crossproduct")
+    out: dict[str, list[Cluster]] = {name: [] for name in (*_CORE_PAIRS, cross.name)}
     core = [t for t in p.templates.values() if t.split == "core"]
-    cross_pairs = _spread(POOL_SIZES["crossproduct"] // 2, len(core))
+    cross_pairs = _spread(cross.clusters // 2, len(core))
     for t, n_cross in zip(core, cross_pairs):
         held = CROSSPRODUCT_Q[t.id]
         side = _instances(p, [q for q in t.quantities if q != held], _rng(seed, t.id, "side"))
@@ -124,7 +241,7 @@ def _core_pools(seed: int) -> dict[str, tuple[Cluster, ...]]:
                 out[name] += _pair(name, t, instance)
             start += n
         for instance in _instances(p, [held], _rng(seed, t.id, "cross"))[:n_cross]:
-            out["crossproduct"] += _pair("crossproduct", t, instance)
+            out[cross.name] += _pair(cross.name, t, instance)
     return {k: tuple(v) for k, v in out.items()}
 
 
@@ -137,29 +254,21 @@ def _split_pool(name: str, split: str, per_template: int, seed: int) -> tuple[Cl
     return tuple(out)
 
 
-def _goal_capability_pool() -> tuple[Cluster, ...]:
+def _goal_capability_pool(name: str) -> tuple[Cluster, ...]:
     """2 goals x 10 world variants x 2 workcell modes: each (goal, variant) is a matched pair across modes."""
     p = prior()
     gc = p.goal_capability
     out: list[Cluster] = []
     for goal in gc.goals:
         for v in p.variants:
-            pair = [Cluster("goal_capability", GOAL_CAPABILITY, gc.modes[mode], goal.q, v.id, p.decoys[0].id,
+            pair = [Cluster(name, GOAL_CAPABILITY, gc.modes[mode], goal.q, v.id, p.decoys[0].id,
                             goal=goal.id, mode=mode) for mode in gc.modes]
             out += sorted(pair, key=lambda c: c.id)
     return tuple(out)
 
 
 #: team pools -> their templates (``prior().teams``)
-TEAM_POOLS: dict[str, tuple[str, ...]] = {
-    "teams": ("chain", "relay", "fan_in"),
-    "team_feedback": ("workcells",),
-    "chain3": ("chain",),
-    "chain4": ("chain_4",),
-    "chain5": ("chain_5",),
-}
-#: public instances per team template in a team pool (each as its matched set of bindings)
-TEAM_INSTANCES = 8
+TEAM_POOLS: dict[str, tuple[str, ...]] = {n: s.templates for n, s in POOL_SPECS.items() if s.draw == "team"}
 
 
 @cache(maxsize=32)
@@ -168,7 +277,7 @@ def _team_pool(name: str, seed: int) -> tuple[Cluster, ...]:
     out: list[Cluster] = []
     for tid in TEAM_POOLS[name]:
         t = p.template(tid)
-        for instance in _instances(p, t.quantities, _rng(seed, tid, "teams"))[:TEAM_INSTANCES]:
+        for instance in _instances(p, t.quantities, _rng(seed, tid, "teams"))[:POOL_SPECS[name].per_template]:
             out += _pair(name, t, instance)
     return tuple(out)
 
@@ -197,15 +306,13 @@ def pool(name: str, seed: int = 0) -> tuple[Cluster, ...]:
     >>> len(pool("heldout"))
     128
     """
-    if name in TEAM_POOLS:
+    spec = POOL_SPECS.get(name)
+    if spec is None:
+        raise ValueError(unknown("pool", name, sorted(POOL_SPECS)))
+    if spec.draw == "team":
         return _team_pool(name, seed)
-    if name in _CORE_PAIRS or name == "crossproduct":
+    if spec.draw in ("core", "crossproduct"):
         return _core_pools(seed)[name]
-    if name == "horizon":
-        return _split_pool(name, "horizon", POOL_SIZES["horizon"] // 2 // 4, seed)
-    if name == "visibility":
-        return _split_pool(name, "visibility", POOL_SIZES["visibility"] // 2 // 3, seed)
-    if name == "goal_capability":
-        return _goal_capability_pool()
-    known = [*POOL_SIZES, *TEAM_POOLS]
-    raise ValueError(unknown("pool", name, sorted(known)))
+    if spec.draw == "split":
+        return _split_pool(name, str(spec.split), spec.per_template, seed)
+    return _goal_capability_pool(name)

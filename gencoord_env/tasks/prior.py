@@ -17,7 +17,6 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 
 from gencoord_env.caches import cache
 from gencoord_env.data_files import data_path
@@ -197,18 +196,16 @@ class Prior:
         return found
 
     def variant(self, variant_id: str) -> WorldVariant:
-        return self._variants_by_id[variant_id]
+        found = next((v for v in self.variants if v.id == variant_id), None)  # ten of them: no index needed
+        if found is None:
+            raise KeyError(f"unknown world variant {variant_id!r}; known: {[v.id for v in self.variants]}")
+        return found
 
     def decoy(self, decoy_id: str) -> Decoy:
-        return self._decoys_by_id[decoy_id]
-
-    @cached_property
-    def _variants_by_id(self) -> dict[str, WorldVariant]:
-        return {v.id: v for v in self.variants}
-
-    @cached_property
-    def _decoys_by_id(self) -> dict[str, Decoy]:
-        return {d.id: d for d in self.decoys}
+        found = next((d for d in self.decoys if d.id == decoy_id), None)
+        if found is None:
+            raise KeyError(f"unknown decoy {decoy_id!r}; known: {[d.id for d in self.decoys]}")
+        return found
 
 
 GOAL_CAPABILITY = "goal_capability"

@@ -114,13 +114,15 @@ from gencoord_env.world.sim import SimWorld
 POOL = "procedural"
 #: ``len(procedural_episodes(seed))``: large enough to read as endless, small enough for any index type.
 LENGTH = 2**31 - 1
-FAMILIES: tuple[str, ...] = ("destination", "recipe", "allocation", "active_branch")
+#: The families a generated template belongs to: the core templates' (``data/tasks.json``), in listing order.
+FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(t.family for t in prior().templates.values() if t.split == "core"))
 #: Draws of one pair before giving up (a bug, not bad luck: the reject rate is a few percent).
 MAX_ATTEMPTS = 64
 #: Every this many pairs, one has its bindings named by codes of the public codebook (see the docstring).
 CODEBOOK_EVERY = 2
 
-_MAX_Q = 8  # order quantities 1..8, as in the prior's templates
+#: order quantities 1.._MAX_Q, as in the prior's core templates (``data/tasks.json``)
+_MAX_Q = max(q for t in prior().templates.values() if t.split == "core" for q in t.quantities)
 _STACK = 64  # no task moves more than one stack: furnace slots hold one, Minecraft tosses stay small
 _MIN_QMAX = 2  # a template serves at least two order quantities
 _MAX_STEPS = 3  # transformations in one chain
@@ -704,6 +706,9 @@ def _active_branch(rng: random.Random) -> _Design | None:
 
 
 _BUILDERS = {"destination": _destination, "recipe": _recipe, "allocation": _allocation, "active_branch": _active_branch}
+if set(_BUILDERS) != set(FAMILIES):
+    raise ImportError(f"the core templates' families {list(FAMILIES)} (data/tasks.json) differ from the families a "
+                      f"template can be generated in {list(_BUILDERS)}")
 
 
 # ------------------------------------------------------------------------------ from programs to a template

@@ -12,9 +12,10 @@
 Every intervention writes ``{"stage": "intervention", "intervention": <name>, ...}`` into the trace.
 Interventions stack, two on the same stage included: the outer one rewrites what the inner one left. A new
 one subclasses ``StageIntervention``, sets ``stage`` to any stage of ``envs.gencoord.stages.REWRITABLE``
-(``check`` .. ``verify``) and implements ``rewrite``; a stage outside that table, or one the env's route
-never runs, raises ``ValueError`` when the wrapper is built. The routes column is derived from
-``routes.ROUTES`` (``StageIntervention.routes()``).
+(``check`` .. ``verify``) and implements ``rewrite``; a stage outside that table, or one that no episode
+of the env runs (its route, its pool or its surface never reach it: ``deliver`` in the free-form dialogue,
+``resolve_edges`` outside the team pools), raises ``ValueError`` when the wrapper is built, naming where the
+stage runs. The routes column is derived from ``routes.ROUTES`` (``StageIntervention.routes()``).
 """
 from __future__ import annotations
 

@@ -31,8 +31,9 @@ from gencoord_env.tasks.episode import Episode
 class StageIntervention(BaseParallelWrapper):
     """Base class: subclasses set ``stage`` and implement ``rewrite``.
 
-    A ``stage`` outside ``stages.REWRITABLE``, or one that the env's route never runs, is refused here, so an
-    intervention cannot silently do nothing.
+    A ``stage`` outside ``stages.REWRITABLE``, or one that no episode of the env runs (its route, its pool or
+    its surface never reach it: ``raw_env.check_reachable``), is refused here, so an intervention cannot
+    silently do nothing.
     """
 
     #: the stage whose output this intervention rewrites (a key of ``stages.REWRITABLE``)
@@ -44,12 +45,7 @@ class StageIntervention(BaseParallelWrapper):
         if not hasattr(base, "setup") or not hasattr(base, "stages"):
             raise TypeError(f"{type(self).__name__} wraps a gencoord env, got {type(base).__name__}")
         stage = rewritable(self.stage, type(self).__name__)
-        route = base.route
-        if route not in self.routes():
-            raise ValueError(
-                f"{type(self).__name__} rewrites the {stage.value!r} stage, which only runs in the routes "
-                f"{list(self.routes())}; this env uses route={route!r}"
-            )
+        base.check_reachable(stage, type(self).__name__)
         self.edge: tuple[str, str] | None = None if edge is None else _edge(edge, base)
 
     @classmethod
@@ -93,7 +89,7 @@ def _edge(edge: Sequence[str], base: Any) -> tuple[str, str]:
     if isinstance(edge, str) or len(edge) != 2 or not all(isinstance(r, str) for r in edge):
         raise TypeError(f"edge names a channel as (sender role, receiver role), e.g. ('sender', 'crafter'); got {edge!r}")
     pair = (edge[0], edge[1])
-    channels = {c for e in _sample(base.episodes) for c in e.template.message_edges}
+    channels = {c for t in base.pool.templates() for c in t.message_edges}
     if pair not in channels | {c for t in prior().teams.values() for c in t.message_edges}:
         import difflib
 
@@ -102,14 +98,6 @@ def _edge(edge: Sequence[str], base: Any) -> tuple[str, str]:
         raise ValueError(f"no template of this env has a channel {pair[0]} -> {pair[1]}; its channels are {names}"
                          + (f" (did you mean {hint[0]!r}?)" if hint else ""))
     return pair
-
-
-def _sample(episodes: Sequence[Episode]) -> Sequence[Episode]:
-    """The pool's episodes, or the first few of an endless one."""
-    try:
-        return list(episodes) if len(episodes) <= 4096 else [episodes[k] for k in range(256)]
-    except TypeError:
-        return [episodes[k] for k in range(256)]
 
 
 def interventions(env: Any) -> list[dict[str, Any]]:

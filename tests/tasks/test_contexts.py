@@ -2,12 +2,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 
+import gencoord_env
 from gencoord_env import dsl
 from gencoord_env.messages import Done, ProposalMessage, RequestMessage, Response, ResponseMessage, Utterance
 from gencoord_env.tasks import Episode, pool
+from gencoord_env.tasks.compose import VIEW_FORMS, order_nodes
 from gencoord_env.tasks.contexts import Context, build_context, render, upload
 
 
@@ -57,6 +60,30 @@ def test_views_project_the_prior() -> None:
     assert all(n.preds is None and n.stage is not None for n in skel)
     assert all(n.preds is None and n.stage is None for n in node)
     assert sorted(n.id for n in full) == sorted(n.id for n in node)
+
+
+def test_an_unknown_view_is_refused_naming_the_known_views() -> None:
+    ep = _ep()
+    expected = "unknown view 'skeletn'; expected one of full, skeleton, node_only (did you mean 'skeleton'?)"
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        build_context(ep, ep.first, "sender_initial", view="skeletn")
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        order_nodes(ep.nodes, "skeletn")
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        gencoord_env.parallel_env(backend="sim", view="skeletn")
+
+
+@pytest.mark.parametrize("view", list(VIEW_FORMS))
+def test_each_view_row_says_what_its_prior_lines_show(view: str) -> None:
+    """The PRIOR block of each view shows stage= and preds= exactly where its row says, and lists the nodes in
+    the row's listing order (two agents and a team)."""
+    form = VIEW_FORMS[view]
+    for ep in (_ep(), Episode(pool("teams")[0], 0)):
+        text = render(build_context(ep, ep.first, "sender_initial", view=view))
+        lines = [line for line in text.split("\n") if line.startswith("NODE ")]
+        assert f"PRIOR view={view} " in text
+        assert [line.split()[1] for line in lines] == [n.id for n in form.order(ep.nodes, False)]
+        assert all((" stage=" in line) is form.shows_stage and (" preds=" in line) is form.shows_preds for line in lines)
 
 
 def test_contexts_are_frozen_values_and_render_deterministically() -> None:

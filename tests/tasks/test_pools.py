@@ -1,11 +1,16 @@
 from __future__ import annotations
 
 import itertools
+import json
+import re
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
-from gencoord_env.tasks import POOL_SIZES, pool, prior
-from gencoord_env.tasks.pools import CROSSPRODUCT_Q
+from gencoord_env.data_files import data_path
+from gencoord_env.tasks import POOL_SIZES, TEAM_POOLS, pool, prior
+from gencoord_env.tasks.pools import CROSSPRODUCT_Q, POOL_SPECS, load_pools
 
 
 @pytest.mark.parametrize("name,size", sorted(POOL_SIZES.items()))
@@ -131,3 +136,81 @@ def test_a_pool_value_says_what_the_env_needs() -> None:
     assert make_pool("chain5").agents == ("agent_a", "agent_b", "agent_c", "agent_d", "agent_e")
     custom = make_pool(make_pool("chain4").episodes[:3])
     assert custom.name == "custom" and custom.team and len(custom.agents) == 4
+
+
+def _pools_of_copy(tmp_path: Any, change: Callable[[dict[str, Any]], None]) -> Any:
+    """``load_pools`` of a temporary copy of the package's ``data/tasks.json`` with ``change`` applied."""
+    raw = json.loads(data_path("tasks.json").read_text(encoding="utf-8"))
+    change(raw)
+    copy = tmp_path / "tasks.json"
+    copy.write_text(json.dumps(raw), encoding="utf-8")
+    return load_pools(json.loads(copy.read_text(encoding="utf-8")), prior())
+
+
+def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    *keys, last = path.split(".")
+
+    def change(raw: dict[str, Any]) -> None:
+        node = raw
+        for key in keys:
+            node = node[key]
+        if value is _MISSING:
+            del node[last]
+        else:
+            node[last] = value
+
+    return change
+
+
+_MISSING = object()
+#: (the change to the table, the error it gives)
+BAD_TABLES: list[tuple[str, Any, str]] = [
+    ("pools", _MISSING, "data/tasks.json: expected a 'pools' table naming each pool's draw and size"),
+    ("pools.heldout.clusters", _MISSING, "data/tasks.json pools.heldout.clusters: expected a positive integer, got None"),
+    ("pools.heldout.clusters", 130, "data/tasks.json pools.heldout.clusters: 130 is not what the draw makes "
+                                    "(8 pairs of each of the 8 core templates: 128)"),
+    ("pools.visibility.pairs_per_template", "16", "data/tasks.json pools.visibility.pairs_per_template: expected a "
+                                                  "positive integer, got '16'"),
+    ("pools.horizon.split", "horizn", "data/tasks.json pools.horizon.split: unknown split 'horizn'; expected one of "
+                                      "horizon, visibility (did you mean 'horizon'?)"),
+    ("pools.train.draw", "cor", "data/tasks.json pools.train.draw: unknown draw 'cor'; expected one of core, split, "
+                                "crossproduct, goal_capability, team (did you mean 'core'?)"),
+    ("pools.train.pair_per_template", 30, "data/tasks.json pools.train: unknown key(s) ['pair_per_template']; a 'core' "
+                                          "pool has ['clusters', 'pairs_per_template']"),
+    ("pools.crossproduct.clusters", 61, "data/tasks.json pools.crossproduct.clusters: 61 is not what the draw makes (an "
+                                        "even number of clusters, one to 30 pairs for each of the 8 core templates)"),
+    ("pools.goal_capability.clusters", 20, "data/tasks.json pools.goal_capability.clusters: 20 is not what the draw "
+                                           "makes (2 goals x 10 world variants x 2 workcell modes: 40)"),
+    ("pools.chain4.templates", ["chain_6"], "data/tasks.json pools.chain4.templates: expected a list of team templates"),
+    ("pools.teams.instances_per_template", 0, "data/tasks.json pools.teams.instances_per_template: expected a positive "
+                                              "integer, got 0"),
+    ("pools.teams.instances_per_template", 500, "data/tasks.json pools teams: take 500 public instances of template "
+                                                "'chain', which has"),
+]
+
+
+@pytest.mark.parametrize("path, value, message", BAD_TABLES, ids=[f"{p}={v!r}" for p, v, _ in BAD_TABLES])
+def test_a_wrong_or_missing_pool_value_in_the_table_is_a_clear_error(tmp_path: Any, path: str, value: Any, message: str):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _pools_of_copy(tmp_path, _set(path, value))
+
+
+def test_too_many_pairs_for_a_template_s_public_instances_is_a_clear_error(tmp_path: Any):
+    def change(raw: dict[str, Any]) -> None:
+        raw["pools"]["train"].update(pairs_per_template=200, clusters=3200)
+
+    with pytest.raises(ValueError, match=re.escape("data/tasks.json pools train, heldout, request: take 218 public "
+                                                   "instances of template 'build_site_ab', which has 210")):
+        _pools_of_copy(tmp_path, change)
+
+
+def test_the_pools_are_the_table_s_rows():
+    """The env's pools, their sizes and the team pools' templates are read from the table, not written in code."""
+    table = json.loads(data_path("tasks.json").read_text(encoding="utf-8"))["pools"]
+    assert list(POOL_SPECS) == list(table)
+    assert POOL_SIZES == {n: r["clusters"] for n, r in table.items() if r["draw"] != "team"}
+    assert TEAM_POOLS == {n: tuple(r["templates"]) for n, r in table.items() if r["draw"] == "team"}
+    for name, row in table.items():
+        if row["draw"] == "team":
+            assert len(pool(name)) == sum(row["instances_per_template"] * len(prior().teams[t].bindings)
+                                          for t in row["templates"])

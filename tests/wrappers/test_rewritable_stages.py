@@ -14,6 +14,7 @@ from gencoord_env.envs.gencoord.stages import REWRITABLE
 from gencoord_env.lifecycle import PipelineStage as P
 from gencoord_env.outcomes import FailureCode as F
 from gencoord_env.pipeline.types import Resolution
+from gencoord_env.agents import make_policy
 from gencoord_env.wrappers import CounterfactualFeedback, RequestReplacement, StageIntervention
 
 from wrapper_play import interventions_in, play
@@ -110,6 +111,9 @@ def test_an_intervention_without_a_stage_is_refused():
 def test_an_intervention_on_a_stage_its_route_never_runs_is_refused():
     with pytest.raises(ValueError, match=re.escape("rewrites the 'respond' stage, which only runs in the routes ['feedback']")):
         CounterfactualFeedback(gencoord_env.parallel_env(backend="sim", pool="heldout"))
+    with pytest.raises(ValueError, match=re.escape("Rewrite_resolve_edges rewrites the 'resolve_edges' stage, which only "
+                                                   "runs in the routes ['forward']; this env uses route='centralized'")):
+        rewriting(P.RESOLVE_EDGES, lambda v: v)(gencoord_env.parallel_env(backend="sim", pool="teams", route="centralized"))
 
 
 def test_reset_refuses_an_intervention_object_on_an_unknown_stage():
@@ -123,3 +127,57 @@ def test_reset_refuses_an_intervention_object_on_an_unknown_stage():
     with pytest.raises(ValueError, match=re.escape("Loose rewrites stage 'deliverr', which is not a rewritable stage "
                                                    "(did you mean 'deliver'?)")):
         env.reset(options={"interventions": (Loose(),)})
+
+
+#: (stage, env arguments) an env never reaches, and the words of the refusal's reason: the pool, the route and
+#: the surface each make a stage unreachable
+UNREACHABLE: list[tuple[P, dict[str, Any], str]] = [
+    (P.RESOLVE_EDGES, HELDOUT, "on route 'forward' it runs in the pools ['teams', 'chain3', 'chain4', 'chain5']"),
+    (P.RESOLVE_EDGES, {"pool": "procedural"}, "on route 'forward' it runs in the pools ['teams', 'chain3', 'chain4', 'chain5']"),
+    (P.RESOLVE_FORWARD, {"pool": "teams"}, "on route 'forward' it runs in the pools ['train', 'heldout', 'request', "
+                                           "'horizon', 'crossproduct', 'goal_capability', 'visibility', 'procedural']"),
+    (P.DELIVER, {"pool": "heldout", "surface": "freeform"},
+     "the free-form dialogue has no 'deliver' stage; surface='dsl' or 'json' runs it"),
+]
+
+
+@pytest.mark.parametrize("stage, kwargs, hint", UNREACHABLE, ids=lambda v: str(v) if isinstance(v, P) else None)
+def test_an_intervention_on_a_stage_its_env_never_reaches_is_refused_at_construction(stage: P, kwargs: dict[str, Any], hint: str):
+    env = gencoord_env.parallel_env(backend="sim", **kwargs)
+    cls = rewriting(stage, lambda v: v)
+    where = f"pool {kwargs['pool']!r} on route {kwargs.get('route', 'forward')!r}"
+    if "surface" in kwargs:
+        where += f" with surface={kwargs['surface']!r}"
+    with pytest.raises(ValueError, match=re.escape(f"{cls.__name__} rewrites the {stage.value!r} stage, which {where} "
+                                                   f"never runs (its episodes run ")) as refused:
+        cls(env)
+    assert str(refused.value).endswith(f"); {hint}")
+    with pytest.raises(ValueError, match=re.escape(f"{cls.__name__} rewrites the {stage.value!r} stage, which {where}")):
+        env.reset(options={"interventions": (cls.__new__(cls),)})  # a bare intervention object is refused at reset too
+
+
+@pytest.mark.parametrize("kwargs", [HELDOUT, {"pool": "procedural"}, {"pool": "teams"}, FEEDBACK,
+                                    {"pool": "team_feedback", "route": "feedback"}, {**HELDOUT, "route": "centralized"},
+                                    {"pool": "teams", "route": "requester_only"}, {**HELDOUT, "route": "single_step"},
+                                    {**HELDOUT, "surface": "freeform"}], ids=str)
+def test_every_stage_an_env_runs_is_accepted_and_no_other(kwargs: dict[str, Any]):
+    """What an env accepts is what its episodes run: a rewrite on each accepted stage fires in some episode."""
+    env = gencoord_env.parallel_env(backend="sim", **kwargs)
+    accepted = set()
+    for stage in P:
+        try:
+            rewriting(stage, lambda v: v)(gencoord_env.parallel_env(backend="sim", **kwargs))
+            accepted.add(stage)
+        except ValueError:
+            pass
+    assert accepted == set(env.stages_running)
+    fired: set[str] = set()
+    for index in range(len(env.episodes) if not env.pool.endless else 8):
+        wrapped = env
+        for stage in accepted:
+            wrapped = rewriting(stage, lambda v: v)(wrapped)
+        policy = make_policy("freeform" if "surface" in kwargs else "rule")
+        fired |= {r["rewrote"] for r in interventions_in(play(wrapped, index, policy)["info"]["trace"])}
+        if len(fired) == len(accepted):
+            break
+    assert fired == {s.value for s in accepted}

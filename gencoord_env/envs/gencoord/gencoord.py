@@ -91,7 +91,9 @@ max_cycles=None, menu="default")``
 ``reset(seed, options)``: ``options={"index": k}`` selects episode ``k`` of ``env.episodes`` (cluster ``k // 2``
 under role permutation ``k % 2``; in a team pool of n agents cluster ``k // n`` under rotation ``k % n``);
 ``options={"episode": Episode}`` runs that episode; otherwise the seeded RNG draws one.
-``options={"interventions": (...)}`` is how wrappers in ``gencoord_env.wrappers`` reach an episode.
+``options={"interventions": (...)}`` is how wrappers in ``gencoord_env.wrappers`` reach an episode; one on a
+stage that no episode of the env runs (``env.stages_running``, from its route, pool and surface) is refused
+when the wrapper is built, naming where the stage runs (``check_reachable``).
 
 ### Limits
 Every observation lies in ``observation_space(agent)``: printable ASCII, at most 32,768 characters. Agent
@@ -144,10 +146,11 @@ from pettingzoo import ParallelEnv
 from gencoord_env.envs.gencoord.dialogue import DialogueSession
 from gencoord_env.envs.gencoord.interface import ACTIONS, OBSERVATION_FORMS, WAITING, Interface, Menu, brief
 from gencoord_env.envs.gencoord.menu import MENUS
-from gencoord_env.envs.gencoord.routes import ROUTES
+from gencoord_env.envs.gencoord.routes import ROUTES, pools_running, routes_running, stages_running
 from gencoord_env.envs.gencoord.session import EpisodeSession, Setup
 from gencoord_env.envs.gencoord.stages import Intervention, Stages, rewritable
 from gencoord_env.envs.gencoord.surfaces import SURFACES
+from gencoord_env.lifecycle import PipelineStage
 from gencoord_env.outcomes import REWARDS
 from gencoord_env.suggest import unknown
 from gencoord_env.tasks import Episode
@@ -252,6 +255,9 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         if self.pool.team:
             self._check_team_options()
         self._check_solvable()
+        #: the pipeline stages some episode of this env runs: an intervention on any other would never fire
+        self.stages_running: frozenset[PipelineStage] = stages_running(
+            self.route, self.pool.templates() if self.pool.team else None, self.surface.dialogue)
         self.agents: list[str] = []
         obs_space, act_space = self.interface.observation_space(), self.interface.action_space()
         self.state_space = self.interface.state_space()
@@ -303,6 +309,25 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
                 raise ValueError(f"pool {self.pool_name!r} cannot be solved on route {self.route!r}: {why}; use "
                                  + " or ".join(f"route={r!r}" for r in usable))
 
+    def check_reachable(self, stage: PipelineStage, who: str) -> None:
+        """Refuse an intervention on ``stage`` that no episode of this env runs (it would silently do nothing),
+        naming the routes, or the pools on this route, where the stage runs."""
+        if stage in self.stages_running:
+            return
+        if self.route not in routes_running(stage):
+            raise ValueError(f"{who} rewrites the {stage.value!r} stage, which only runs in the routes "
+                             f"{list(routes_running(stage))}; this env uses route={self.route!r}")
+        where = f"pool {self.pool_name!r} on route {self.route!r}"
+        if self.surface.dialogue:
+            where += f" with surface={self.surface.name!r}"
+        runs = ", ".join(s.value for s in PipelineStage if s in self.stages_running)
+        if self.surface.dialogue:
+            hint = f"the free-form dialogue has no {stage.value!r} stage; surface='dsl' or 'json' runs it"
+        else:
+            hint = f"on route {self.route!r} it runs in the pools {list(pools_running(stage, self.route))}"
+        raise ValueError(f"{who} rewrites the {stage.value!r} stage, which {where} never runs (its episodes run "
+                         f"{runs}); {hint}")
+
     # --- spaces (built once, returned as the same objects) -----------------------------------------
     def observation_space(self, agent: str) -> gymnasium.spaces.Space:
         return self._obs_spaces[agent]
@@ -331,7 +356,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         for iv in interventions:
             if not isinstance(iv, Intervention):
                 raise TypeError(f"options['interventions'] holds {iv!r}, which has no 'stage' and 'rewrite(value, episode, ...)'")
-            rewritable(iv.stage, type(iv).__name__)  # a stage no session step rewrites would do nothing
+            self.check_reachable(rewritable(iv.stage, type(iv).__name__), type(iv).__name__)  # or it would do nothing
         self.agents = list(episode.agents)
         session_type = DialogueSession if self.surface.dialogue else EpisodeSession
         try:

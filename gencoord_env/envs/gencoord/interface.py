@@ -114,7 +114,6 @@ OBSERVATION_FORMS: dict[str, ObservationForm] = {f.name: f for f in (
     ObservationForm("tokens", _tokens_spaces, _tokens, needs_tokenizer=True),
     ObservationForm("bag", _bag_spaces, _bag, needs_tokenizer=True),
 )}
-OBSERVATIONS: tuple[str, ...] = tuple(OBSERVATION_FORMS)
 
 #: A waiting agent's menu: slot 0 only, whose action is ignored.
 WAITING = Menu((None,), (None,))
@@ -248,5 +247,5 @@ class Interface:
         return text, ""
 
 
-__all__ = ["ACTIONS", "CHARSET", "Interface", "MAX_ACTION", "MAX_OBSERVATION", "Menu", "OBSERVATIONS", "OBSERVATION_FORMS",
+__all__ = ["ACTIONS", "CHARSET", "Interface", "MAX_ACTION", "MAX_OBSERVATION", "Menu", "OBSERVATION_FORMS",
            "ObservationForm", "WAITING", "brief"]

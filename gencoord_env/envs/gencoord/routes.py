@@ -23,13 +23,13 @@ feedback route asks every peer at once and revises once.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 
 from gencoord_env.caches import cache
 from gencoord_env.lifecycle import EVERY_ROUTE, DecisionStage, PipelineStage, Step, stage_of
-from gencoord_env.tasks.prior import TemplateSpec
+from gencoord_env.tasks.prior import TemplateSpec, prior
 from gencoord_env.types import Proposal
 
 
@@ -186,6 +186,43 @@ def routes_running(stage: PipelineStage) -> tuple[str, ...]:
     return tuple(r for r in ROUTES if stage in stages_of_route(r))
 
 
+#: The stages the free-form dialogue runs (``DialogueSession``): the extracted records' checks, their forward
+#: resolution and the commitment's; nothing is delivered (each utterance reaches both agents as it was said).
+DIALOGUE_STAGES: frozenset[PipelineStage] = EVERY_ROUTE | {PipelineStage.RESOLVE_FORWARD}
+
+
+def stages_running(route: str, templates: Iterable[TemplateSpec] | None, dialogue: bool = False) -> frozenset[PipelineStage]:
+    """The pipeline stages that some episode runs on ``route``: an episode of a team pool of ``templates``, or
+    of a two-agent pool (``None``: every two-agent template runs the same rows, ``ROUTES[route]``); in the
+    free-form dialogue when ``dialogue``. What an env of those episodes can hand an intervention.
+
+    >>> from gencoord_env.tasks.prior import prior
+    >>> PipelineStage.RESOLVE_EDGES in stages_running("forward", [prior().template("chain")])
+    True
+    >>> PipelineStage.RESOLVE_EDGES in stages_running("forward", None)
+    False
+    """
+    if dialogue:
+        return DIALOGUE_STAGES
+    if templates is None:
+        return route_stages(ROUTES[route])
+    out: frozenset[PipelineStage] = frozenset()
+    for template in templates:
+        if len(template.roles) > 2 and (route not in TEAM_ROUTES or unsolvable(route, template)):
+            continue  # an env refuses such a pool on this route
+        out |= route_stages(route_rows(route, template))
+    return out
+
+
+def pools_running(stage: PipelineStage, route: str) -> tuple[str, ...]:
+    """The named pools some episode of which runs ``stage`` on ``route`` (``dsl`` / ``json`` surfaces)."""
+    from gencoord_env.tasks.pools import TEAM_POOLS
+    from gencoord_env.tasks.pool_value import POOL_NAMES
+
+    return tuple(name for name in POOL_NAMES if stage in stages_running(
+        route, [prior().template(t) for t in TEAM_POOLS[name]] if name in TEAM_POOLS else None))
+
+
 def second_role_decides(route: str) -> bool:
     """Whether the second role decides on ``route`` (on the others the peer answers through the bounded
     response policy, or never speaks)."""
@@ -203,5 +240,6 @@ def _dependency_order(roles: list[str], channels: tuple[tuple[str, str], ...]) -
     return out
 
 
-__all__ = ["Decision", "ROUTES", "SHAPES", "STEPS", "Shape", "TEAM_ROUTES", "requests_shape", "route_rows", "route_stages",
-           "routes_running", "second_role_decides", "stages_of_route", "unsolvable"]
+__all__ = ["DIALOGUE_STAGES", "Decision", "ROUTES", "SHAPES", "STEPS", "Shape", "TEAM_ROUTES", "pools_running", "requests_shape",
+           "route_rows", "route_stages", "routes_running", "second_role_decides", "stages_of_route", "stages_running",
+           "unsolvable"]

@@ -9,7 +9,9 @@ one episode. The session hands the value a stage produced to every intervention 
 innermost wrapper first; each returns the rewritten value and the fields of its trace record. Any stack
 composes: a second rewrite of ``deliver`` sees what the first one delivered. Every stage of ``Stages`` is
 rewritable (``REWRITABLE`` names the inputs each is given); an intervention that names any other stage is
-refused when it is built, and one on a stage its env's route never runs too (``routes.routes_running``).
+refused when it is built, and so is one on a stage that no episode of its env runs: its route, its pool or
+its surface never reach it (``routes.stages_running``: ``resolve_edges`` runs only in team pools, ``deliver``
+not in the free-form dialogue).
 """
 from __future__ import annotations
 

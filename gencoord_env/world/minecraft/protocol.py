@@ -55,14 +55,8 @@ SPEC_LIMITS: Mapping[str, Limit] = {n: wire_limit("spec", n) for n in ("stations
 ARENA_REACH, ARENA_HEIGHT = wire_limit("arena", "reach"), wire_limit("arena", "height")
 OPS: frozenset[str] = frozenset({"hello", "ping", "open_arena", "close_arena", "reset", "execute", "observe",
                                  "barrier", "shutdown", "drop_bot"})
-#: Ops a sidecar serves only when started with ``--test-ops`` (fault injection for tests); refused otherwise.
-TEST_OPS: frozenset[str] = frozenset({"drop_bot"})
 #: Ops that may be resent after a timeout: repeating them cannot change the world twice.
 IDEMPOTENT_OPS: frozenset[str] = frozenset({"hello", "ping", "observe", "barrier"})
-#: ``ArenaFault``: the named arena lost its episode (rebuilt at its next reset); ``ArenaBusy``: the arena
-#: is held by another client, or no more may be opened; ``Stalled``: the sidecar stalled during the episode.
-ERROR_TYPES: frozenset[str] = frozenset({"BadRequest", "TooLarge", "VersionMismatch", "SkillFailed", "ArenaFault",
-                                         "ArenaBusy", "Stalled", "Internal"})
 
 _MISMATCH_HINT = (
     "the Python package and mineflayer_server/ come from different versions; "
