@@ -5,7 +5,7 @@
 //
 //   node src/sidecar.js --endpoint tcp://127.0.0.1:5555 --rules DIR [--agents agent_a,agent_b] [--server embedded|external]
 //                       [--mc-host H] [--mc-port 0] [--arenas 1] [--max-arenas 16] [--arena-x0 0]
-//                       [--cook-ticks 200] [--skill-timeout-ms 20000] [--parent-pid PID] [--client-key HEX] [--test-ops]
+//                       [--cook-ticks 200] [--skill-timeout-ms 20000] [--spawn-timeout-ms 40000] [--parent-pid PID] [--client-key HEX] [--test-ops]
 //
 // The server holds `--arenas` arenas from the start (each with the `--agents` bots connected), and up to
 // `--max-arenas` once clients open more (arenaPool.js). Who may use the socket and how large a message may
@@ -78,7 +78,7 @@ async function main () {
     server = { host: '127.0.0.1', port: embedded.port, floorY: embedded.floorY }
     log('sidecar', `flying-squid ${MINECRAFT_VERSION} on 127.0.0.1:${embedded.port}, floor y=${embedded.floorY}`)
   }
-  const pool = new ArenaPool({ makeArena, rules, log, skillTimeoutMs: opts.skillTimeoutMs, maxArenas: opts.maxArenas, x0: opts.arenaX0 })
+  const pool = new ArenaPool({ makeArena, rules, log, skillTimeoutMs: opts.skillTimeoutMs, spawnTimeoutMs: opts.spawnTimeoutMs, maxArenas: opts.maxArenas, x0: opts.arenaX0 })
   const first = Array.from({ length: opts.arenas }, () => pool.create(null))
   await Promise.all(first.map(entry => entry.world.ensureBots(opts.agents)))
   if (server.floorY === null && first.length) server.floorY = first[0].world.floorY

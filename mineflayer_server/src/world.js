@@ -10,7 +10,7 @@
 // their own names. Positions in specs and replies are relative to the arena's origin and floor.
 
 const { Vec3 } = require('vec3')
-const { connectBot, isDisconnected } = require('./bots')
+const { connectBot, isDisconnected, whyEnded, SPAWN_TIMEOUT_MS } = require('./bots')
 const { parseSpec } = require('./spec')
 const { SKILLS, SkillFailure, checkSkillArgs, checkSkillTable, countOf } = require('./skills')
 const { meterOf, noActions } = require('./actions')
@@ -47,17 +47,18 @@ class World {
    *   may be passed instead and the arena is built from them
    * @param o.rules the rule tables (rules.js `loadRules`): calls are checked against `rules.ops`
    * @param o.log logger, o.skillTimeoutMs budget per skill step (walking, waiting for a handoff)
+   * @param o.spawnTimeoutMs how long a bot may take to join and stand on loaded ground (bots.js SPAWN_TIMEOUT_MS)
    * @param o.name the arena's name (bots join as `<name>_<agent>`); null: bots join under the agents' names
    * @param o.origin block x and z of the arena's (0, 0) (default 0, 0)
    */
-  constructor ({ arena, serv, api, port, floorY, rules, log, skillTimeoutMs = 20000, name = null, origin = [0, 0] }) {
+  constructor ({ arena, serv, api, port, floorY, rules, log, skillTimeoutMs = 20000, spawnTimeoutMs = SPAWN_TIMEOUT_MS, name = null, origin = [0, 0] }) {
     if (!rules || !rules.ops || !rules.recipes) throw new Error('World needs the rule tables: pass rules = loadRules(dir) (src/rules.js)')
     checkSkillTable(rules.ops)
     this.arena = arena || new EmbeddedArena({ serv, api, port, floorY })
     this.name = name
     this.origin = { x: origin[0], z: origin[1] }
     this.log = name ? (scope, message) => log(scope, `${name}: ${message}`) : log
-    Object.assign(this, { rules, skillTimeoutMs })
+    Object.assign(this, { rules, skillTimeoutMs, spawnTimeoutMs })
     this.arena.bind(this)
     this.registry = this.arena.registry
     this.bots = new Map() // agent name -> bot (whose username is `username(agent)`)
@@ -95,7 +96,7 @@ class World {
     await Promise.all(missing.map(async name => {
       const old = this.bots.get(name)
       if (old) { this.log('world', `rejoining ${name} (its connection dropped)`); old.end() }
-      const bot = await connectBot(this.username(name), this.arena.port, this.log, { host: this.arena.host })
+      const bot = await connectBot(this.username(name), this.arena.port, this.log, { host: this.arena.host, timeoutMs: this.spawnTimeoutMs })
       this.bots.set(name, bot)
       await this.arena.attach(bot, name)
       if (!this.queues.has(name)) this.queues.set(name, new SerialQueue())
@@ -194,8 +195,15 @@ class World {
 
   barrierFor (bot) { return this.arena.barrierFor(bot) }
 
+  /**
+   * Every bot's barrier. A bot whose connection ended (a kick, a dropped connection) fails it: its view of the
+   * world is gone, so no ground truth may be read without it.
+   */
   async barrier () {
-    await Promise.all([...this.bots.values()].filter(b => !isDisconnected(b)).map(b => this.barrierFor(b)))
+    for (const [agent, bot] of this.bots) {
+      if (isDisconnected(bot)) throw new ArenaFault(`${agent}'s bot is disconnected (${await whyEnded(bot)})`)
+    }
+    await Promise.all([...this.bots.values()].map(b => this.barrierFor(b)))
     return true
   }
 
@@ -348,7 +356,7 @@ class World {
     this.holdPhysics(actor, +1)
     return this.queues.get(actor).run(async () => {
       const bot = this.bots.get(actor)
-      if (isDisconnected(bot)) throw new ArenaFault(`${actor}'s bot is disconnected`)
+      if (isDisconnected(bot)) throw new ArenaFault(`${actor}'s bot is disconnected (${await whyEnded(bot)})`)
       const epoch = this.epoch
       const event = { call_id: id, actor, op, ok: true, kind: 'skill', reason: '', data: {}, actions: noActions() }
       const meter = meterOf(bot)
@@ -360,7 +368,7 @@ class World {
       const started = Date.now()
       let onEnd = null
       const ended = new Promise((resolve, reject) => {
-        onEnd = () => reject(new ArenaFault(`${actor}'s bot disconnected during ${op}`))
+        onEnd = () => whyEnded(bot).then(why => reject(new ArenaFault(`${actor}'s bot disconnected during ${op} (${why})`)))
         bot.once('end', onEnd)
       })
       ended.catch(() => {})
@@ -369,7 +377,7 @@ class World {
       } catch (err) {
         if (err instanceof ArenaFault || isDisconnected(bot)) {
           this.log('skill', `${actor} ${op}: ${err.message}`)
-          throw err instanceof ArenaFault ? err : new ArenaFault(`${actor}'s bot disconnected during ${op}: ${err.message}`)
+          throw err instanceof ArenaFault ? err : new ArenaFault(`${actor}'s bot disconnected during ${op} (${await whyEnded(bot)}): ${err.message}`)
         }
         if (!(err instanceof SkillFailure) && !(err instanceof TimeoutError)) this.log('skill', `${actor} ${op} raised: ${err.stack}`)
         bot.pathfinder?.setGoal(null)

@@ -28,7 +28,7 @@ import msgpack
 from gencoord_env.limits import LIMITS, Limit, LimitsError
 
 from ..types import EXECUTOR_ACTIONS, GroundTruth, SkillCall, WorldEvent, WorldSpec
-from .errors import ProtocolMismatch, RequestRefused, RequestTooLarge
+from .errors import SERVER_FAULTS, ProtocolMismatch, RequestRefused, RequestTooLarge
 
 
 def wire_limit(section: str, name: str) -> Limit:
@@ -47,6 +47,8 @@ def wire_limit(section: str, name: str) -> Limit:
 
 PROTOCOL_VERSION = 2
 MINECRAFT_VERSION = "1.21.4"
+#: The protocol number of MINECRAFT_VERSION, as a server's status ping names it.
+MINECRAFT_PROTOCOL = 769
 #: The sidecar's socket drops a larger message before receiving it whole; refuse one here first.
 MAX_MESSAGE_BYTES = wire_limit("transport", "message_bytes").max
 #: What one reset spec may hold (the sidecar refuses more, before any work).
@@ -60,9 +62,10 @@ TEST_OPS: frozenset[str] = frozenset({"drop_bot"})
 #: Ops that may be resent after a timeout: repeating them cannot change the world twice.
 IDEMPOTENT_OPS: frozenset[str] = frozenset({"hello", "ping", "observe", "barrier"})
 #: ``ArenaFault``: the named arena lost its episode (rebuilt at its next reset); ``ArenaBusy``: the arena
-#: is held by another client, or no more may be opened; ``Stalled``: the sidecar stalled during the episode.
+#: is held by another client, or no more may be opened; ``Stalled``: the sidecar stalled during the episode;
+#: ``SERVER_FAULTS``: the Minecraft server failed a bot's join (``errors.ServerFault``).
 ERROR_TYPES: frozenset[str] = frozenset({"BadRequest", "TooLarge", "VersionMismatch", "SkillFailed", "ArenaFault",
-                                         "ArenaBusy", "Stalled", "Internal"})
+                                         "ArenaBusy", "Stalled", "Internal"} | set(SERVER_FAULTS))
 
 _MISMATCH_HINT = (
     "the Python package and mineflayer_server/ come from different versions; "
