@@ -132,8 +132,8 @@ async function connectBot (username, port, log, { host = '127.0.0.1', timeoutMs 
   return bot
 }
 
-/** True when the bot's connection is gone and it must be rejoined. */
-const isDisconnected = bot => !bot || bot.gcEnded || !bot.entity
+/** True when the bot's connection is gone (or going: the server kicked it) and it must be rejoined. */
+const isDisconnected = bot => !bot || bot.gcEnded || bot.gcKicked !== undefined || !bot.entity
 
 /**
  * Why a spawned bot's connection ended, for the fault that ends its episode: the server's kick reason (waited

@@ -200,11 +200,30 @@ class World {
    * world is gone, so no ground truth may be read without it.
    */
   async barrier () {
-    for (const [agent, bot] of this.bots) {
-      if (isDisconnected(bot)) throw new ArenaFault(`${agent}'s bot is disconnected (${await whyEnded(bot)})`)
-    }
-    await Promise.all([...this.bots.values()].map(b => this.barrierFor(b)))
+    await this.whileConnected(() => Promise.all([...this.bots.values()].map(b => this.barrierFor(b))))
     return true
+  }
+
+  /**
+   * `fn()`, unless a bot of the arena is disconnected or its connection ends first (a kick that races a reset or
+   * a read-back): then an ArenaFault naming the bot and why, at once rather than when `fn` times out.
+   */
+  async whileConnected (fn) {
+    const lost = async (agent, bot) => new ArenaFault(`${agent}'s bot is disconnected (${await whyEnded(bot)})`)
+    for (const [agent, bot] of this.bots) if (isDisconnected(bot)) throw await lost(agent, bot)
+    const listeners = []
+    const ended = new Promise((resolve, reject) => {
+      for (const [agent, bot] of this.bots) {
+        const onEnd = () => lost(agent, bot).then(reject)
+        bot.once('end', onEnd)
+        listeners.push([bot, onEnd])
+      }
+    })
+    try {
+      return await Promise.race([fn(), ended])
+    } finally {
+      for (const [bot, onEnd] of listeners) bot.removeListener('end', onEnd)
+    }
   }
 
   // ---------- reset ----------
@@ -233,10 +252,10 @@ class World {
       this.layout = { stations }
       this.failedGives = []
       this.tosses = []
-      await this.withPhysics(async () => {
+      await this.withPhysics(() => this.whileConnected(async () => {
         await this.arena.arrange(this, spec, stations, previous)
         await this.settle(spec, stations)
-      })
+      }))
       return { ms: Date.now() - start, rejoined }
     })
   }

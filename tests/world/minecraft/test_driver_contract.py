@@ -191,7 +191,8 @@ def test_a_kick_mid_episode_is_an_arena_fault_naming_it_and_the_next_reset_recov
         kick(game)
         with pytest.raises(ArenaFault, match="agent_[ab]'s bot " + r"(is disconnected|disconnected during \w+) \("
                            + re.escape(f"kicked by the server: {KICK_REASON})")):
-            world.run([SkillCall("a1", "agent_a", "wait", {"ticks": 1}), SkillCall("b1", "agent_b", "wait", {"ticks": 1})])
+            # skills long enough (10 s) that the kick reaches the sidecar before they end, whichever comes first
+            world.run([SkillCall("a1", "agent_a", "wait", {"ticks": 200}), SkillCall("b1", "agent_b", "wait", {"ticks": 200})])
         world.reset(SPEC)
         assert world.rebuilt and sorted(world.rejoined) == list(AGENTS) and world.restarts == 0
         assert [e.ok for e in world.run([CRAFT])] == [True]
@@ -213,6 +214,8 @@ def test_a_server_that_refuses_the_rejoin_after_a_kick_says_so_at_every_reset(ga
     with external_world(game.port) as world:
         world.reset(SPEC)
         kick(game)
+        with pytest.raises(ArenaFault, match=re.escape(f"kicked by the server: {KICK_REASON}")):
+            world.observe()  # the sidecar has seen the kick: the next reset rejoins the bots
         game.command("refuse", "REFUSING")
         try:
             pattern = "refused a0_agent_[ab]: " + re.escape(f"{KICK_REASON}; check that it runs with online-mode=false")

@@ -21,6 +21,7 @@ from gencoord_env.world.minecraft import (
     MinecraftWorld,
     ProtocolMismatch,
     RuntimeMissing,
+    ServerRefused,
     SidecarDied,
     SpecRefused,
     locate,
@@ -210,7 +211,7 @@ def test_another_sidecars_bots_are_refused_by_the_embedded_server(world: Minecra
         t0 = time.monotonic()
         refused = (re.escape(f"the server at 127.0.0.1:{port} refused ") + r"(a0_ext_[ab]): refused: this server admits only the "
                    r"bots its sidecar created; \1 connecting from 127\.0\.0\.1:\d+ is not one of them")
-        with pytest.raises(ArenaFault, match=refused):
+        with pytest.raises(ServerRefused, match=refused):
             ext.reset(EXTERNAL)
         assert time.monotonic() - t0 < 15, "the refused sidecar gave up at once, not after its bots' spawn timeout"
     assert all(e.ok for e in world.run(CALLS))
