@@ -154,7 +154,8 @@ def test_disconnected_bot_is_an_arena_fault_and_the_arena_is_rebuilt_at_reset() 
         assert w.rejoined == () and not w.rebuilt
         assert w.sidecar is not None and w.sidecar.client is not None
         assert w.sidecar.client.call("drop_bot", {"arena": w.arena, "agent": "agent_b"}) == {"dropped": True}
-        with pytest.raises(ArenaFault, match="agent_b's bot is disconnected; this episode is lost: the next reset rebuilds"):
+        with pytest.raises(ArenaFault, match=re.escape("agent_b's bot is disconnected (its connection closed: dropped by the drop_bot test op); "
+                                                  "this episode is lost: the next reset rebuilds")):
             w.run([SkillCall("b1", "agent_b", "wait", {"ticks": 1})])
         w.reset(SPEC)
         # the same sidecar; the arena's bots rejoined
