@@ -13,6 +13,7 @@ import os
 import re
 import selectors
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,12 +26,14 @@ from gencoord_env.world.minecraft import (
     ArenaFault,
     MinecraftWorld,
     RuntimeMissing,
+    SidecarPool,
     ServerRefused,
     ServerTimeout,
     ServerVersionMismatch,
     locate,
 )
 from gencoord_env.world.minecraft.probe import STATUS_TIMEOUT_S
+from gencoord_env.world.minecraft.supervisor import WORKDIR_PREFIX
 from gencoord_env.world.types import SkillCall, WorldSpec
 
 try:
@@ -97,21 +100,30 @@ def scripted_server(behaviour: str, *args: str) -> Iterator[Scripted]:
         proc.wait(10)
 
 
+def left_behind() -> list[str]:
+    """Sidecar processes (children running sidecar.js) and sidecar folders of this process that still exist."""
+    found = [str(p) for p in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}{os.getpid()}-*")]
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # exited meanwhile
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and "sidecar.js" in cmdline:
+            found.append(f"pid {stat.parent.name}: {cmdline.strip()}")
+    return found
+
+
 @contextmanager
 def external_world(port: int, **kwargs: object) -> Iterator[MinecraftWorld]:
     """A world of its own sidecar pointed at the server at ``port``; on the way out, checks that closing it left
     no sidecar process and no sidecar folder behind."""
     world = MinecraftWorld(server="external", host="127.0.0.1", port=port, **kwargs)  # type: ignore[arg-type]
-    seen = []
     try:
         yield world
     finally:
-        if world.sidecar is not None:
-            seen.append(world.sidecar)
         world.close()
-    for sidecar in seen:
-        assert sidecar.process.poll() is not None, "the sidecar process outlived the world's close()"
-        assert not Path(sidecar._running.workdir).exists(), "the sidecar's folder outlived the world's close()"
+    assert left_behind() == [], "closing the world left these behind"
 
 
 def reset_raises(world: MinecraftWorld, fault: type[Exception], pattern: str, within_s: float) -> Exception:
@@ -136,6 +148,20 @@ def test_a_refused_login_is_server_refused_with_the_servers_reason_and_what_to_c
         # the sidecar is fine: the next reset asks the server again and says the same, without a restart
         reset_raises(world, ServerRefused, pattern, within_s=30)
         assert world.sidecar is sidecar and world.restarts == 0
+
+
+def test_a_sidecar_whose_first_arena_is_refused_raises_the_servers_refusal_not_its_own_death() -> None:
+    # a pool with arenas made at the start connects their bots before the sidecar is ready
+    with scripted_server("refuse-login", "--reason", "Server is full") as server:
+        pool = SidecarPool(arenas=1, server="external", host="127.0.0.1", port=server.port)
+        try:
+            with pytest.raises(ServerRefused, match=re.escape("the sidecar could not start its first arenas: the server "
+                                                              f"at 127.0.0.1:{server.port} refused ") + "a0_agent_[ab]: "
+                               + re.escape("Server is full; check that it runs with online-mode=false")):
+                pool.start()
+            assert pool.sidecar is None and left_behind() == []
+        finally:
+            pool.close()
 
 
 def test_a_server_of_another_version_is_refused_by_its_status_before_any_node_starts() -> None:
