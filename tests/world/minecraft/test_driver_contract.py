@@ -251,3 +251,23 @@ def test_a_server_that_refuses_the_rejoin_after_a_kick_says_so_at_every_reset(ga
             game.command("admit", "ADMITTING")
         world.reset(SPEC)
         assert world.rebuilt and [e.ok for e in world.run([CRAFT])] == [True]
+
+
+def test_a_kick_mid_episode_truncates_the_env_episode_as_a_fault_never_an_agent_failure(game: Scripted) -> None:
+    import gencoord_env
+    from gencoord_env import dsl
+    from gencoord_env.tasks import references as R
+
+    with external_world(game.port) as world:
+        env = gencoord_env.parallel_env(backend="minecraft", pool="heldout", world=world, on_fault="truncate")
+        env.reset(options={"index": 0})
+        sender = R.sender_initial(env.session.episode)
+        _, _, _, _, infos = env.step({env.session.turn: dsl.format(sender)})
+        receiver = next(a for a, i in infos.items() if i["deciding"])
+        kick(game)
+        # the receiver's step compiles and executes the plan on bots the server has kicked
+        _, rewards, terms, truncs, infos = env.step({receiver: dsl.format(R.receiver_after_request(sender.peer_requests[0]))})
+        info = infos["agent_a"]
+        assert truncs == {"agent_a": True, "agent_b": True} and terms == {"agent_a": False, "agent_b": False}
+        assert rewards == {"agent_a": 0.0, "agent_b": 0.0} and info["outcome"] is None
+        assert info["fault"]["type"] == "ArenaFault" and f"kicked by the server: {KICK_REASON}" in info["fault"]["message"]
