@@ -13,6 +13,7 @@ import os
 import re
 import selectors
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -271,3 +272,27 @@ def test_a_kick_mid_episode_truncates_the_env_episode_as_a_fault_never_an_agent_
         assert truncs == {"agent_a": True, "agent_b": True} and terms == {"agent_a": False, "agent_b": False}
         assert rewards == {"agent_a": 0.0, "agent_b": 0.0} and info["outcome"] is None
         assert info["fault"]["type"] == "ArenaFault" and f"kicked by the server: {KICK_REASON}" in info["fault"]["message"]
+
+
+def _doctor_against(port: int) -> dict[str, dict[str, object]]:
+    """``gencoord doctor --json --server external`` against the server at ``port``: its checks by name."""
+    proc = subprocess.run([sys.executable, "-m", "gencoord_env.cli", "doctor", "--json", "--server", "external",
+                           "--host", "127.0.0.1", "--port", str(port)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, f"the doctor passed a misbehaving server:\n{proc.stdout}\n{proc.stderr}"
+    return {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
+
+
+def test_the_doctor_reports_each_server_fault_with_its_fix() -> None:
+    with scripted_server("refuse-login", "--reason", "You are banned from this server.") as server:
+        checks = _doctor_against(server.port)
+    assert checks["server start"]["status"] == "ok" and checks["bots spawn"]["status"] == "FAIL", checks
+    assert re.fullmatch(re.escape(f"open_arena: the server at 127.0.0.1:{server.port} refused ") + "a0_agent_[ab]: "
+                        + re.escape("You are banned from this server."), str(checks["bots spawn"]["detail"]))
+    assert checks["bots spawn"]["fix"] == "check that it runs with online-mode=false and admits the bots (whitelist, bans, max-players)"
+    assert checks["minecraft episode"]["status"] == "skip"
+    with scripted_server("wrong-version", "--version-name", "1.21.1", "--version-protocol", "767") as server:
+        checks = _doctor_against(server.port)
+    assert checks["server start"] == {**checks["server start"], "status": "FAIL",
+                                      "detail": f"the server at 127.0.0.1:{server.port} speaks Minecraft 1.21.1 (protocol 767)",
+                                      "fix": "the bots speak 1.21.4 (protocol 769): run a 1.21.4 server there"}
+    assert checks["bots spawn"]["status"] == "skip"
