@@ -27,10 +27,10 @@ from gencoord_env.world.minecraft import (
     ArenaFault,
     MinecraftWorld,
     RuntimeMissing,
-    SidecarPool,
     ServerRefused,
     ServerTimeout,
     ServerVersionMismatch,
+    SidecarPool,
     locate,
 )
 from gencoord_env.world.minecraft.probe import STATUS_TIMEOUT_S
