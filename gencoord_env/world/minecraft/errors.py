@@ -2,8 +2,8 @@
 
 An agent's mistake is never one of these: a skill that cannot be done comes back as a failed
 ``WorldEvent``. These exceptions mean the machinery itself broke (the Node runtime is missing, the
-sidecar died, timed out, spoke another protocol, or the Minecraft server cannot be reached), so each
-message says what to do about it.
+sidecar died, timed out, spoke another protocol, or the Minecraft server cannot be reached, refused the bots,
+speaks another version or does not answer), so each message says what to do about it.
 """
 from __future__ import annotations
 
