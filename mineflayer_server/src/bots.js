@@ -6,12 +6,9 @@
 const mineflayer = require('mineflayer')
 const { pathfinder, Movements } = require('mineflayer-pathfinder')
 const { withTimeout, waitFor, TimeoutError } = require('./util')
-const { MINECRAFT_VERSION } = require('./server')
+const { MINECRAFT_VERSION, MINECRAFT_PROTOCOL } = require('./server')
 const { connectBotSocket } = require('./botSockets')
 const { ProtocolError } = require('./protocol')
-
-/** The protocol number of MINECRAFT_VERSION, as a server's status ping and its refusals name it. */
-const PROTOCOL_769 = 769
 
 /** The text of a kick reason: a chat component (JSON text or an object, a translation with its arguments) or a plain string. */
 function reasonText (reason) {
@@ -41,7 +38,7 @@ const UNREACHABLE = /ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN/
 function serverFault ({ where, username, kicked, failed, endReason, timeoutMs }) {
   if (kicked !== null && VERSION_REFUSAL.test(kicked)) {
     return new ProtocolError('ServerVersionMismatch', `the server at ${where} refused ${username} as a client of another ` +
-      `version: ${kicked}; the bots speak Minecraft ${MINECRAFT_VERSION} (protocol ${PROTOCOL_769}): run a ${MINECRAFT_VERSION} server there`)
+      `version: ${kicked}; the bots speak Minecraft ${MINECRAFT_VERSION} (protocol ${MINECRAFT_PROTOCOL}): run a ${MINECRAFT_VERSION} server there`)
   }
   if (kicked !== null) {
     return new ProtocolError('ServerRefused', `the server at ${where} refused ${username}: ${kicked}; check that it runs with ` +
@@ -146,4 +143,4 @@ async function whyEnded (bot) {
   return `its connection closed: ${bot.gcEndReason ?? 'no reason given'}`
 }
 
-module.exports = { connectBot, isDisconnected, whyEnded, reasonText, SPAWN_TIMEOUT_MS, PROTOCOL_769 }
+module.exports = { connectBot, isDisconnected, whyEnded, SPAWN_TIMEOUT_MS }

@@ -49,9 +49,11 @@ function createOps (pool, onShutdown, { testOps = false, stalls = null } = {}) {
     try {
       return await fn(entry)
     } catch (err) {
-      // a server that failed a bot's (re)join: that type travels as it is, and the arena is rebuilt at its next reset
-      if (err instanceof ProtocolError && SERVER_FAULTS.includes(err.type)) entry.broken = err.message
-      if (err instanceof ProtocolError) throw err
+      if (err instanceof ProtocolError) {
+        // a server that failed a bot's (re)join: that type travels as it is, and the arena is rebuilt at its next reset
+        if (SERVER_FAULTS.includes(err.type)) entry.broken = err.message
+        throw err
+      }
       entry.broken = err.message
       throw new ProtocolError('ArenaFault', `arena ${entry.name}: ${err.message}; this episode is lost: the next reset rebuilds the arena`)
     }
