@@ -289,7 +289,8 @@ def _fault_fix(log_path: object) -> str:
 
 
 def check_server(ctx: Context) -> str:
-    """The sidecar and its embedded server start (no arenas yet) and answer ``hello``."""
+    """The sidecar and its embedded server start (no arenas yet; an external server must first answer the status
+    ping as 1.21.4) and answer ``hello``."""
     from gencoord_env.world.minecraft import MinecraftBackendError, SidecarPool
 
     ctx.pool = SidecarPool(arenas=0, runtime=ctx.runtime, **ctx.server)

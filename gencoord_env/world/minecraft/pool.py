@@ -32,10 +32,10 @@ from typing import Any
 
 from .client import CurveKeys, Identity, SidecarClient, unreachable
 from .errors import SidecarDied, SidecarTimeout
+from .probe import check_server
 from .protocol import check_hello
 from .runtime import Runtime, locate
 from .supervisor import Sidecar, SidecarOptions, free_tcp_port
-from .probe import check_server
 from .vanilla import VanillaServer
 
 
