@@ -27,18 +27,19 @@ function reasonText (reason) {
 
 /**
  * A refusal that names a version: vanilla's `multiplayer.disconnect.incompatible` / `outdated_client` /
- * `outdated_server` ("Incompatible client! Please use 1.20.4", "Outdated server! I'm still on ..."), and
- * minecraft-protocol's "Wrong protocol version".
+ * `outdated_server` ("Incompatible client! Please use 1.20.4", "Outdated server! I'm still on ..."),
+ * minecraft-protocol's "Wrong protocol version", and the client's own "This server is version ...".
  */
-const VERSION_REFUSAL = /\b(incompatible|outdated)|protocol version/i
+const VERSION_REFUSAL = /\b(incompatible|outdated)|protocol version|server is version/i
 /** Connection errors that mean nothing accepts connections at the address. */
 const UNREACHABLE = /ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN/
 
 /** What the server at `where` did to `username` before it spawned, as the fault the client raises (protocol.js SERVER_FAULTS). */
 function serverFault ({ where, username, kicked, failed, endReason, timeoutMs }) {
-  if (kicked !== null && VERSION_REFUSAL.test(kicked)) {
+  const said = kicked ?? failed
+  if (said && VERSION_REFUSAL.test(said)) {
     return new ProtocolError('ServerVersionMismatch', `the server at ${where} refused ${username} as a client of another ` +
-      `version: ${kicked}; the bots speak Minecraft ${MINECRAFT_VERSION} (protocol ${MINECRAFT_PROTOCOL}): run a ${MINECRAFT_VERSION} server there`)
+      `version: ${said}; the bots speak Minecraft ${MINECRAFT_VERSION} (protocol ${MINECRAFT_PROTOCOL}): run a ${MINECRAFT_VERSION} server there`)
   }
   if (kicked !== null) {
     return new ProtocolError('ServerRefused', `the server at ${where} refused ${username}: ${kicked}; check that it runs with ` +
