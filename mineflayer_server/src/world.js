@@ -93,7 +93,9 @@ class World {
       }
     }
     const missing = names.filter(n => isDisconnected(this.bots.get(n)))
-    await Promise.all(missing.map(async name => {
+    // every join is waited for, failed or not: one still under way after this call returned would join later, a
+    // bot nobody tracks, under the name the next call's join takes
+    const joins = await Promise.allSettled(missing.map(async name => {
       const old = this.bots.get(name)
       if (old) { this.log('world', `rejoining ${name} (its connection dropped)`); old.end() }
       const bot = await connectBot(this.username(name), this.arena.port, this.log, { host: this.arena.host, timeoutMs: this.spawnTimeoutMs })
@@ -101,6 +103,8 @@ class World {
       await this.arena.attach(bot, name)
       if (!this.queues.has(name)) this.queues.set(name, new SerialQueue())
     }))
+    const failed = joins.find(j => j.status === 'rejected')
+    if (failed) throw failed.reason
     // the bots join concurrently; keep them in the episode's order, not the order their logins finished
     this.bots = new Map(names.map(n => [n, this.bots.get(n)]))
     return missing

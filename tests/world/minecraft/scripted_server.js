@@ -9,7 +9,8 @@
 //   refuse-login      answers the status ping as 1.21.4, then refuses every login with --reason
 //   kick-mid-episode  a real game (the sidecar's flying-squid, admitting --operators as operators, as a vanilla
 //                     server admits the players of its ops.json); on stdin `kick` it kicks every player with
-//                     --reason, on `refuse` it refuses every later login with --reason, on `admit` it admits again
+//                     --reason, on `refuse [NAME]` it refuses every later login (of NAME) with --reason, on
+//                     `admit` it admits again, on `delay S` it answers every later login it admits S s late
 //   slow              answers the status ping as 1.21.4, takes logins and never lets a player spawn
 //   wrong-version     speaks another version: the status ping names --version-name/--version-protocol (or, with
 //                     --status close, closes the connection as a server with enable-status=false does) and every
@@ -18,7 +19,7 @@
 //
 // The sidecar's Node packages are found through NODE_PATH, as the sidecar finds them. Prints
 // `READY {"port": P}` on stdout once it listens, then one line per stdin command done (`KICKED {...}`,
-// `REFUSING`, `ADMITTING`); exits when stdin closes or on SIGTERM.
+// `REFUSING`, `ADMITTING`, `DELAYING`); exits when stdin closes or on SIGTERM.
 
 const net = require('net')
 const path = require('path')
@@ -41,7 +42,7 @@ const say = line => writeStdout(line + '\n')
 /**
  * Put `decide(client, packet)` before minecraft-protocol's own login handler: it returns a refusal reason
  * (the login is refused with it, in the login state, as a vanilla server refuses), 'hold' (the login is never
- * answered), or null (the login goes on).
+ * answered), a number of milliseconds (the login goes on after them), or null (the login goes on).
  */
 function guardLogins (mcServer, decide) {
   mcServer.on('connection', client => {
@@ -50,8 +51,10 @@ function guardLogins (mcServer, decide) {
     client.once('login_start', (packet, meta) => {
       const verdict = decide(client, packet)
       if (verdict === 'hold') return
-      if (verdict !== null) { client.end(verdict.text, verdict.full); return }
-      for (const listener of login) listener.call(client, packet, meta)
+      const proceed = () => { for (const listener of login) listener.call(client, packet, meta) }
+      if (typeof verdict === 'number') setTimeout(proceed, verdict)
+      else if (verdict !== null) client.end(verdict.text, verdict.full)
+      else proceed()
     })
   })
 }
@@ -104,25 +107,28 @@ async function start (behaviour) {
     const log = (scope, message) => process.stderr.write(`[${scope}] ${message}\n`)
     const operators = option('operators').split(',').filter(Boolean)
     const { serv, port } = await startServer({ rules: loadRules(option('rules')), log, operators })
-    let refusing = false
-    guardLogins(serv._server, () => (refusing ? refusal(reason) : null))
+    let refusing = null // null: nobody; true: everybody; else the one name refused
+    let delayMs = 0
+    guardLogins(serv._server, (client, packet) =>
+      (refusing === true || refusing === packet.username ? refusal(reason) : (delayMs || null)))
     const commands = {
       kick () {
         const players = [...serv.players]
         for (const player of players) player.kick(reason)
         say('KICKED ' + JSON.stringify({ players: players.map(p => p.username) }))
       },
-      refuse () { refusing = true; say('REFUSING') },
-      admit () { refusing = false; say('ADMITTING') }
+      refuse (name) { refusing = name || true; say('REFUSING') },
+      admit () { refusing = null; say('ADMITTING') },
+      delay (seconds) { delayMs = Number(seconds) * 1000; say('DELAYING') }
     }
     let buffered = ''
     process.stdin.on('data', chunk => {
       buffered += chunk.toString()
       let nl
       while ((nl = buffered.indexOf('\n')) >= 0) {
-        const command = buffered.slice(0, nl).trim()
+        const [command, arg] = buffered.slice(0, nl).trim().split(/\s+/)
         buffered = buffered.slice(nl + 1)
-        if (Object.hasOwn(commands, command)) commands[command]()
+        if (Object.hasOwn(commands, command)) commands[command](arg)
         else if (command) say(`UNKNOWN ${JSON.stringify(command)}; commands: ${Object.keys(commands).join(', ')}`)
       }
     })

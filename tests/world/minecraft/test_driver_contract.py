@@ -59,7 +59,8 @@ SERVER_START_S, COMMAND_S = 60.0, 20.0
 
 @dataclass
 class Scripted:
-    """A running scripted server: its port, and its stdin commands (``kick``, ``refuse``, ``admit``)."""
+    """A running scripted server: its port, and its stdin commands (``kick``, ``refuse [NAME]``, ``admit``,
+    ``delay S``)."""
 
     proc: subprocess.Popen[str]
     port: int
@@ -252,6 +253,23 @@ def test_a_server_that_refuses_the_rejoin_after_a_kick_says_so_at_every_reset(ga
             game.command("admit", "ADMITTING")
         world.reset(SPEC)
         assert world.rebuilt and [e.ok for e in world.run([CRAFT])] == [True]
+
+
+def test_a_join_refused_for_one_bot_leaves_no_other_bot_joining_behind_the_next_reset(game: Scripted) -> None:
+    # a0_agent_a is refused at once while a0_agent_b's login is answered 3 s late: the refused reset must not leave
+    # a0_agent_b's join under way, to land later as a second a0_agent_b beside the one the next reset connects
+    game.command("refuse a0_agent_a", "REFUSING")
+    game.command("delay 3", "DELAYING")
+    try:
+        with external_world(game.port) as world:
+            reset_raises(world, ServerRefused, re.escape("refused a0_agent_a: " + KICK_REASON), within_s=40)
+            game.command("admit", "ADMITTING")
+            world.reset(SPEC)
+            assert [e.ok for e in world.run([CRAFT])] == [True]
+            assert world.observe().inventories == {"agent_a": {"oak_planks": 4}, "agent_b": {}}
+    finally:
+        game.command("admit", "ADMITTING")
+        game.command("delay 0", "DELAYING")
 
 
 def test_a_kick_mid_episode_truncates_the_env_episode_as_a_fault_never_an_agent_failure(game: Scripted) -> None:
