@@ -2,6 +2,7 @@
 
     gencoord setup                          install the Minecraft sidecar's Node packages
     gencoord doctor [--backend minecraft|sim] [--json]   check, in order, what an episode needs; say each fix
+    gencoord doctor --server external --host H --port P   the same, against a running Minecraft server
     gencoord rollout --backend minecraft --pool heldout --policy rule --episodes 16 --seed 0
     gencoord rollout ... --arenas 4 [--workers 2 [--ray-address HOST:6379]]   the same results, K at a time
     gencoord replay TRACE.jsonl             re-run recorded episodes and check they match

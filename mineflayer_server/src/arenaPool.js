@@ -21,12 +21,12 @@ const ARENA_NAME = /^[a-z][a-z0-9]{0,5}$/
 class ArenaPool {
   /**
    * @param o.makeArena () -> a fresh EmbeddedArena or ExternalArena (the server access of one arena)
-   * @param o.rules, o.log, o.skillTimeoutMs as for World
+   * @param o.rules, o.log, o.skillTimeoutMs, o.spawnTimeoutMs as for World
    * @param o.maxArenas how many arenas may exist at once
    * @param o.x0 block x of arena 0's origin
    */
-  constructor ({ makeArena, rules, log, skillTimeoutMs, maxArenas = 16, x0 = 0 }) {
-    Object.assign(this, { makeArena, rules, log, skillTimeoutMs, maxArenas, x0 })
+  constructor ({ makeArena, rules, log, skillTimeoutMs, spawnTimeoutMs, maxArenas = 16, x0 = 0 }) {
+    Object.assign(this, { makeArena, rules, log, skillTimeoutMs, spawnTimeoutMs, maxArenas, x0 })
     this.entries = new Map() // name -> {name, slot, world, owner (routing id of the holder, or null), broken}
   }
 
@@ -101,7 +101,7 @@ class ArenaPool {
       for (let k = 0; this.entries.has(name); k++) name = `a${slot}x${k}`
     }
     const world = new World({
-      arena: this.makeArena(), rules: this.rules, log: this.log, skillTimeoutMs: this.skillTimeoutMs,
+      arena: this.makeArena(), rules: this.rules, log: this.log, skillTimeoutMs: this.skillTimeoutMs, spawnTimeoutMs: this.spawnTimeoutMs,
       name, origin: [this.x0 + slot * ARENA_SPACING, 0]
     })
     const entry = { name, slot, world, owner: null, broken: null }

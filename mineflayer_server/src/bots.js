@@ -5,19 +5,56 @@
 
 const mineflayer = require('mineflayer')
 const { pathfinder, Movements } = require('mineflayer-pathfinder')
-const { withTimeout, waitFor } = require('./util')
-const { MINECRAFT_VERSION } = require('./server')
+const { withTimeout, waitFor, TimeoutError } = require('./util')
+const { MINECRAFT_VERSION, MINECRAFT_PROTOCOL } = require('./server')
 const { connectBotSocket } = require('./botSockets')
+const { ProtocolError } = require('./protocol')
 
-/** The text of a kick reason: a chat component (JSON text or an object) or a plain string. */
+/** The text of a kick reason: a chat component (JSON text or an object, a translation with its arguments) or a plain string. */
 function reasonText (reason) {
   let value = reason
   if (typeof value === 'string') { try { value = JSON.parse(value) } catch (err) { return value } }
   if (value && typeof value === 'object') {
-    const text = value.text ?? value.value?.text?.value ?? value.translate
+    const text = value.text ?? value.value?.text?.value
     if (typeof text === 'string') return text
+    if (typeof value.translate === 'string') {
+      const args = Array.isArray(value.with) ? value.with.map(a => (typeof a === 'string' ? a : reasonText(a))) : []
+      return args.length ? `${value.translate} (${args.join(', ')})` : value.translate
+    }
   }
   return JSON.stringify(reason)
+}
+
+/**
+ * A refusal that names a version: vanilla's `multiplayer.disconnect.incompatible` / `outdated_client` /
+ * `outdated_server` ("Incompatible client! Please use 1.20.4", "Outdated server! I'm still on ..."),
+ * minecraft-protocol's "Wrong protocol version", and the client's own "This server is version ...".
+ */
+const VERSION_REFUSAL = /\b(incompatible|outdated)|protocol version|server is version/i
+/** Connection errors that mean nothing accepts connections at the address. */
+const UNREACHABLE = /ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN/
+
+/** What the server at `where` did to `username` before it spawned, as the fault the client raises (protocol.js SERVER_FAULTS). */
+function serverFault ({ where, username, kicked, failed, endReason, timeoutMs }) {
+  const said = kicked ?? failed
+  if (said && VERSION_REFUSAL.test(said)) {
+    return new ProtocolError('ServerVersionMismatch', `the server at ${where} refused ${username} as a client of another ` +
+      `version: ${said}; the bots speak Minecraft ${MINECRAFT_VERSION} (protocol ${MINECRAFT_PROTOCOL}): run a ${MINECRAFT_VERSION} server there`)
+  }
+  if (kicked !== null) {
+    return new ProtocolError('ServerRefused', `the server at ${where} refused ${username}: ${kicked}; check that it runs with ` +
+      'online-mode=false and admits the bots (whitelist, bans, max-players)')
+  }
+  if (timeoutMs !== undefined) {
+    return new ProtocolError('ServerTimeout', `${username} did not spawn on loaded ground within ${timeoutMs / 1000} s at ${where}: the server ` +
+      'is slow, hung, or not a Minecraft server; check the host and port, and the server\'s load')
+  }
+  if (failed && UNREACHABLE.test(failed)) {
+    return new ProtocolError('ServerUnreachable', `${username} cannot reach the server at ${where} (${failed}); start a ` +
+      `Minecraft ${MINECRAFT_VERSION} server there with online-mode=false`)
+  }
+  return new ProtocolError('ServerRefused', `the server at ${where} closed ${username}'s connection before it spawned, ` +
+    `without a reason (${failed ?? endReason}); check that it is a Minecraft ${MINECRAFT_VERSION} server with online-mode=false`)
 }
 
 /**
@@ -57,13 +94,13 @@ async function connectBot (username, port, log, { host = '127.0.0.1', timeoutMs 
   })
   let kicked = null
   let failed = null
+  const where = `${host}:${port}`
   bot.on('error', err => { failed = err && err.message; log('bot', `${username} error: ${failed}`) })
-  bot.on('kicked', reason => { kicked = reasonText(reason); log('bot', `${username} kicked: ${JSON.stringify(reason)}`) })
-  bot.on('end', reason => { bot.gcEnded = true; log('bot', `${username} disconnected: ${reason}`) })
+  // a kick after the spawn is kept on the bot: the fault that ends its episode names it (whyEnded)
+  bot.on('kicked', reason => { kicked = reasonText(reason); bot.gcKicked = kicked; log('bot', `${username} kicked: ${JSON.stringify(reason)}`) })
+  bot.on('end', reason => { bot.gcEnded = true; bot.gcEndReason = reason; log('bot', `${username} disconnected: ${reason}`) })
   const spawned = new Promise((resolve, reject) => {
-    const settle = reason => reject(new Error(kicked !== null
-      ? `the server at ${host}:${port} refused ${username}: ${kicked}`
-      : `${username}'s connection to ${host}:${port} closed before it spawned (${failed ?? reason})`))
+    const settle = endReason => reject(serverFault({ where, username, kicked, failed, endReason }))
     // the socket's end is seen at once, while the kick that came before it may still be in the client's
     // packet pipeline (seen on a busy machine): give the reason a moment to arrive
     const onEnd = reason => {
@@ -79,7 +116,7 @@ async function connectBot (username, port, log, { host = '127.0.0.1', timeoutMs 
     await waitFor(() => bot.entity && bot.blockAt(bot.entity.position.offset(0, -1, 0)), timeoutMs, `${username} chunk under feet`)
   } catch (err) {
     bot.end()
-    throw err
+    throw err instanceof TimeoutError ? serverFault({ where, username, kicked, failed, timeoutMs }) : err
   }
   bot.loadPlugin(pathfinder)
   const movements = new Movements(bot)
@@ -93,7 +130,18 @@ async function connectBot (username, port, log, { host = '127.0.0.1', timeoutMs 
   return bot
 }
 
-/** True when the bot's connection is gone and it must be rejoined. */
-const isDisconnected = bot => !bot || bot.gcEnded || !bot.entity
+/** True when the bot's connection is gone (or going: the server kicked it) and it must be rejoined. */
+const isDisconnected = bot => !bot || bot.gcEnded || bot.gcKicked !== undefined || !bot.entity
 
-module.exports = { connectBot, isDisconnected, SPAWN_TIMEOUT_MS }
+/**
+ * Why a spawned bot's connection ended, for the fault that ends its episode: the server's kick reason (waited
+ * for a moment, as it may arrive after the socket's end) or the connection's own end.
+ */
+async function whyEnded (bot) {
+  if (!bot) return 'it never joined'
+  await waitFor(() => bot.gcKicked !== undefined, KICK_GRACE_MS, 'a kick reason').catch(() => {})
+  if (bot.gcKicked !== undefined) return `kicked by the server: ${bot.gcKicked}`
+  return `its connection closed: ${bot.gcEndReason ?? 'no reason given'}`
+}
+
+module.exports = { connectBot, isDisconnected, whyEnded, SPAWN_TIMEOUT_MS }

@@ -3,7 +3,7 @@
 
 const USAGE = 'usage: node src/sidecar.js --endpoint tcp://127.0.0.1:<port>|ipc://<path> --rules DIR [--agents a,b] ' +
   '[--server embedded|external] [--mc-host 127.0.0.1] [--mc-port 0] [--arenas 1] [--max-arenas 16] [--arena-x0 0] ' +
-  '[--cook-ticks 200] [--skill-timeout-ms 20000] [--parent-pid PID] [--client-key HEX] [--test-ops]'
+  '[--cook-ticks 200] [--skill-timeout-ms 20000] [--spawn-timeout-ms 40000] [--parent-pid PID] [--client-key HEX] [--test-ops]'
 
 const DEFAULTS = Object.freeze({
   endpoint: null,
@@ -17,6 +17,7 @@ const DEFAULTS = Object.freeze({
   'arena-x0': '0',
   'cook-ticks': '200',
   'skill-timeout-ms': '20000',
+  'spawn-timeout-ms': '', // empty: bots.js SPAWN_TIMEOUT_MS
   'parent-pid': '',
   'client-key': ''
 })
@@ -73,6 +74,7 @@ function parseArgs (argv) {
     arenaX0,
     cookTicks: int('cook-ticks'),
     skillTimeoutMs: int('skill-timeout-ms'),
+    spawnTimeoutMs: opts['spawn-timeout-ms'] ? int('spawn-timeout-ms') : undefined,
     parentPid: opts['parent-pid'] ? int('parent-pid') : null,
     clientKey: opts['client-key'] || null,
     testOps: switches.has('test-ops')

@@ -5,12 +5,14 @@
 // Every op that touches a world names its arena (`args.arena`, opened with `open_arena`). An error
 // inside one arena that is not a refusal of the request (a bot disconnected, the reset could not be
 // arranged, the truth could not be read) is an `ArenaFault` reply naming that arena; the arena is
-// rebuilt at its next reset and the other arenas never notice. An episode the sidecar stalled in (stall.js)
+// rebuilt at its next reset and the other arenas never notice. A server that fails a bot's join (refuses it,
+// speaks another version, never spawns it) is its own reply type (protocol.js SERVER_FAULTS), so the client
+// can say to fix the server rather than retry. An episode the sidecar stalled in (stall.js)
 // is lost as a whole: every execute, observe or barrier of it after the stall is a `Stalled` reply, whatever
 // its skills did, since budgets ran out (or not) for the machine's sake and keeping only the episodes that
 // succeeded anyway would bias what they measure.
 
-const { PROTOCOL_VERSION, ProtocolError, badRequest, isMap } = require('./protocol')
+const { PROTOCOL_VERSION, ProtocolError, SERVER_FAULTS, badRequest, isMap } = require('./protocol')
 const { check } = require('./validate')
 const { describeStalls } = require('./stall')
 const { MINECRAFT_VERSION } = require('./server')
@@ -47,7 +49,11 @@ function createOps (pool, onShutdown, { testOps = false, stalls = null } = {}) {
     try {
       return await fn(entry)
     } catch (err) {
-      if (err instanceof ProtocolError) throw err
+      if (err instanceof ProtocolError) {
+        // a server that failed a bot's (re)join: that type travels as it is, and the arena is rebuilt at its next reset
+        if (SERVER_FAULTS.includes(err.type)) entry.broken = err.message
+        throw err
+      }
       entry.broken = err.message
       throw new ProtocolError('ArenaFault', `arena ${entry.name}: ${err.message}; this episode is lost: the next reset rebuilds the arena`)
     }

@@ -8,13 +8,19 @@ const { encode, decode } = require('@msgpack/msgpack')
 
 const PROTOCOL_VERSION = 2
 /**
+ * The Minecraft server the bots join failed them before they spawned (bots.js): it could not be reached, refused
+ * the login (`ServerRefused`, with its reason), speaks another Minecraft version, or let a bot connect but never
+ * spawned it in time (`ServerTimeout`). The sidecar and its other arenas are fine; the server needs fixing.
+ */
+const SERVER_FAULTS = Object.freeze(['ServerUnreachable', 'ServerRefused', 'ServerVersionMismatch', 'ServerTimeout'])
+/**
  * `ArenaFault`: the arena named in the request lost its episode (a bot disconnected, the reset or the
  * read-back failed); the next reset of that arena rebuilds it. `ArenaBusy`: the arena asked for is held
  * by another client, or no more arenas may be opened. `Stalled`: the sidecar stalled (stopped, paused or
  * starved) during the arena's episode, whose skills run on wall-clock budgets: the episode is lost, for the
  * machine's sake, not the agents'.
  */
-const ERROR_TYPES = Object.freeze(['BadRequest', 'TooLarge', 'VersionMismatch', 'SkillFailed', 'ArenaFault', 'ArenaBusy', 'Stalled', 'Internal'])
+const ERROR_TYPES = Object.freeze(['BadRequest', 'TooLarge', 'VersionMismatch', 'SkillFailed', 'ArenaFault', 'ArenaBusy', 'Stalled', 'Internal', ...SERVER_FAULTS])
 
 /** A request the sidecar refuses; `type` is one of ERROR_TYPES and travels to the client. */
 class ProtocolError extends Error {
@@ -100,6 +106,7 @@ function encodeError (id, type, message) {
 module.exports = {
   PROTOCOL_VERSION,
   ERROR_TYPES,
+  SERVER_FAULTS,
   WIRE_LIMITS,
   ProtocolError,
   badRequest,

@@ -8,6 +8,8 @@ const squid = require('flying-squid')
 const { Vec3 } = require('vec3')
 
 const MINECRAFT_VERSION = '1.21.4'
+/** The protocol number of MINECRAFT_VERSION, as a server's status ping names it (the Python side's MINECRAFT_PROTOCOL). */
+const MINECRAFT_PROTOCOL = 769
 const PLUGIN_PATH = path.resolve(__dirname, 'plugin', 'index.js')
 /**
  * Where players join, relative to (0, floor, 0): outside every arena (arenas keep |z| < 32, see arenaPool.js),
@@ -72,4 +74,4 @@ async function stopServer (serv) {
   try { serv._server.close() } catch (err) { /* already closed */ }
 }
 
-module.exports = { startServer, stopServer, MINECRAFT_VERSION, LOBBY }
+module.exports = { startServer, stopServer, MINECRAFT_VERSION, MINECRAFT_PROTOCOL, LOBBY }

@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 'use strict'
 // Entry point: start the embedded server (or find the external one) and the bots, bind one ZeroMQ ROUTER socket on loopback
-// or ipc, print `READY <json>` on stdout, then answer requests until `shutdown`.
+// or ipc, print `READY <json>` on stdout, then answer requests until `shutdown`. A server that fails the first arenas'
+// bots (protocol.js SERVER_FAULTS) is printed as `FAULT {"type", "message"}` before the process exits with 1.
 //
 //   node src/sidecar.js --endpoint tcp://127.0.0.1:5555 --rules DIR [--agents agent_a,agent_b] [--server embedded|external]
 //                       [--mc-host H] [--mc-port 0] [--arenas 1] [--max-arenas 16] [--arena-x0 0]
-//                       [--cook-ticks 200] [--skill-timeout-ms 20000] [--parent-pid PID] [--client-key HEX] [--test-ops]
+//                       [--cook-ticks 200] [--skill-timeout-ms 20000] [--spawn-timeout-ms 40000] [--parent-pid PID] [--client-key HEX] [--test-ops]
 //
 // The server holds `--arenas` arenas from the start (each with the `--agents` bots connected), and up to
 // `--max-arenas` once clients open more (arenaPool.js). Who may use the socket and how large a message may
@@ -24,7 +25,7 @@ const { createOps, SIDECAR_VERSION } = require('./ops')
 const { parseArgs } = require('./cli')
 const { loadRules } = require('./rules')
 const { MAX_AGENTS } = require('./spec')
-const { PROTOCOL_VERSION, ProtocolError, decodeRequest, encodeResult, encodeError, wireLimits } = require('./protocol')
+const { PROTOCOL_VERSION, SERVER_FAULTS, ProtocolError, decodeRequest, encodeResult, encodeError, wireLimits } = require('./protocol')
 const { bindSocket } = require('./socket')
 const { SerialQueue } = require('./util')
 const { StallMonitor } = require('./stall')
@@ -78,7 +79,7 @@ async function main () {
     server = { host: '127.0.0.1', port: embedded.port, floorY: embedded.floorY }
     log('sidecar', `flying-squid ${MINECRAFT_VERSION} on 127.0.0.1:${embedded.port}, floor y=${embedded.floorY}`)
   }
-  const pool = new ArenaPool({ makeArena, rules, log, skillTimeoutMs: opts.skillTimeoutMs, maxArenas: opts.maxArenas, x0: opts.arenaX0 })
+  const pool = new ArenaPool({ makeArena, rules, log, skillTimeoutMs: opts.skillTimeoutMs, spawnTimeoutMs: opts.spawnTimeoutMs, maxArenas: opts.maxArenas, x0: opts.arenaX0 })
   const first = Array.from({ length: opts.arenas }, () => pool.create(null))
   await Promise.all(first.map(entry => entry.world.ensureBots(opts.agents)))
   if (server.floorY === null && first.length) server.floorY = first[0].world.floorY
@@ -147,6 +148,8 @@ async function main () {
 
 if (require.main === module) {
   main().catch(err => {
+    // a server that failed the first arenas' bots: the client raises its typed fault, not "the sidecar died"
+    if (err instanceof ProtocolError && SERVER_FAULTS.includes(err.type)) writeStdout('FAULT ' + JSON.stringify({ type: err.type, message: err.message }) + '\n')
     process.stderr.write(`sidecar failed to start: ${err && err.stack ? err.stack : err}\n`)
     process.exit(1)
   })

@@ -10,7 +10,7 @@
 // their own names. Positions in specs and replies are relative to the arena's origin and floor.
 
 const { Vec3 } = require('vec3')
-const { connectBot, isDisconnected } = require('./bots')
+const { connectBot, isDisconnected, whyEnded, SPAWN_TIMEOUT_MS } = require('./bots')
 const { parseSpec } = require('./spec')
 const { SKILLS, SkillFailure, checkSkillArgs, checkSkillTable, countOf } = require('./skills')
 const { meterOf, noActions } = require('./actions')
@@ -47,17 +47,18 @@ class World {
    *   may be passed instead and the arena is built from them
    * @param o.rules the rule tables (rules.js `loadRules`): calls are checked against `rules.ops`
    * @param o.log logger, o.skillTimeoutMs budget per skill step (walking, waiting for a handoff)
+   * @param o.spawnTimeoutMs how long a bot may take to join and stand on loaded ground (bots.js SPAWN_TIMEOUT_MS)
    * @param o.name the arena's name (bots join as `<name>_<agent>`); null: bots join under the agents' names
    * @param o.origin block x and z of the arena's (0, 0) (default 0, 0)
    */
-  constructor ({ arena, serv, api, port, floorY, rules, log, skillTimeoutMs = 20000, name = null, origin = [0, 0] }) {
+  constructor ({ arena, serv, api, port, floorY, rules, log, skillTimeoutMs = 20000, spawnTimeoutMs = SPAWN_TIMEOUT_MS, name = null, origin = [0, 0] }) {
     if (!rules || !rules.ops || !rules.recipes) throw new Error('World needs the rule tables: pass rules = loadRules(dir) (src/rules.js)')
     checkSkillTable(rules.ops)
     this.arena = arena || new EmbeddedArena({ serv, api, port, floorY })
     this.name = name
     this.origin = { x: origin[0], z: origin[1] }
     this.log = name ? (scope, message) => log(scope, `${name}: ${message}`) : log
-    Object.assign(this, { rules, skillTimeoutMs })
+    Object.assign(this, { rules, skillTimeoutMs, spawnTimeoutMs })
     this.arena.bind(this)
     this.registry = this.arena.registry
     this.bots = new Map() // agent name -> bot (whose username is `username(agent)`)
@@ -92,14 +93,18 @@ class World {
       }
     }
     const missing = names.filter(n => isDisconnected(this.bots.get(n)))
-    await Promise.all(missing.map(async name => {
+    // every join is waited for, failed or not: one still under way after this call returned would join later, a
+    // bot nobody tracks, under the name the next call's join takes
+    const joins = await Promise.allSettled(missing.map(async name => {
       const old = this.bots.get(name)
       if (old) { this.log('world', `rejoining ${name} (its connection dropped)`); old.end() }
-      const bot = await connectBot(this.username(name), this.arena.port, this.log, { host: this.arena.host })
+      const bot = await connectBot(this.username(name), this.arena.port, this.log, { host: this.arena.host, timeoutMs: this.spawnTimeoutMs })
       this.bots.set(name, bot)
       await this.arena.attach(bot, name)
       if (!this.queues.has(name)) this.queues.set(name, new SerialQueue())
     }))
+    const failed = joins.find(j => j.status === 'rejected')
+    if (failed) throw failed.reason
     // the bots join concurrently; keep them in the episode's order, not the order their logins finished
     this.bots = new Map(names.map(n => [n, this.bots.get(n)]))
     return missing
@@ -194,9 +199,35 @@ class World {
 
   barrierFor (bot) { return this.arena.barrierFor(bot) }
 
+  /**
+   * Every bot's barrier. A bot whose connection ended (a kick, a dropped connection) fails it: its view of the
+   * world is gone, so no ground truth may be read without it.
+   */
   async barrier () {
-    await Promise.all([...this.bots.values()].filter(b => !isDisconnected(b)).map(b => this.barrierFor(b)))
+    await this.whileConnected(() => Promise.all([...this.bots.values()].map(b => this.barrierFor(b))))
     return true
+  }
+
+  /**
+   * `fn()`, unless a bot of the arena is disconnected or its connection ends first (a kick that races a reset or
+   * a read-back): then an ArenaFault naming the bot and why, at once rather than when `fn` times out.
+   */
+  async whileConnected (fn) {
+    const lost = async (agent, bot) => new ArenaFault(`${agent}'s bot is disconnected (${await whyEnded(bot)})`)
+    for (const [agent, bot] of this.bots) if (isDisconnected(bot)) throw await lost(agent, bot)
+    const listeners = []
+    const ended = new Promise((resolve, reject) => {
+      for (const [agent, bot] of this.bots) {
+        const onEnd = () => lost(agent, bot).then(reject)
+        bot.once('end', onEnd)
+        listeners.push([bot, onEnd])
+      }
+    })
+    try {
+      return await Promise.race([fn(), ended])
+    } finally {
+      for (const [bot, onEnd] of listeners) bot.removeListener('end', onEnd)
+    }
   }
 
   // ---------- reset ----------
@@ -225,10 +256,10 @@ class World {
       this.layout = { stations }
       this.failedGives = []
       this.tosses = []
-      await this.withPhysics(async () => {
+      await this.withPhysics(() => this.whileConnected(async () => {
         await this.arena.arrange(this, spec, stations, previous)
         await this.settle(spec, stations)
-      })
+      }))
       return { ms: Date.now() - start, rejoined }
     })
   }
@@ -348,7 +379,7 @@ class World {
     this.holdPhysics(actor, +1)
     return this.queues.get(actor).run(async () => {
       const bot = this.bots.get(actor)
-      if (isDisconnected(bot)) throw new ArenaFault(`${actor}'s bot is disconnected`)
+      if (isDisconnected(bot)) throw new ArenaFault(`${actor}'s bot is disconnected (${await whyEnded(bot)})`)
       const epoch = this.epoch
       const event = { call_id: id, actor, op, ok: true, kind: 'skill', reason: '', data: {}, actions: noActions() }
       const meter = meterOf(bot)
@@ -360,7 +391,7 @@ class World {
       const started = Date.now()
       let onEnd = null
       const ended = new Promise((resolve, reject) => {
-        onEnd = () => reject(new ArenaFault(`${actor}'s bot disconnected during ${op}`))
+        onEnd = () => whyEnded(bot).then(why => reject(new ArenaFault(`${actor}'s bot disconnected during ${op} (${why})`)))
         bot.once('end', onEnd)
       })
       ended.catch(() => {})
@@ -369,7 +400,7 @@ class World {
       } catch (err) {
         if (err instanceof ArenaFault || isDisconnected(bot)) {
           this.log('skill', `${actor} ${op}: ${err.message}`)
-          throw err instanceof ArenaFault ? err : new ArenaFault(`${actor}'s bot disconnected during ${op}: ${err.message}`)
+          throw err instanceof ArenaFault ? err : new ArenaFault(`${actor}'s bot disconnected during ${op} (${await whyEnded(bot)}): ${err.message}`)
         }
         if (!(err instanceof SkillFailure) && !(err instanceof TimeoutError)) this.log('skill', `${actor} ${op} raised: ${err.stack}`)
         bot.pathfinder?.setGoal(null)

@@ -89,7 +89,7 @@ test('bots of another process cannot join a sidecar\'s server, even under its ow
     const port = sc.ready.mc_port
     const started = Date.now()
     await assert.rejects(connectBot('a0_agent_a', port, () => {}),
-      new RegExp(`^Error: the server at 127\\.0\\.0\\.1:${port} refused a0_agent_a: refused: this server admits only the bots its sidecar created; a0_agent_a connecting from 127\\.0\\.0\\.1:\\d+ is not one of them$`))
+      new RegExp(`^ProtocolError: the server at 127\\.0\\.0\\.1:${port} refused a0_agent_a: refused: this server admits only the bots its sidecar created; a0_agent_a connecting from 127\\.0\\.0\\.1:\\d+ is not one of them; check that it runs with online-mode=false`))
     assert.ok(Date.now() - started < SPAWN_TIMEOUT_MS / 2, `connectBot gave up after ${Date.now() - started} ms, not at its spawn timeout`)
     assert.equal((await stranger('someone', port)).spawned, false)
     assert.ok(sc.stderr.join('').includes('[admission] refused "a0_agent_a"'))

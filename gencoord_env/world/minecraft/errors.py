@@ -2,8 +2,8 @@
 
 An agent's mistake is never one of these: a skill that cannot be done comes back as a failed
 ``WorldEvent``. These exceptions mean the machinery itself broke (the Node runtime is missing, the
-sidecar died, timed out, spoke another protocol, or the Minecraft server cannot be reached), so each
-message says what to do about it.
+sidecar died, timed out, spoke another protocol, or the Minecraft server cannot be reached, refused the bots,
+speaks another version or does not answer), so each message says what to do about it.
 """
 from __future__ import annotations
 
@@ -56,8 +56,36 @@ class EpisodeLost(MinecraftBackendError):
     run. ``reset()`` starts the next episode (rebuilding the arena, or restarting the sidecar, as needed)."""
 
 
-class ServerUnreachable(MinecraftBackendError):
-    """The Minecraft server the bots should join cannot be reached."""
+class ServerFault(MinecraftBackendError):
+    """The Minecraft server the bots join failed them (``server="external"`` or ``"vanilla"``; rarely the embedded
+    one): it cannot be reached, refused their login, speaks another version, or does not answer in time. The
+    sidecar and its other arenas are fine; fix the server as the message says, then ``reset()`` again (it tries
+    anew: a fault at the start starts nothing, one of a bot's join rebuilds the arena)."""
+
+
+class ServerUnreachable(ServerFault):
+    """The Minecraft server the bots should join cannot be reached (or what answers there is not Minecraft)."""
+
+
+class ServerRefused(ServerFault):
+    """The server refused a bot's login, with its reason (a whitelist, a ban, online mode, a full server), or
+    closed the connection before the bot spawned."""
+
+
+class ServerVersionMismatch(ServerFault):
+    """The server speaks another Minecraft version than the bots' 1.21.4 (protocol 769): its status ping says so,
+    or it refused the bots as clients of another version."""
+
+
+class ServerTimeout(ServerFault):
+    """The server accepted the connection but did not answer in time: no status reply, or a bot not spawned
+    within the spawn timeout (a hung or overloaded server, or no Minecraft server at that port)."""
+
+
+#: The sidecar's reply types (its protocol.js ``ERROR_TYPES``) for a server that failed a bot's join, and what each raises.
+SERVER_FAULTS: dict[str, type[ServerFault]] = {
+    c.__name__: c for c in (ServerUnreachable, ServerRefused, ServerVersionMismatch, ServerTimeout)
+}
 
 
 class ArenaFault(MinecraftBackendError):

@@ -32,10 +32,11 @@ from typing import Any
 
 from .client import CurveKeys, Identity, SidecarClient, unreachable
 from .errors import SidecarDied, SidecarTimeout
+from .probe import check_server
 from .protocol import check_hello
 from .runtime import Runtime, locate
 from .supervisor import Sidecar, SidecarOptions, free_tcp_port
-from .vanilla import VanillaServer, require_reachable
+from .vanilla import VanillaServer
 
 
 SERVERS = ("embedded", "external", "vanilla")
@@ -193,8 +194,8 @@ class SidecarPool:
                 self.restarts += 1
             if self.server == "vanilla":
                 self._start_vanilla()
-            if self.server != "embedded":
-                require_reachable(self.host, int(self.port or 0))
+            if self.server != "embedded":  # a server of another version, or none, is refused before any Node starts
+                check_server(self.host, int(self.port or 0))
             self._sidecar = Sidecar.start(self.runtime, self._options())  # type: ignore[arg-type]
             self._endpoint = self._sidecar.endpoint
             self.generation += 1

@@ -47,6 +47,8 @@ def wire_limit(section: str, name: str) -> Limit:
 
 PROTOCOL_VERSION = 2
 MINECRAFT_VERSION = "1.21.4"
+#: The protocol number of MINECRAFT_VERSION, as a server's status ping names it.
+MINECRAFT_PROTOCOL = 769
 #: The sidecar's socket drops a larger message before receiving it whole; refuse one here first.
 MAX_MESSAGE_BYTES = wire_limit("transport", "message_bytes").max
 #: What one reset spec may hold (the sidecar refuses more, before any work).

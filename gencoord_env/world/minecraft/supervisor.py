@@ -2,7 +2,8 @@
 
 Each sidecar gets a private endpoint (an ipc path in its own temporary directory, or a free TCP port on
 127.0.0.1) so several environments coexist on one machine. The sidecar prints ``READY <json>`` on
-stdout once its socket is bound and its bots are in the world; everything else it prints goes to a log
+stdout once its socket is bound and its bots are in the world (or ``FAULT <json>`` before it exits, when the
+Minecraft server failed those bots: raised as its ``ServerFault``); everything else it prints goes to a log
 file whose path fault messages quote: by default in the per-user cache (``~/.cache/gencoord_env/logs/``),
 without terminal escape codes, where only the newest ``LOG_KEEP`` logs of the last ``LOG_MAX_AGE_S`` are
 kept. The process is shut down by ``close()``; a Sidecar dropped without ``close()`` is stopped when it is
@@ -37,11 +38,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from .client import CurveKeys, Identity, SidecarClient, unreachable
-from .errors import SETUP_HINT, ProtocolMismatch, RuntimeMissing, SidecarDied, SidecarTimeout
+from .errors import SERVER_FAULTS, SETUP_HINT, ProtocolMismatch, RuntimeMissing, SidecarDied, SidecarTimeout
 from .protocol import check_hello
 from .runtime import Runtime, cache_dir
 
 READY_PREFIX = "READY "
+#: A sidecar whose first arenas' bots the server failed prints ``FAULT {"type", "message"}`` before it exits.
+FAULT_PREFIX = "FAULT "
 #: A sidecar's private folder (its ipc socket) is ``<temp dir>/gencoord-sidecar-<owner pid>-<random>``.
 WORKDIR_PREFIX = "gencoord-sidecar-"
 LOG_TAIL_LINES = 15
@@ -336,7 +339,7 @@ def _pump_stderr(err: IO[bytes] | None, log_path: Path) -> None:
 
 
 def _pump_stdout(out: IO[bytes] | None, log_path: Path, ready: threading.Event, info: dict[str, Any]) -> None:
-    """Copy stdout to the log and catch the READY line; runs until the process closes stdout."""
+    """Copy stdout to the log and catch the READY line (and a FAULT line); runs until the process closes stdout."""
     if out is None:
         return
     with log_path.open("ab", buffering=0) as log:
@@ -344,6 +347,11 @@ def _pump_stdout(out: IO[bytes] | None, log_path: Path, ready: threading.Event, 
             raw = strip_escapes(raw)
             log.write(raw)
             line = raw.decode("utf-8", "replace").strip()
+            if line.startswith(FAULT_PREFIX):
+                try:
+                    info["fault"] = json.loads(line[len(FAULT_PREFIX):])
+                except json.JSONDecodeError:
+                    pass
             if not ready.is_set() and line.startswith(READY_PREFIX):
                 try:
                     parsed = json.loads(line[len(READY_PREFIX):] or "{}")
@@ -446,6 +454,7 @@ class Sidecar:
         while not self._ready.wait(0.05):
             code = self.process.poll()
             if code is not None:
+                self._raise_fault()
                 raise SidecarDied(
                     f"the sidecar exited with code {code} before it was ready; " + self.describe_log(),
                     returncode=code,
@@ -461,6 +470,14 @@ class Sidecar:
             if not endpoint.startswith(("tcp://127.0.0.1:", "ipc://")):
                 raise ProtocolMismatch(f"the sidecar bound {endpoint!r}, which is not loopback or ipc")
             self.endpoint = endpoint
+
+    def _raise_fault(self) -> None:
+        """The server fault an exited sidecar printed (``FAULT``), raised as its typed exception; else nothing."""
+        for pump in self._pumps:  # the process is gone: its last lines are on their way
+            pump.join(1.0)
+        fault = self.ready_info.get("fault")
+        if isinstance(fault, dict) and fault.get("type") in SERVER_FAULTS:
+            raise SERVER_FAULTS[fault["type"]](f"the sidecar could not start its first arenas: {fault.get('message')}")
 
     def _server_key(self) -> str:
         key = self.ready_info.get("curve_server_key")

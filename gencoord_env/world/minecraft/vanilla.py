@@ -103,15 +103,6 @@ def port_open(host: str, port: int, timeout: float = 1.0) -> bool:
         return False
 
 
-def require_reachable(host: str, port: int) -> None:
-    """ServerUnreachable unless a server listens at host:port."""
-    if not port_open(host, port, timeout=3.0):
-        raise ServerUnreachable(
-            f"no Minecraft server accepts connections at {host}:{port}; start a Minecraft 1.21.4 server there "
-            "with online-mode=false, or use server='embedded'"
-        )
-
-
 def _stop(proc: subprocess.Popen[bytes], timeout: float) -> None:
     if proc.poll() is not None:
         return

@@ -21,6 +21,7 @@ from gencoord_env.world.minecraft import (
     MinecraftWorld,
     ProtocolMismatch,
     RuntimeMissing,
+    ServerRefused,
     SidecarDied,
     SpecRefused,
     locate,
@@ -153,7 +154,8 @@ def test_disconnected_bot_is_an_arena_fault_and_the_arena_is_rebuilt_at_reset() 
         assert w.rejoined == () and not w.rebuilt
         assert w.sidecar is not None and w.sidecar.client is not None
         assert w.sidecar.client.call("drop_bot", {"arena": w.arena, "agent": "agent_b"}) == {"dropped": True}
-        with pytest.raises(ArenaFault, match="agent_b's bot is disconnected; this episode is lost: the next reset rebuilds"):
+        with pytest.raises(ArenaFault, match=re.escape("agent_b's bot is disconnected (its connection closed: dropped by the drop_bot test op); "
+                                                  "this episode is lost: the next reset rebuilds")):
             w.run([SkillCall("b1", "agent_b", "wait", {"ticks": 1})])
         w.reset(SPEC)
         # the same sidecar; the arena's bots rejoined
@@ -210,7 +212,7 @@ def test_another_sidecars_bots_are_refused_by_the_embedded_server(world: Minecra
         t0 = time.monotonic()
         refused = (re.escape(f"the server at 127.0.0.1:{port} refused ") + r"(a0_ext_[ab]): refused: this server admits only the "
                    r"bots its sidecar created; \1 connecting from 127\.0\.0\.1:\d+ is not one of them")
-        with pytest.raises(ArenaFault, match=refused):
+        with pytest.raises(ServerRefused, match=refused):
             ext.reset(EXTERNAL)
         assert time.monotonic() - t0 < 15, "the refused sidecar gave up at once, not after its bots' spawn timeout"
     assert all(e.ok for e in world.run(CALLS))
