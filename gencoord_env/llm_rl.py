@@ -1,4 +1,4 @@
-"""Language-model agents that play whole episodes through a tool: TRL's ``environment_factory`` and verifiers.
+"""Language-model agents that play whole episodes through a tool: TRL's ``environment_factory``.
 
 :class:`GencoordToolEnv` is an environment for ``trl.GRPOTrainer(environment_factory=...)`` (TRL 1.16,
 experimental): a constructor that needs no argument, ``reset(**row)`` returning the first observation
@@ -34,7 +34,8 @@ Example::
                           environment_factory=GencoordToolEnv.factory(pool="train", plays="both"),
                           args=GRPOConfig(..., max_tool_calling_iterations=4))
 
-:func:`load_environment` is the same game as a ``verifiers`` multi-turn environment (extra ``verifiers``).
+:mod:`gencoord_env.verifiers_env` plays the same episodes (this class's episode logic) as a ``verifiers`` 0.4
+environment (extra ``verifiers``).
 """
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ __all__ = [
     "TOOL_CHAT_TEMPLATE",
     "GencoordToolEnv",
     "episode_dataset",
+    "episode_prompt",
     "staged_reward",
     "success_reward",
     "tool_call_text",
@@ -130,7 +132,7 @@ def tool_rows(rows: Iterable[Any], tokenizer: Any) -> list[Any]:
 
 def _split(text: str) -> tuple[str, str]:
     """(prior block, the rest) of an observation; ("", text) when it has no prior block."""
-    from gencoord_env.agents.lm.prompt import split_prior
+    from gencoord_env.tasks.contexts import split_prior
 
     parts = split_prior(text)
     return parts if parts is not None else ("", text)
@@ -191,7 +193,12 @@ class GencoordToolEnv:
         prior, rest = _split(turn.text)
         return rest if self._prior and prior == self._prior else turn.text
 
-    # --- what the reward functions read ------------------------------------------------------------
+    # --- what the reward functions read (properties: TRL makes every public method a tool) ----------
+
+    @property
+    def game(self) -> TurnEnv:
+        """The turn-by-turn env the episodes are played in (its ``env`` is the ParallelEnv)."""
+        return self._game
 
     @property
     def turn(self) -> Turn | None:
@@ -243,9 +250,11 @@ def episode_dataset(pool: str, indices: Iterable[int], **env_kwargs: Any) -> Any
     from datasets import Dataset
 
     env = GencoordToolEnv(pool=pool, **env_kwargs)
-    rows = []
-    for k in indices:
-        prior, _ = _split(env._start(int(k), None).text)
-        prompt = ([{"role": "system", "content": prior}] if prior else []) + [{"role": "user", "content": ""}]
-        rows.append({"prompt": prompt, "index": int(k)})
-    return Dataset.from_list(rows)
+    return Dataset.from_list([{"prompt": episode_prompt(env, int(k)), "index": int(k)} for k in indices])
+
+
+def episode_prompt(env: GencoordToolEnv, index: int) -> list[dict[str, str]]:
+    """The prompt of episode ``index`` of ``env``'s pool: the shared prior as the system turn (none when the
+    observation has no prior block) and an empty user turn that ``reset`` fills. Starts that episode."""
+    prior, _ = _split(env._start(index, None).text)
+    return ([{"role": "system", "content": prior}] if prior else []) + [{"role": "user", "content": ""}]

@@ -80,6 +80,14 @@ def test_the_rules_tables_and_package_readmes_are_in_the_wheel(wheel: zipfile.Zi
     assert "gencoord_env/world/minecraft/README.md" in names
 
 
+def test_the_top_level_modules_are_the_listed_ones_and_in_the_wheel(wheel: zipfile.ZipFile) -> None:
+    # a top-level module is the verifiers environment's id (gencoord_verifiers): it must ship, and be the only one
+    listed = _config()["options"]["py_modules"].split()
+    assert listed == ["gencoord_verifiers"] and all((ROOT / f"{m}.py").is_file() for m in listed)
+    tops = {n.split("/")[0] for n in _names(wheel) if ".dist-info" not in n.split("/")[0]}
+    assert tops == {"gencoord_env", "gencoord_verifiers.py"}
+
+
 def test_the_sidecar_sources_are_in_the_wheel(wheel: zipfile.ZipFile) -> None:
     names = _names(wheel)
     base = ROOT / "mineflayer_server"

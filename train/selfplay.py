@@ -187,13 +187,13 @@ def run(config: SelfPlayConfig) -> dict[str, Any]:
     lm = load_model(model_dir, device=config.device, dtype=torch.float32)
     model, tokenizer = lm.model, tool_tokenizer(lm.tokenizer)
     tokenizer.padding_side = "left"
-    size = len(GencoordToolEnv(pool=config.eval_pool, route=config.route)._game.env.episodes)
+    size = len(GencoordToolEnv(pool=config.eval_pool, route=config.route).game.env.episodes)
     eval_indices = range(size if config.eval_episodes is None else min(size, config.eval_episodes))
     t = time.perf_counter()
     before = _success(play(model, tokenizer, config.eval_pool, config.route, eval_indices, config.max_turns), config.eval_pool)
     seconds["eval_before"] = time.perf_counter() - t
 
-    train_size = len(GencoordToolEnv(pool=config.pool, route=config.route)._game.env.episodes)
+    train_size = len(GencoordToolEnv(pool=config.pool, route=config.route).game.env.episodes)
     train_indices = range(train_size if config.train_episodes is None else min(train_size, config.train_episodes))
     history: list[dict[str, Any]] = []
 
@@ -208,7 +208,8 @@ def run(config: SelfPlayConfig) -> dict[str, Any]:
     cuda = lm.device.type == "cuda"
     # float32 throughout: the scratch models are small (6M parameters at the default size), and bf16 autocast is
     # where `gencoord train grpo` met NaN sampling probabilities on long, unevenly padded prompts (multi-turn
-    # transcripts are such prompts); see scripts/bf16_padding_nan.py
+    # transcripts are such prompts). The suspected cause, pad query rows that attend to nothing, is removed by the
+    # models' attention (agents/lm/attention.py); until scripts/bf16_padding_nan.py confirms that on a GPU, this stays
     args = GRPOConfig(
         output_dir=str(out / "trainer"), max_steps=config.steps, num_generations=config.num_generations,
         per_device_train_batch_size=config.prompts_per_step * config.num_generations, gradient_accumulation_steps=1,

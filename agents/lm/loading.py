@@ -6,7 +6,8 @@ the local cache only; the network is tried afterwards unless ``HF_HUB_OFFLINE`` 
 works, :class:`ModelLoadError` says what to do instead of surfacing a stack of HTTP retries.
 
 Weights go to the GPU in bfloat16 when one is present and stay on the CPU in float32 otherwise: bf16
-matrix work is slow and lossy on most CPUs, and float32 keeps tests deterministic.
+matrix work is slow and lossy on most CPUs, and float32 keeps tests deterministic. Models on SDPA attention
+come back on :data:`gencoord_env.agents.lm.attention.PAD_SAFE_SDPA` (left-padded batches without NaN on GPUs).
 
 Where no pretrained weights exist at all, :func:`build_tiny` trains a byte-level BPE tokenizer on a
 corpus with ``tokenizers`` and builds a small Qwen3 / Qwen3.5 model from a config written in code, and
@@ -29,6 +30,8 @@ from typing import TYPE_CHECKING, Literal
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+from gencoord_env.agents.lm.attention import use_pad_safe_attention
 
 if TYPE_CHECKING:
     from transformers import Qwen3_5TextConfig
@@ -150,6 +153,7 @@ def load_model(
         # Batched generation pads on the left; EOS is a safe pad because padded positions are masked.
         tokenizer.pad_token = tokenizer.eos_token
     model.to(resolved_device).eval()
+    use_pad_safe_attention(model)
     return LoadedModel(model=model, tokenizer=tokenizer, device=resolved_device, dtype=resolved_dtype, source=text)
 
 
@@ -285,6 +289,7 @@ def build_tiny(
     resolved_dtype = dtype if dtype is not None else default_dtype(resolved_device)
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config).to(device=resolved_device, dtype=resolved_dtype).eval()
+    use_pad_safe_attention(model)
     return LoadedModel(model=model, tokenizer=tokenizer, device=resolved_device, dtype=resolved_dtype, source=f"tiny-{arch}")
 
 

@@ -26,11 +26,10 @@ from dataclasses import dataclass
 
 from transformers import PreTrainedTokenizerBase
 
+from gencoord_env.tasks.contexts import split_prior
+
 __all__ = ["PromptParts", "prompt_parts", "prompt_text", "split_prior"]
 
-# The prior block as contexts.render writes it: its header line, then one line per skill and per node.
-_PRIOR_HEAD = "PRIOR "
-_PRIOR_BODY = ("SKILL ", "NODE ")
 # Stands in for the user turn while finding where the template's shared head ends.
 _SENTINEL = "\x00user turn\x00"
 
@@ -42,18 +41,6 @@ class PromptParts:
 
     shared: str
     text: str
-
-
-def split_prior(context: str) -> tuple[str, str] | None:
-    """(prior block, the observation without it), or None when the observation has no prior block."""
-    lines = context.split("\n")
-    start = next((i for i, line in enumerate(lines) if line.startswith(_PRIOR_HEAD)), None)
-    if start is None:
-        return None
-    end = start + 1
-    while end < len(lines) and lines[end].startswith(_PRIOR_BODY):
-        end += 1
-    return "\n".join(lines[start:end]), "\n".join(lines[:start] + lines[end:])
 
 
 def prompt_parts(tokenizer: PreTrainedTokenizerBase, context: str, use_chat_template: bool = True) -> PromptParts:

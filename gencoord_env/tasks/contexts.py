@@ -395,6 +395,24 @@ def _render_prior(view: str, roles: Sequence[str], codebook: Sequence[str], skil
     return "\n".join(lines)
 
 
+# The prior block as _render_prior writes it: its header line, then one line per skill and per node.
+_PRIOR_HEAD = "PRIOR "
+_PRIOR_BODY = ("SKILL ", "NODE ")
+
+
+def split_prior(context: str) -> tuple[str, str] | None:
+    """(prior block, the observation without it) of a rendered observation, or None when it has no prior block:
+    the inverse of rendering with and without the prior (``render(ctx, with_prior=False)``)."""
+    lines = context.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.startswith(_PRIOR_HEAD)), None)
+    if start is None:
+        return None
+    end = start + 1
+    while end < len(lines) and lines[end].startswith(_PRIOR_BODY):
+        end += 1
+    return "\n".join(lines[start:end]), "\n".join(lines[:start] + lines[end:])
+
+
 def _text_counts(counts: Counts) -> str:
     return ",".join(f"{k}:{v}" for k, v in counts) or "-"
 
@@ -406,5 +424,5 @@ def request_payload(target: str, tasks: Sequence[Task]) -> str:
 
 __all__ = [
     "PRIVATE_FACT_FORMS", "Context", "LocalObservation", "Private", "PriorNode", "PriorView", "StationView", "TaskInfo",
-    "build_context", "render", "render_parts", "request_payload", "upload", "uploads",
+    "build_context", "render", "render_parts", "request_payload", "split_prior", "upload", "uploads",
 ]
