@@ -439,12 +439,19 @@ class _Player:
 
 
 def run_lane(lane: Lane) -> dict[str, Any]:
-    """Train one model of one seed and play its conditions; writes and returns the lane's result (reused
-    when the file exists with the same key)."""
+    """Train one model of one seed and play its conditions; writes and returns the lane's result.
+
+    A result file of the same key is reused: whole when it played every condition asked now, and for its
+    trained model when tables were added since (the checkpoint it names is still there, unchanged), so
+    only the new conditions are played.
+    """
     key = lane.key()
+    previous = None
     if lane.result_path.is_file():
         previous = json.loads(lane.result_path.read_text(encoding="utf-8"))
-        if previous.get("key") == key and {k for k, _ in lane.conditions()} <= set(previous["conditions"]):
+        if previous.get("key") != key:
+            previous = None
+        elif {k for k, _ in lane.conditions()} <= set(previous["conditions"]):
             previous["reused"] = True
             return previous
     import torch
@@ -454,7 +461,7 @@ def run_lane(lane: Lane) -> dict[str, Any]:
     before = torch.get_num_threads()
     torch.set_num_threads(lane.threads)
     try:
-        result = _train_and_play(lane, key)
+        result = _train_and_play(lane, key, previous)
     finally:  # a lane run in the calling process (jobs 1) leaves its thread count as it was
         torch.set_num_threads(before)
     lane.result_path.parent.mkdir(parents=True, exist_ok=True)
@@ -462,19 +469,42 @@ def run_lane(lane: Lane) -> dict[str, Any]:
     return result
 
 
-def _train_and_play(lane: Lane, key: str) -> dict[str, Any]:
+def _trained_before(previous: Mapping[str, Any] | None, work: Path) -> Path | None:
+    """The checkpoint of an earlier result of this lane, when it is still there unchanged."""
+    from gencoord_env.train.sft import tree_sha256
+
+    run = (previous or {}).get("run") or {}
+    if not run.get("checkpoint"):
+        return None
+    path = work / run["checkpoint"]
+    if not (path / "config.json").is_file() or tree_sha256(path)[0] != run.get("checkpoint_sha256"):
+        return None
+    return path
+
+
+def _train_and_play(lane: Lane, key: str, previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
     work = Path(lane.work)
     model = MODELS[lane.model]
     b = lane.budget
     seconds: dict[str, float] = {"train": 0.0, "eval_quality": 0.0, "eval_timing": 0.0}
-    t0 = time.perf_counter()
-    trained = _train(lane, model, work / "data", work / "models" / str(lane.seed) / model.name)
-    seconds["train"] = time.perf_counter() - t0
-    player = _Player(trained.checkpoint, model.policy, b, lane.device)
+    checkpoint = _trained_before(previous, work)
+    if checkpoint is None:
+        previous = None
+        t0 = time.perf_counter()
+        trained = _train(lane, model, work / "data", work / "models" / str(lane.seed) / model.name)
+        seconds["train"] = time.perf_counter() - t0
+        checkpoint, run = Path(trained.checkpoint), _run_summary(trained, work)
+    else:
+        assert previous is not None
+        seconds = {k: float(previous["seconds"].get(k, 0.0)) for k in seconds}
+        run = previous["run"]
+    player = _Player(checkpoint, model.policy, b, lane.device)
     played: dict[tuple[str, str], list[EpisodeRow]] = {}  # (kind, setup) -> rows: a setup in two tables plays once
     warmed: list[str] = []  # the condition whose timing pool was played once, unrecorded, before the timed pass
-    conditions: dict[str, Any] = {}
+    conditions: dict[str, Any] = dict(previous["conditions"]) if previous else {}
     for name, c in lane.conditions():
+        if name in conditions:
+            continue
         entry: dict[str, Any] = {}
         kinds = [("quality", b.eval_episodes)] + ([("timing", b.timing_episodes)] if TABLES[name.split("/")[0]].timing else [])
         for kind, cap in kinds:
@@ -491,10 +521,10 @@ def _train_and_play(lane: Lane, key: str) -> dict[str, Any]:
                 seconds[f"eval_{kind}"] += time.perf_counter() - t0
             entry[kind] = [dataclasses.replace(r, condition=c.name).to_json() for r in played[cache_key]]
         conditions[name] = entry
+    warm_up = warmed[0] if warmed else (previous or {}).get("timing_warm_up")
     return {"key": key, "lane": lane.name, "seed": lane.seed, "model": lane.model, "device": device_name(lane.device),
             "decode": player.policy.generator.backend, "static_decode_failure": player.fallback,
-            "seconds": seconds, "timing_warm_up": warmed[0] if warmed else None, "run": _run_summary(trained, work),
-            "conditions": conditions}
+            "seconds": seconds, "timing_warm_up": warm_up, "run": run, "conditions": conditions}
 
 
 # --------------------------------------------------------------------------- shared inputs

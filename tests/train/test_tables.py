@@ -162,6 +162,27 @@ def test_init_starts_every_model_from_the_given_checkpoint(run: tuple[Path, Path
     assert not (tmp_path / "out" / "horizon").exists()
 
 
+def test_a_table_added_later_plays_the_trained_model_again_without_training_it(tmp_path: Path, data_dir: Path) -> None:
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "data").symlink_to(data_dir)
+    args = ["--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--budget", "tiny", "--seeds", str(SEED), "--quiet"]
+    assert cli.main(["tables", "--tables", "request", *args]) == 0
+    lane = tmp_path / "work" / "lanes" / f"{SEED}-direct.json"
+    first = json.loads(lane.read_text())
+    assert cli.main(["tables", "--tables", "request", "visibility", *args]) == 0
+    second = json.loads(lane.read_text())
+    assert second["run"] == first["run"] and second["seconds"]["train"] == first["seconds"]["train"]  # not trained again
+    assert {k: second["conditions"][k] for k in first["conditions"]} == first["conditions"]  # earlier rows kept as played
+    assert any(k.startswith("visibility/") for k in second["conditions"])
+    assert (tmp_path / "out" / "visibility" / "results.json").is_file()
+    # a checkpoint changed since is trained again rather than trusted
+    weights = next((tmp_path / "work" / first["run"]["checkpoint"]).glob("*.safetensors"))
+    weights.write_bytes(weights.read_bytes() + b"\0")
+    assert cli.main(["tables", "--tables", "request", "visibility", "backend", *args]) == 0
+    third = json.loads(lane.read_text())
+    assert third["run"]["checkpoint_sha256"] != first["run"]["checkpoint_sha256"] or third["seconds"]["train"] != first["seconds"]["train"]
+
+
 def test_bad_arguments_say_what_was_expected(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["tables", "--out", str(tmp_path), "--tables", "reqest"]) == 2
     assert "did you mean 'request'?" in capsys.readouterr().err
