@@ -18,7 +18,7 @@ from typing import Any
 
 from gencoord_env.experiments.runner import EpisodeRow
 
-__all__ = ["COST_KEYS", "markdown", "table_records", "write_all"]
+__all__ = ["COST_KEYS", "by_template", "markdown", "table_records", "write_all"]
 
 #: Record keys the timing tables take from the batch-1 timing pool instead of the whole pool.
 COST_KEYS: tuple[str, ...] = (
@@ -63,6 +63,8 @@ def table_records(name: str, lanes: Sequence[Mapping[str, Any]], rules: Mapping[
             rows = lane["conditions"][key]["quality"]
             seeds[c.name][lane["seed"]] = sum(r["outcome"] == "SUCCESS" for r in rows) / len(rows) if rows else None
     records = analyze(table.experiment, quality, names)
+    for r in records:
+        r["by_template"] = by_template(quality[r["condition"]])
     costs = {r["condition"]: r for r in analyze(table.experiment, timing, names)} if timing else {}
     by_name = {c.name: c for c in table.experiment.conditions}
     for r in records:
@@ -83,6 +85,18 @@ def table_records(name: str, lanes: Sequence[Mapping[str, Any]], rules: Mapping[
         elif model:
             r["cost"] = {"pool": "the quality pool, played in lockstep batches (no time to commitment)"}
     return records
+
+
+def by_template(rows: Sequence[EpisodeRow]) -> dict[str, dict[str, int]]:
+    """Episodes and successes per template (seeds and roles pooled): where a condition fails."""
+    from gencoord_env.train.fit import template_of
+
+    out: dict[str, dict[str, int]] = {}
+    for r in rows:
+        cell = out.setdefault(template_of(r.episode_id), {"episodes": 0, "successes": 0})
+        cell["episodes"] += 1
+        cell["successes"] += r.outcome == "SUCCESS"
+    return dict(sorted(out.items()))
 
 
 def _lane_provenance(lane: Mapping[str, Any]) -> dict[str, Any]:
@@ -211,8 +225,23 @@ def markdown(results: Sequence[Mapping[str, Any]], header: Mapping[str, Any]) ->
                     ours, paper = fmt("success_rate", m["success"][i][j]), fmt("success_rate", m["paper"][i][j])
                     cells.append(ours if paper == "\u2014" else f"{ours} ({paper})")
                 lines.append(f"| {row} | " + " | ".join(cells) + " |")
+        lines += _template_lines(res["conditions"])
         lines.append("")
     return "\n".join(lines)
+
+
+def _template_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Successes / episodes of each learned condition per template (every seed and role pooled)."""
+    learned = [r for r in records if r.get("model") and r.get("by_template")]
+    if not learned:
+        return []
+    templates = sorted({t for r in learned for t in r["by_template"]})
+    lines = ["", "Learned conditions per template (successes / episodes, every seed and role):", "",
+             "| condition | " + " | ".join(templates) + " |", "|" + "---|" * (len(templates) + 1)]
+    for r in learned:
+        cells = [f"{c['successes']}/{c['episodes']}" if (c := r["by_template"].get(t)) else "\u2014" for t in templates]
+        lines.append(f"| {r['condition']} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def write_all(config: Any, run_info: Mapping[str, Any], rules: Mapping[str, Any], lanes: Sequence[Mapping[str, Any]],
