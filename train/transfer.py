@@ -159,7 +159,8 @@ class Budget:
 #: the samples of every run on the paper's rows have their codes renamed (``code_renaming``): with these,
 #: Factor-Code fits its training rows on all three seeds (decision token 1.000, train pool 960/960) and
 #: reaches 128/128 heldout, 80/80 horizon and 60/60 crossproduct clusters (reports/transfer/fitted), where
-#: 16 epochs without renaming fit no seed. Direct Short DSL at this size does not fit (see that report).
+#: 16 epochs without renaming fit no seed. Direct Short DSL fits one seed of three from the paper's rows once
+#: binding codes are single tokens (reports/transfer/whole-codes-direct), none after 240 fine-tuning updates.
 #: On one H100 with 16 cores the protocol chain of 3 seeds x 2 backends takes about 540 s with ``--jobs 6``,
 #: the pretrained chain about 510 s: ``--chains`` runs them as two calls.
 BUDGETS: dict[str, Budget] = {
