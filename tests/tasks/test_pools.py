@@ -189,7 +189,7 @@ BAD_TABLES: list[tuple[str, Any, str]] = [
 ]
 
 
-@pytest.mark.parametrize("path, value, message", BAD_TABLES, ids=[f"{p}={v!r}" for p, v, _ in BAD_TABLES])
+@pytest.mark.parametrize("path, value, message", BAD_TABLES, ids=[f"{p}=" + ("missing" if v is _MISSING else repr(v)) for p, v, _ in BAD_TABLES])
 def test_a_wrong_or_missing_pool_value_in_the_table_is_a_clear_error(tmp_path: Any, path: str, value: Any, message: str):
     with pytest.raises(ValueError, match=re.escape(message)):
         _pools_of_copy(tmp_path, _set(path, value))
