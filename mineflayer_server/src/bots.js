@@ -8,6 +8,9 @@ const { pathfinder, Movements } = require('mineflayer-pathfinder')
 const { withTimeout, waitFor } = require('./util')
 const { MINECRAFT_VERSION } = require('./server')
 const { connectBotSocket } = require('./botSockets')
+const { rememberVersions } = require('./minecraftData')
+
+rememberVersions()
 
 /** The text of a kick reason: a chat component (JSON text or an object) or a plain string. */
 function reasonText (reason) {
