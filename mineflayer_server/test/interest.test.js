@@ -15,10 +15,12 @@ const { RULES, SETTLE_MS } = require('./helpers')
 const SPEC = { agents: ['agent_a', 'agent_b'], stations: [], positions: { agent_a: [0, 0, 0], agent_b: [3, 0, 0] } }
 const SWAPPED = { ...SPEC, positions: { agent_a: [-6, 0, 9], agent_b: [0, 0, 0] } }
 
-async function twoArenas () {
+/** Two arenas, each reset once (its bots join in the lobby first); `watch(serv)` runs before anyone joins. */
+async function twoArenas (watch = () => {}) {
   const log = () => {}
   const arenas = { x0: 0, spacing: ARENA_SPACING, halfWidth: ARENA_HALF_WIDTH }
   const { serv, port, floorY, api } = await startServer({ cookTicks: 2, rules: RULES, log, arenas, maxPlayers: 12 })
+  watch(serv)
   const worlds = [0, 1].map(k => new World({ serv, api, port, floorY, rules: RULES, log, skillTimeoutMs: 8000, name: `a${k}`, origin: [k * ARENA_SPACING, 0] }))
   for (const w of worlds) await w.reset(SPEC)
   return {
@@ -73,6 +75,27 @@ test('a bot sees the bots of its own arena only, where each reset put them, and 
     await sleep(300) // the far bot's copy, if it were sent, went out with the near one's
     assert.strictEqual(changes.far, 0, 'a bot 64 blocks away was sent the block change of a chunk it has not loaded')
     assert.ok(changes.near >= 1)
+  } finally {
+    await t.close()
+  }
+})
+
+test('a move a client sent before it saw the reset\'s teleport is not applied after it', async () => {
+  const moves = [] // every move the server applied: {who, position, teleport}
+  const t = await twoArenas(serv => serv.on('newPlayer', player => player.on('move', ({ position, teleport }) => {
+    moves.push({ who: player.username, position: position.clone(), teleport })
+  })))
+  try {
+    for (const world of t.worlds) {
+      for (const agent of world.agents()) {
+        const who = world.username(agent)
+        const mine = moves.filter(m => m.who === who)
+        const teleported = mine.findIndex(m => m.teleport)
+        assert.ok(teleported >= 0, `${who} was never teleported`)
+        const stale = mine.slice(teleported).find(m => !world.inRegion(m.position))
+        assert.ok(!stale, `${who} was moved back to ${stale?.position} (the lobby) after the reset's teleport`)
+      }
+    }
   } finally {
     await t.close()
   }
