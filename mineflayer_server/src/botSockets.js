@@ -9,6 +9,7 @@
 // our own client, whoever else runs programs on this machine. An entry lives exactly as long as its socket.
 
 const net = require('net')
+const { batchWrites } = require('./batchWrites')
 
 const opened = new Map() // "client address:port>server address:port" -> username
 
@@ -19,7 +20,7 @@ const key = (clientAddress, clientPort, serverAddress, serverPort) => `${clientA
  * The entry is in place before the socket's own `connect` listeners run, so before any packet is sent.
  */
 function connectBotSocket ({ host, port, username }) {
-  const socket = net.connect({ host, port })
+  const socket = batchWrites(net.connect({ host, port }))
   socket.once('connect', () => {
     const k = key(socket.localAddress, socket.localPort, socket.remoteAddress, socket.remotePort)
     opened.set(k, username)

@@ -9,6 +9,9 @@ const { withTimeout, waitFor, TimeoutError } = require('./util')
 const { MINECRAFT_VERSION, MINECRAFT_PROTOCOL } = require('./server')
 const { connectBotSocket } = require('./botSockets')
 const { ProtocolError } = require('./protocol')
+const { rememberVersions } = require('./minecraftData')
+
+rememberVersions()
 
 /** The text of a kick reason: a chat component (JSON text or an object, a translation with its arguments) or a plain string. */
 function reasonText (reason) {

@@ -31,9 +31,11 @@ async function findFloorY (world) {
  * `port` 0 picks a free port. `rules` are the rule tables (rules.js `loadRules`): the furnaces smelt by
  * `rules.recipes`. `log(scope, message)` receives every world edit, refused login and refused command.
  * `operators` is for tests only, where this server stands in for an external one: players of these names
- * may join from any local client and run every command (the sidecar passes none).
+ * may join from any local client and run every command (the sidecar passes none). `arenas`
+ * (`{x0, spacing, halfWidth}`, the sidecar's arena geometry) lets players see the entities of their own
+ * arena only (plugin/interest.js).
  */
-async function startServer ({ port = 0, cookTicks = 200, rules, log, pickupDelayMs, throwerDelayMs, maxPlayers = 8, operators = [] } = {}) {
+async function startServer ({ port = 0, cookTicks = 200, rules, log, pickupDelayMs, throwerDelayMs, maxPlayers = 8, operators = [], arenas = null } = {}) {
   if (!rules || !rules.recipes) throw new Error('startServer needs the rule tables: pass rules = loadRules(dir) (src/rules.js)')
   const serv = squid.createMCServer({
     motd: 'gencoord',
@@ -50,7 +52,7 @@ async function startServer ({ port = 0, cookTicks = 200, rules, log, pickupDelay
     generation: { name: 'superflat', options: { seed: 1 } },
     kickTimeout: 30000,
     hideErrors: true, // a client's error is logged once by plugin/connections.js, not as a stack per connection
-    plugins: { [PLUGIN_PATH]: { cookTicks, recipes: rules.recipes, log, pickupDelayMs, throwerDelayMs, operators } },
+    plugins: { [PLUGIN_PATH]: { cookTicks, recipes: rules.recipes, log, pickupDelayMs, throwerDelayMs, operators, arenas } },
     modpe: false,
     'view-distance': 2,
     'player-list-text': { header: { text: '' }, footer: { text: '' } },

@@ -18,7 +18,8 @@ process.stdout.write = (chunk, encoding, cb) => process.stderr.write(chunk, enco
 
 const { createLogger } = require('./log')
 const { startServer, stopServer, MINECRAFT_VERSION } = require('./server')
-const { ArenaPool } = require('./arenaPool')
+const { ArenaPool, ARENA_SPACING } = require('./arenaPool')
+const { ARENA_HALF_WIDTH } = require('./world')
 const { EmbeddedArena } = require('./arenas/embedded')
 const { ExternalArena } = require('./arenas/external')
 const { createOps, SIDECAR_VERSION } = require('./ops')
@@ -73,7 +74,8 @@ async function main () {
     server = { host: opts.mcHost, port: opts.mcPort, floorY: null }
     log('sidecar', `external Minecraft server at ${opts.mcHost}:${opts.mcPort}; the bots must be operators there`)
   } else {
-    const embedded = await startServer({ port: opts.mcPort, cookTicks: opts.cookTicks, rules, log, maxPlayers: MAX_AGENTS * opts.maxArenas + 8 })
+    const arenas = { x0: opts.arenaX0, spacing: ARENA_SPACING, halfWidth: ARENA_HALF_WIDTH }
+    const embedded = await startServer({ port: opts.mcPort, cookTicks: opts.cookTicks, rules, log, maxPlayers: MAX_AGENTS * opts.maxArenas + 8, arenas })
     serv = embedded.serv
     makeArena = () => new EmbeddedArena(embedded)
     server = { host: '127.0.0.1', port: embedded.port, floorY: embedded.floorY }

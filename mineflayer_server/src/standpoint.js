@@ -43,12 +43,15 @@ function canPlaceFrom (eye, cell, solid, reach = PLACE_REACH) {
   if (length > reach) return false
   // Sample the segment finely; stop just short of the face, whose block is the solid one clicked.
   const steps = Math.ceil(length / 0.05)
+  let px = NaN; let py = NaN; let pz = NaN // the block sampled last: about 20 samples fall in each
   for (let i = 0; i < steps; i++) {
     const t = i / steps
     const x = Math.floor(eye.x + d.x * t)
     const y = Math.floor(eye.y + d.y * t)
     const z = Math.floor(eye.z + d.z * t)
+    if (x === px && y === py && z === pz) continue
     if (solid(x, y, z)) return false
+    px = x; py = y; pz = z
   }
   return true
 }

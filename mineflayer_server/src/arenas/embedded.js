@@ -139,9 +139,10 @@ class EmbeddedArena {
       api.setInventory(player, spec.inventories[agent])
       await api.teleport(player, world.absolute(spec.positions[agent]))
     }
-    // flying-squid shows players to each other when they move, not when they are teleported: a bot that
-    // came from far away (the lobby, a rebuild) would stay unseen, or seen where it was, by its peer, which
-    // then walks and tosses towards the wrong place. Show everyone here to everyone now.
+    // Stock flying-squid shows players to each other when they move, not when they are teleported: a bot
+    // that came from far away (the lobby, a rebuild) would stay unseen, or seen where it was, by its peer,
+    // which then walks and tosses towards the wrong place. Show everyone here to everyone now (with the
+    // sidecar's per-arena view, plugin/interest.js, each teleport has done so already).
     for (const agent of spec.agents) this.player(agent).updateAndSpawn()
   }
 

@@ -10,8 +10,10 @@
 //   client (minecraft-protocol's server ends a client on its first error) instead of escaping the socket;
 // - a client whose packet listener throws, or whose framing failed, has its socket destroyed.
 // Logged lines are bounded (LOG_BURST per LOG_WINDOW_MS, then a count), so a flood cannot fill the log.
+// Each client's socket sends the packets of one turn of the event loop together (batchWrites.js).
 
 const { createSplitter } = require('minecraft-protocol/src/transforms/framing')
+const { batchWrites } = require('../batchWrites')
 
 /** Vanilla's limit on a frame: its length is a VarInt of at most 3 bytes. */
 const MAX_FRAME_BYTES = (1 << 21) - 1
@@ -109,7 +111,7 @@ function server (serv, api) {
   guardSplitter()
   const note = boundedLog(api.log)
   serv._server.on('connection', client => {
-    const socket = client.socket
+    const socket = batchWrites(client.socket)
     const peer = `${socket.remoteAddress}:${socket.remotePort}`
     const close = why => {
       note(`closed ${peer} (${client.username || 'not logged in'}): ${why}`)

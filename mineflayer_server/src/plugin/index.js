@@ -2,9 +2,10 @@
 // The game-logic plugin for flying-squid 1.12.0 on Minecraft 1.21.4. Each module fills one gap
 // of the stock server; together they expose `serv.gencoord`, the API the world and tests use.
 //
-// Options (flying-squid settings.plugins[path]): { cookTicks, recipes, pickupDelayMs, throwerDelayMs, log, operators },
+// Options (flying-squid settings.plugins[path]): { cookTicks, recipes, pickupDelayMs, throwerDelayMs, log, operators, arenas },
 // `recipes` being the recipes.json table of the rules directory (rules.js), `operators` the players a
-// server standing in for an external one admits and obeys (none in the sidecar: admission.js, permissions.js).
+// server standing in for an external one admits and obeys (none in the sidecar: admission.js, permissions.js),
+// `arenas` the arenas' geometry, for who sees which entities (interest.js).
 
 const modules = [
   require('./connections'),

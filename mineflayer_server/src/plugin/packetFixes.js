@@ -27,12 +27,25 @@ function player (player, serv) {
   const modern = registry.version['>=']('1.21.2')
   const playerType = registry.entitiesByName.player.id
   const write = player._client.write.bind(player._client)
+  // As on a vanilla server, movement packets sent before the client confirms a server teleport are
+  // stale and ignored; otherwise a packet in flight moves the player straight back after /tp or reset.
+  // flying-squid gives every teleport the id 1, so a confirmation cannot say which one it answers; the
+  // position packets sent are counted instead (from login on): a client that confirms the login
+  // position's resend and then reports where it stood has not yet seen the reset's teleport that followed.
+  let unconfirmed = 0
+  let since = 0 // when the last teleport began or its position packet went out
+  let teleporting = false // a server teleport is being applied; its position packet is not sent yet
 
   let lastTabRequest = 0
   player._client.prependListener('tab_complete', data => { lastTabRequest = data.transactionId ?? 0 })
 
   player._client.write = function (name, params) {
     if (player.disconnected) return // e.g. the leaked latency timer above, after the player left
+    if (name === 'position') {
+      unconfirmed++
+      teleporting = false
+      since = Date.now()
+    }
     if (modern && name === 'entity_teleport') {
       // 1.21.2 added a velocity delta and relative-flags to entity_teleport; flying-squid omits them
       // and the serializer error kills the receiving connection.
@@ -52,27 +65,24 @@ function player (player, serv) {
     return write(name, params)
   }
 
-  // As on a vanilla server, movement packets sent before the client confirms a server teleport are
-  // stale and ignored; otherwise a packet in flight moves the player straight back after /tp or reset.
   player.on('spawned', () => {
     // After 'spawned', flying-squid waits for the client's first 'flying'/'look' packet and then resends
     // the login position, which undoes any teleport made in between (e.g. by the first reset).
     // Resend it at once instead, while the player is still where it logged in.
     player.waitPlayerLogin = () => Promise.resolve()
-
-    let awaitingSince = 0
-    const sendSelfPosition = player.sendSelfPosition
-    player.sendSelfPosition = function (...args) {
-      awaitingSince = Date.now()
-      return sendSelfPosition.apply(this, args)
-    }
-    const sendPosition = player.sendPosition
-    player.sendPosition = function (position, onGround, teleport = false) {
-      if (!teleport && awaitingSince && Date.now() - awaitingSince < 2000) return Promise.resolve(false)
-      return sendPosition.call(this, position, onGround, teleport)
-    }
-    player._client.on('teleport_confirm', () => { awaitingSince = 0 })
   })
+
+  const sendPosition = player.sendPosition
+  player.sendPosition = function (position, onGround, teleport = false) {
+    if (teleport) {
+      teleporting = true
+      since = Date.now()
+    } else if ((teleporting || unconfirmed > 0) && Date.now() - since < 2000) {
+      return Promise.resolve(false)
+    }
+    return sendPosition.call(this, position, onGround, teleport)
+  }
+  player._client.on('teleport_confirm', () => { unconfirmed = Math.max(0, unconfirmed - 1) })
 
   // flying-squid announces a new player to the others but never sends the newcomer the existing list,
   // so mineflayer cannot map the earlier player's entity to a name. Send it just before entities spawn.
