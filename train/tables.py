@@ -45,8 +45,10 @@ from a checkpoint; ``steps`` overrides both.
 
 Outputs: ``OUT/<table>/{results.json, <table>.png, provenance.json}`` and ``OUT/TABLES.md``; checkpoints,
 data, the tokenizer and each lane's episode rows go to ``work`` (default ``OUT/work``). A lane whose
-result file exists with the same settings is reused, so an interrupted run continues, and the tables are
-rewritten (at most once a minute) as lanes finish, so a run cut short leaves the finished rows.
+result file exists with the same settings is reused, so an interrupted run continues; a table added to a
+finished run plays the lane's trained model (its checkpoint still there, unchanged) on the new conditions
+only. The tables are rewritten (at most once a minute) as lanes finish, so a run cut short leaves the
+finished rows.
 
 Example::
 
