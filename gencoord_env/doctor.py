@@ -301,6 +301,18 @@ def check_server(ctx: Context) -> str:
         raise _fault(e) from None
     took = time.perf_counter() - t0
     hello = ctx.pool.hello()
+    if ctx.server.get("server") == "external":
+        from gencoord_env.world.minecraft.probe import status_ping
+
+        where = f"{ctx.server.get('host')}:{ctx.server.get('port')}"
+        try:
+            status = status_ping(str(ctx.server.get("host")), int(ctx.server.get("port") or 0))
+        except MinecraftBackendError as e:
+            raise _fault(e) from None
+        speaks = (f"answers as Minecraft {status.version_name} (protocol {status.protocol})" if status
+                  else "gives no status (the bots' login was the check)")
+        return (f"sidecar {hello.get('sidecar')} (protocol {hello.get('protocol')}, bots speak Minecraft "
+                f"{hello.get('minecraft')}); the server at {where} {speaks}: ready in {took:.1f} s")
     ready = ctx.pool.sidecar.ready_info if ctx.pool.sidecar else {}
     return (f"sidecar {hello.get('sidecar')} (protocol {hello.get('protocol')}), Minecraft {hello.get('minecraft')} "
             f"on port {ready.get('mc_port')}: ready in {took:.1f} s")

@@ -304,6 +304,8 @@ def test_the_doctor_reports_each_server_fault_with_its_fix() -> None:
     with scripted_server("refuse-login", "--reason", "You are banned from this server.") as server:
         checks = _doctor_against(server.port)
     assert checks["server start"]["status"] == "ok" and checks["bots spawn"]["status"] == "FAIL", checks
+    # the line names what the external server says it speaks, beside what the bots speak
+    assert f"the server at 127.0.0.1:{server.port} answers as Minecraft 1.21.4 (protocol 769)" in str(checks["server start"]["detail"])
     assert re.fullmatch(re.escape(f"open_arena: the server at 127.0.0.1:{server.port} refused ") + "a0_agent_[ab]: "
                         + re.escape("You are banned from this server."), str(checks["bots spawn"]["detail"]))
     assert checks["bots spawn"]["fix"] == "check that it runs with online-mode=false and admits the bots (whitelist, bans, max-players)"
