@@ -107,6 +107,9 @@ def sft_main(argv: Sequence[str] | None = None) -> int:
     fit.add_argument("--monitor-every", type=int, default=0, metavar="STEPS",
                      help="decision-token accuracy on a fixed sample of the rows every STEPS updates (default: only at the end)")
     fit.add_argument("--fit-rows", type=int, default=4096, help="rows the teacher-forced fit reads after training (0: skip)")
+    p.add_argument("--resume-every", type=int, default=0, metavar="STEPS",
+                   help="save the run's whole state to OUT/resume.pt every STEPS updates; the same command run again "
+                        "continues from it to the same weights (0: never)")
     fit.add_argument("--play", choices=["auto", "direct", "factor_code", "none"], default="auto",
                      help="after training, play the train pool closed-loop with this policy kind and report each "
                           "template x binding x role cell (auto: by the data, for the forward and factor_code sets)")
@@ -119,7 +122,7 @@ def sft_main(argv: Sequence[str] | None = None) -> int:
         max_steps=a.max_steps, micro_batch=a.micro_batch, grad_accum=a.grad_accum, max_length=a.max_length,
         seed=a.seed, save=not a.no_save, progress=not a.quiet, subword_dropout=a.subword_dropout,
         subword_dropout_rows=a.subword_dropout_rows, decision_weight=a.decision_weight, code_renaming=a.code_renaming,
-        monitor_every=a.monitor_every, fit_rows=a.fit_rows,
+        monitor_every=a.monitor_every, fit_rows=a.fit_rows, resume_every=a.resume_every,
     )
     result = train(config)
     prov = result.provenance

@@ -131,6 +131,9 @@ class SFTConfig:
     monitor_every: int = 0
     # The teacher-forced fit after training reads at most this many rows (0: skip it).
     fit_rows: int = 4096
+    # Every this many updates, the run's whole state goes to <out_dir>/resume.pt (0: never); a run started
+    # again with the same settings continues from it, to the same weights, so a long run can span calls.
+    resume_every: int = 0
 
     def __post_init__(self) -> None:
         if (self.base_model is None) == (self.scratch is None):
@@ -142,6 +145,8 @@ class SFTConfig:
         if self.decision_weight <= 0 or not 0.0 <= self.code_renaming <= 1.0:
             raise ValueError(f"decision_weight must be > 0 and code_renaming in [0, 1], got {self.decision_weight} "
                              f"and {self.code_renaming}")
+        if self.resume_every < 0:
+            raise ValueError(f"resume_every must be >= 0 (0: no resumable state), got {self.resume_every}")
         if not (0.0 <= self.subword_dropout < 1.0 and 0.0 <= self.subword_dropout_rows <= 1.0):
             raise ValueError(f"subword_dropout must be in [0, 1) and subword_dropout_rows in [0, 1], got "
                              f"{self.subword_dropout} and {self.subword_dropout_rows}")
@@ -154,7 +159,7 @@ class SFTConfig:
         if self.base_model is not None and Path(self.base_model).is_dir():
             d["base_model"] = Path(self.base_model).name
         d["lr"] = default_lr(self.base_model, self.scratch) if self.lr is None else self.lr
-        for key in ("out_dir", "device", "progress", "log_every", "save", "monitor_every", "fit_rows"):
+        for key in ("out_dir", "device", "progress", "log_every", "save", "monitor_every", "fit_rows", "resume_every"):
             d.pop(key)
         return d
 
@@ -407,11 +412,13 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
     renamer = _Renamer(rows, tokenizer, config) if config.code_renaming > 0 else None
     monitor = _monitor_rows(rows, encoded, used) if config.monitor_every else []
     curve: list[dict[str, Any]] = []
+    resume = _Resume(out / "resume.pt", _config_sha256(config.to_dict()), config.resume_every)
+    first, before = resume.load(model, opt, schedule, losses, exposure, curve, device)
     progress = _progress(config.progress)
-    start = time.perf_counter()
+    start = time.perf_counter() - before
     with progress:
-        task = progress.add_task("sft", total=steps, loss=float("nan"))
-        for step in range(steps):
+        task = progress.add_task("sft", total=steps, loss=float("nan"), completed=first)
+        for step in range(first, steps):
             span = range(step * per_step, (step + 1) * per_step)
             batch = [(renamer(pos, order[pos]) if renamer else None) or encoded[order[pos]] for pos in span]
             exposure["renamed_samples"] += sum(e.row_id.endswith("#renamed") for e in batch)
@@ -442,6 +449,7 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
                 got = teacher_forced(model, tokenizer, [rows[i] for i in monitor], encoded=[encoded[i] for i in monitor])
                 curve.append({"step": step + 1, "decision_accuracy": got["decision_accuracy"],
                               "decision_loss": got["decision_loss"], "row_exact": got["row_exact"]})
+            resume.save(step + 1, steps, model, opt, schedule, losses, exposure, curve, time.perf_counter() - start)
             progress.advance(task)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -502,7 +510,46 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
         digest, files = tree_sha256(checkpoint)
         provenance["checkpoint"] = {"dir": "final", "tree_sha256": digest, "files": files}
     (out / "provenance.json").write_text(json.dumps(provenance, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    resume.done()
     return RunResult(checkpoint, provenance, losses)
+
+
+class _Resume:
+    """A run's resumable state in one file: weights, optimizer, schedule, the step reached and what was
+    logged so far, written atomically every ``every`` updates and removed when the run ends."""
+
+    def __init__(self, path: Path, config_sha256: str, every: int) -> None:
+        self.path, self.config_sha256, self.every = path, config_sha256, every
+
+    def load(self, model: Any, opt: Any, schedule: Any, losses: list[float], exposure: dict[str, int],
+             curve: list[dict[str, Any]], device: torch.device) -> tuple[int, float]:
+        """The step to start from and the seconds already trained (0 and 0.0 without a state of this run)."""
+        if not self.every or not self.path.is_file():
+            return 0, 0.0
+        state = torch.load(self.path, map_location=device, weights_only=True)
+        if state.get("config_sha256") != self.config_sha256:
+            raise ValueError(f"{self.path} holds the state of a run with other settings; remove it to start this "
+                             "run afresh, or start the run it belongs to")
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        schedule.load_state_dict(state["schedule"])
+        losses[:] = state["losses"]
+        exposure.update(state["exposure"])
+        curve[:] = state["curve"]
+        return int(state["step"]), float(state["seconds"])
+
+    def save(self, step: int, steps: int, model: Any, opt: Any, schedule: Any, losses: list[float],
+             exposure: Mapping[str, int], curve: list[dict[str, Any]], seconds: float) -> None:
+        if not self.every or step % self.every or step == steps:
+            return
+        tmp = self.path.with_suffix(".tmp")
+        torch.save({"config_sha256": self.config_sha256, "step": step, "model": model.state_dict(),
+                    "opt": opt.state_dict(), "schedule": schedule.state_dict(), "losses": losses,
+                    "exposure": dict(exposure), "curve": curve, "seconds": seconds}, tmp)
+        os.replace(tmp, self.path)
+
+    def done(self) -> None:
+        self.path.unlink(missing_ok=True)
 
 
 class _Renamer:

@@ -217,6 +217,9 @@ class Budget:
     #: codes are renamed (only the sets in RENAMED_SETS, whose prompts list their codes), and its loss weight
     code_renaming: float = 0.0
     decision_weight: float = 1.0
+    #: each model's resumable state every this many updates (sft ``resume_every``; 0: none): a lane cut off
+    #: by a call's time limit continues, on a machine that kept ``work``, where its last state left it
+    resume_every: int = 0
 
 
 #: Sets whose rows name their codes where renaming can find them all (the forward route's prompts list them
@@ -234,7 +237,7 @@ RENAMED_SETS: frozenset[str] = frozenset({"forward", "forward_json", "factor_cod
 BUDGETS: dict[str, Budget] = {
     "tiny": Budget(name="tiny", hidden_size=32, num_layers=1, epoch_scale=1.0, steps=4, arch_vocab=512, tokenizer_rows=160, micro_batch=4,
                    eval_episodes=4, eval_batch=4, timing_episodes=2, rule_episodes=4, max_new_tokens=24, threads=1),
-    "full": Budget(name="full", hidden_size=256, num_layers=6, epoch_scale=16.0, code_renaming=0.5),
+    "full": Budget(name="full", hidden_size=256, num_layers=6, epoch_scale=16.0, code_renaming=0.5, resume_every=500),
 }
 
 
@@ -312,6 +315,7 @@ class Lane:
         for k in ("work", "tokenizer", "device", "threads", "init", "tables"):
             d.pop(k)
         d["budget"].pop("threads")
+        d["budget"].pop("resume_every")
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
 
     def conditions(self) -> list[tuple[str, Condition]]:
@@ -381,6 +385,7 @@ def _train(lane: Lane, model: Model, data: Path, out_dir: Path) -> Any:
         lr=b.lr, epochs=model.epochs * scale, max_steps=b.steps, micro_batch=b.micro_batch, grad_accum=b.grad_accum,
         max_length=b.max_length, seed=lane.seed, device=lane.device, progress=False, log_every=50,
         code_renaming=b.code_renaming if model.data in RENAMED_SETS else 0.0, decision_weight=b.decision_weight,
+        resume_every=b.resume_every,
     )
     return train(config)
 

@@ -148,6 +148,7 @@ class Budget:
     pretrain_code_renaming: float = 0.0
     monitor_every: int = 100  # decision-token accuracy on a fixed sample every this many updates
     decode_check: bool = True  # replay heldout with transformers' generate and count differing decisions
+    resume_every: int = 0  # each run's resumable state every this many updates (sft; 0: none)
 
 
 #: ``full``: hidden 256 x 6 layers (about 6M parameters with the ~2k-token vocabulary): deep enough to
@@ -168,7 +169,7 @@ BUDGETS: dict[str, Budget] = {
                    protocol_epochs=2.0, micro_batch=4, pretrain_micro_batch=4, pretrain_steps=8, protocol_steps=4, finetune_steps=4,
                    subword_dropout_rows=1.0, tokenizer_rows=80, eval_episodes=4, eval_batch=4, max_new_tokens=24),
     "full": Budget(name="full", hidden_size=256, num_layers=6, pretrain_rows=32_000, pretrain_epochs=1.0,
-                   protocol_epochs=32.0, code_renaming=0.5),
+                   protocol_epochs=32.0, code_renaming=0.5, resume_every=500),
 }
 
 
@@ -229,6 +230,7 @@ class Lane:
         d = dataclasses.asdict(self)
         for k in ("out", "work", "data", "tokenizer", "device", "threads"):
             d.pop(k)
+        d["budget"].pop("resume_every", None)
         d["inputs"] = _inputs_digest(Path(self.data), Path(self.tokenizer))
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
 
@@ -402,6 +404,7 @@ def _sft(lane: Lane, data_file: str, out_dir: Path, *, steps: int | None, epochs
         subword_dropout=b.subword_dropout if dropout else 0.0,
         subword_dropout_rows=b.subword_dropout_rows if dropout else 0.0,
         decision_weight=b.decision_weight, code_renaming=renaming, monitor_every=b.monitor_every,
+        resume_every=b.resume_every,
     )
     return train(config)
 

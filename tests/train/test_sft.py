@@ -98,3 +98,32 @@ def test_short_scratch_run_learns_and_checkpoint_round_trips(rows: list[Row], tm
     # Same seed, same data: the same losses (the run is reproducible).
     rerun = train(SFTConfig(**{**config.__dict__, "out_dir": str(tmp_path / "rerun"), "save": False}))
     assert rerun.losses == pytest.approx(result.losses, rel=1e-4)
+
+
+def test_a_run_cut_short_continues_from_its_resumable_state_to_the_same_weights(rows: list[Row], tmp_path: Path) -> None:
+    data = tmp_path / "rows.jsonl"
+    write_rows(rows[:24], data)
+    base = dict(data=(str(data),), scratch=ScratchConfig(vocab_size=400, hidden_size=32, num_layers=1), max_steps=7,
+                micro_batch=2, grad_accum=1, device="cpu", progress=False, log_every=1, fit_rows=0, code_renaming=0.5)
+    whole = train(SFTConfig(out_dir=str(tmp_path / "whole"), **base))
+
+    class Cut(Exception):
+        pass
+
+    def cut_at_5(step: int, loss: float, seconds: float) -> None:
+        if step == 5:
+            raise Cut  # after update 5, before its state would be saved: the run goes back to update 4
+
+    config = SFTConfig(out_dir=str(tmp_path / "cut"), resume_every=2, **base)
+    with pytest.raises(Cut):
+        train(config, on_log=cut_at_5)
+    assert (tmp_path / "cut" / "resume.pt").is_file() and not (tmp_path / "cut" / "final").exists()
+    resumed = train(config)
+    assert resumed.losses == whole.losses and resumed.provenance["token_exposure"] == whole.provenance["token_exposure"]
+    assert tree_sha256(tmp_path / "cut" / "final")[0] == tree_sha256(tmp_path / "whole" / "final")[0]
+    assert not (tmp_path / "cut" / "resume.pt").exists()  # removed once the run ends
+    # the state of another run's settings is refused, never continued
+    with pytest.raises(Cut):
+        train(SFTConfig(out_dir=str(tmp_path / "other"), resume_every=2, **base), on_log=cut_at_5)
+    with pytest.raises(ValueError, match="holds the state of a run with other settings"):
+        train(SFTConfig(out_dir=str(tmp_path / "other"), resume_every=2, **{**base, "max_steps": 8}))
