@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
-    "cell_of", "closed_loop", "decision_index", "decision_indices", "parting_positions", "play_cells", "shout", "teacher_forced", "twin_key",
+    "cell_of", "closed_loop", "decision_indices", "parting_positions", "play_cells", "shout", "teacher_forced", "twin_key",
     "verdict",
 ]
 
@@ -65,16 +65,6 @@ def template_of(episode_id: str) -> str:
 
 def cell_of(stage: str, episode_id: str) -> str:
     return f"{stage}/{template_of(episode_id)}"
-
-
-def decision_index(target: Sequence[int], twin: Sequence[int] | None) -> int | None:
-    """The first position where ``target`` and ``twin`` differ (None when equal or no twin)."""
-    if twin is None:
-        return None
-    for k, (a, b) in enumerate(zip(target, twin)):
-        if a != b:
-            return k
-    return None if len(target) == len(twin) else min(len(target), len(twin))
 
 
 def parting_positions(target: Sequence[int], twin: Sequence[int] | None) -> tuple[int, ...]:
