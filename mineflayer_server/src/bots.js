@@ -100,16 +100,26 @@ async function connectBot (username, port, log, { host = '127.0.0.1', timeoutMs 
   const where = `${host}:${port}`
   bot.on('error', err => { failed = err && err.message; log('bot', `${username} error: ${failed}`) })
   // a kick after the spawn is kept on the bot: the fault that ends its episode names it (whyEnded)
-  bot.on('kicked', reason => { kicked = reasonText(reason); bot.gcKicked = kicked; log('bot', `${username} kicked: ${JSON.stringify(reason)}`) })
+  // The reason is read from the client's own packets: mineflayer's 'kicked' comes from a plugin it loads
+  // on a timer after createBot, and a local server's refusal can arrive before that (seen on a busy
+  // machine: the login 'disconnect' packet came, 'kicked' never did).
+  const onKick = packet => {
+    kicked = reasonText(packet.reason)
+    bot.gcKicked = kicked
+    log('bot', `${username} kicked: ${JSON.stringify(packet.reason)}`)
+    bot.emit('gcKicked')
+  }
+  bot._client.on('disconnect', onKick) // login and configuration states
+  bot._client.on('kick_disconnect', onKick) // play state
   bot.on('end', reason => { bot.gcEnded = true; bot.gcEndReason = reason; log('bot', `${username} disconnected: ${reason}`) })
   const spawned = new Promise((resolve, reject) => {
     const settle = endReason => reject(serverFault({ where, username, kicked, failed, endReason }))
-    // the socket's end is seen at once, while the kick that came before it may still be in the client's
-    // packet pipeline (seen on a busy machine): give the reason a moment to arrive
+    // a kick packet comes before the socket's end; should the end overtake it in the client's stream
+    // pipeline, the reason still has a moment to arrive
     const onEnd = reason => {
       if (kicked !== null) return settle(reason)
       const late = setTimeout(() => settle(reason), KICK_GRACE_MS)
-      bot.once('kicked', () => { clearTimeout(late); settle(reason) })
+      bot.once('gcKicked', () => { clearTimeout(late); settle(reason) })
     }
     bot.once('end', onEnd)
     bot.once('spawn', () => { bot.removeListener('end', onEnd); resolve() })

@@ -25,7 +25,8 @@ function stranger (username, port = arena.port) {
     let kicked = null
     let spawned = false
     bot.on('error', () => {})
-    bot.on('kicked', reason => { kicked = JSON.parse(reason).text })
+    // the client's own packet, not mineflayer's 'kicked', which a refusal can come before (bots.js)
+    bot._client.on('disconnect', packet => { kicked = JSON.parse(packet.reason).text })
     bot.once('spawn', () => { spawned = true; bot.quit() })
     bot.once('end', () => resolve({ kicked, spawned }))
   })
