@@ -31,7 +31,7 @@ const TOSS_RANGE = 2.5
  * in reach however the bot settles (without it, a cell at the very edge is lost again and costs a walk).
  */
 const BUILD_REACH_MARGIN = 0.3
-/** After the look packet is out, the server needs a moment to apply it before the toss clicks arrive. */
+/** After the look packet is out, a server whose state we cannot read is given this long to apply it before the toss clicks arrive. */
 const LOOK_SETTLE_MS = 50
 /** Blocks the look point moves to make a look the server missed differ, so that it is sent again. */
 const AIM_NUDGE = 0.05
@@ -111,24 +111,30 @@ const face = (bot, point) => bot.lookAt(point, true)
 
 /**
  * Face `point` and wait until the server has applied the look (and the position the walk ended at), so a
- * toss flies that way. The look and position go out in the update of a physics tick: after two ticks they
- * are sent. Where the arena can read the server's state (embedded), the wait goes on until the server has
- * the giver where its bot stands and looking at `to`: a toss thrown on the server's older state flies from
- * where the walk began or along the last look (seen in loaded test runs: the items lay 1.7 blocks from the
- * receiver, or went back to the giver). A look the server has not taken within a second is sent again.
- * On a starved machine ticks come seconds late; the wait lasts as long as the skill's budget allows.
+ * toss flies that way: a toss thrown on the server's older state flies from where the walk began or along
+ * the last look (seen in loaded test runs: the items lay 1.7 blocks from the receiver, or went back to the
+ * giver). Where the arena can read the server's state (embedded), the wait ends as soon as the server has
+ * the giver where its bot stands and looking at `to` (one physics tick sends the look, the server applies
+ * it on arrival); a look the server has not taken within a second is sent again. Elsewhere (an external
+ * server) the look goes out in the update of a physics tick: after two ticks it is sent, and the server is
+ * given LOOK_SETTLE_MS to apply it. On a starved machine ticks come seconds late; the wait lasts as long as
+ * the skill's budget allows.
  */
 async function faceForToss (ctx, point, to = null) {
   const bot = ctx.bot
   await face(bot, point)
   const arena = ctx.world && ctx.world.arena
+  const readsAim = Boolean(to && arena && arena.tossAimed)
   try {
-    for (let i = 0; i < 2; i++) await withTimeout(once(bot, 'physicsTick'), ctx.timeoutMs, 'a physics tick before the toss')
-    if (to && arena && arena.tossAimed) await serverAim(ctx, arena, point, to)
+    if (readsAim) {
+      await serverAim(ctx, arena, point, to)
+    } else {
+      for (let i = 0; i < 2; i++) await withTimeout(once(bot, 'physicsTick'), ctx.timeoutMs, 'a physics tick before the toss')
+    }
   } catch (err) {
     fail(`${ctx.actor} could not face the receiver: ${err.message}`)
   }
-  await sleep(LOOK_SETTLE_MS)
+  if (!readsAim) await sleep(LOOK_SETTLE_MS)
 }
 
 /** Wait until the server has the giver aimed at `to`; a look it has not taken within a second is sent again. */
