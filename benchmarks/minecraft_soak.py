@@ -3,7 +3,8 @@
 After every episode the server's ground truth must equal the pure-Python world's final ground truth for
 the same episode (same inventories, chest contents and site blocks): items are neither created nor lost
 beyond what the recipes do. Resident memory (RSS) of this Python process and of the Node sidecar is
-printed at the start and the end. With ``--arenas K`` the episodes run K at a time on K arenas of one
+printed at the start and the end, and the sidecar's with every progress line (a leak shows as growth that
+goes on after the first rounds). With ``--arenas K`` the episodes run K at a time on K arenas of one
 sidecar (``gencoord_env.arenas.ArenaRunner``); each is still compared with its own sim run.
 
     python benchmarks/minecraft_soak.py [--episodes 200] [--arenas 8]
@@ -63,7 +64,7 @@ def soak_arenas(args: argparse.Namespace) -> None:
                     print(f"episode {k} ({a['episode_id']}): ground truth differs from the item-conserving reference")
             done += len(batch)
             print(f"{done} episodes, {failed} failed, {bad} conservation mismatches, {retried} retried, "
-                  f"{time.perf_counter() - t0:.0f} s", flush=True)
+                  f"{time.perf_counter() - t0:.0f} s, sidecar {rss_mb(sidecar_pid):.0f} MB", flush=True)
         wall = time.perf_counter() - t0
         end = (rss_mb(), rss_mb(sidecar_pid))
     print(f"end:   python {end[0]:.0f} MB, sidecar {end[1]:.0f} MB")
@@ -98,7 +99,8 @@ def main() -> None:
             bad += 1
             print(f"episode {k} ({a['episode_id']}): ground truth differs from the item-conserving reference")
         if (k + 1) % 25 == 0:
-            print(f"{k + 1} episodes, {failed} failed, {bad} conservation mismatches, {time.perf_counter() - t0:.0f} s", flush=True)
+            print(f"{k + 1} episodes, {failed} failed, {bad} conservation mismatches, {time.perf_counter() - t0:.0f} s, "
+                  f"sidecar {rss_mb(sidecar_pid):.0f} MB", flush=True)
     end = (rss_mb(), rss_mb(sidecar_pid))
     mc.close()
     print(f"end:   python {end[0]:.0f} MB, sidecar {end[1]:.0f} MB")
