@@ -13,7 +13,7 @@ const { goals } = require('mineflayer-pathfinder')
 const { check } = require('./validate')
 const { badRequest } = require('./protocol')
 const { sleep, withTimeout, waitFor, REPLY_MS } = require('./util')
-const { planStandpoint, reachableRun, clickPoint, PLACE_REACH } = require('./standpoint')
+const { planStandpoint, reachableRun, farthestFirst, clickPoint, PLACE_REACH, EYE_HEIGHT } = require('./standpoint')
 
 /**
  * Feet-block distance within which a bot uses a chest, table or furnace without walking: the station
@@ -185,13 +185,22 @@ function restingAt (bot) {
 }
 
 /**
- * True when the bot can place the first `n` of `cells`, in order, both from where it is and from where
- * it comes to rest (in reach, in sight, never into its own body), so it may place while still sliding.
+ * True when the bot can place the first `n` of `cells` both from where it is and from where it comes to
+ * rest (in reach, in sight, never into its own body), so it may place while still sliding.
  */
 function canPlaceRun (bot, cells, n = 1, reach = PLACE_REACH) {
   const run = cells.slice(0, n)
   const solid = solidView(bot)
   return reachableRun(bot.entity.position, run, solid, { reach }) === n && reachableRun(restingAt(bot), run, solid, { reach }) === n
+}
+
+/** The longest run of the first `cells` the bot can place both from where it is and from where it comes to rest. */
+function placeableRun (bot, cells) {
+  const solid = solidView(bot)
+  const [here, rest] = [bot.entity.position, restingAt(bot)]
+  let n = reachableRun(here, cells, solid)
+  while (n > 0 && reachableRun(rest, cells.slice(0, n), solid, {}, n) !== n) n = reachableRun(here, cells.slice(0, n - 1), solid)
+  return n
 }
 
 /**
@@ -422,12 +431,11 @@ const SKILLS = {
           // no standpoint sees the next cell: let the pathfinder search for one
           await walkTo(ctx, new goals.GoalPlaceBlock(todo[0], bot.world, { range: 4, faces: [new Vec3(0, -1, 0)] }), `a spot to place at ${todo[0]}`)
         }
-        // place every cell reachable from here, in order; re-plan when the next one is not
-        do {
-          const cell = todo.shift()
-          await placeOn(ctx, cell, item)
-          placed.push(ctx.world.relative(cell))
-        } while (todo.length && canPlaceRun(bot, todo))
+        // the longest run of the next cells placeable from here (at least the next one, which the walk
+        // was for), clicked farthest first; then re-plan for the rest
+        const run = todo.splice(0, Math.max(1, placeableRun(bot, todo)))
+        for (const cell of farthestFirst(restingAt(bot).offset(0, EYE_HEIGHT, 0), run)) await placeOn(ctx, cell, item)
+        placed.push(...run.map(cell => ctx.world.relative(cell)))
       }
       await ctx.barrier()
       return { site, item, count, cells: placed }

@@ -5,8 +5,10 @@
 //
 // A cell is placed by clicking the top face of the block below it (as the place skill does), so the
 // bot must see the centre of that face: the segment from its eye to that point may cross no solid
-// block, counting the cells it will have placed before (fill order is kept, so a near row can hide the
-// row behind it; the plan then prefers a standpoint on the far side).
+// block, counting the cells it will have placed before. A place fills the next cells of the site in fill
+// order, so the site is left as the sim world leaves it, but clicks them farthest first: a block it has
+// placed then never stands between its eye and a later click point, and a site is built from the side
+// the bot comes from instead of a walk round to its far side.
 
 const { Vec3 } = require('vec3')
 
@@ -57,21 +59,44 @@ function canPlaceFrom (eye, cell, solid, reach = PLACE_REACH) {
 }
 
 /**
- * How many of `cells`, in order, a player standing at `feet` can place, each seeing past the ones
- * placed before it and none inside the player's own body.
+ * `cells` in the order a player with its eye at `eye` clicks them: farthest click point first (ties in
+ * the given order), so a block it has placed is never between its eye and a later click point.
  */
-function reachableRun (feet, cells, solid, { reach = PLACE_REACH, eyeHeight = EYE_HEIGHT } = {}) {
-  const eye = feet.offset(0, eyeHeight, 0)
-  const body = bodyBlocks(feet)
+function farthestFirst (eye, cells) {
+  return cells.map((cell, i) => ({ cell, i, d: clickPoint(cell).distanceTo(eye) }))
+    .sort((a, b) => b.d - a.d || a.i - b.i)
+    .map(e => e.cell)
+}
+
+/** True when an eye at `eye` places every one of `cells`, farthest first, each seen past those placed before it. */
+function placesAll (eye, cells, solid, reach) {
   const placed = new Set()
   const view = (x, y, z) => placed.has(key(x, y, z)) || solid(x, y, z)
-  let n = 0
-  for (const cell of cells) {
-    if (body.has(key(cell.x, cell.y, cell.z)) || !canPlaceFrom(eye, cell, view, reach)) break
+  for (const cell of farthestFirst(eye, cells)) {
+    if (!canPlaceFrom(eye, cell, view, reach)) return false
     placed.add(key(cell.x, cell.y, cell.z))
-    n++
   }
-  return n
+  return true
+}
+
+/**
+ * How many of `cells` (in fill order) a player standing at `feet` can place: the longest first run of
+ * them that it reaches, sees (clicking farthest first, past the cells placed before) and can fill without
+ * a block going where its body is. Runs shorter than `atLeast` count as 0 (the planner asks only for
+ * runs that would beat its best so far).
+ */
+function reachableRun (feet, cells, solid, { reach = PLACE_REACH, eyeHeight = EYE_HEIGHT } = {}, atLeast = 1) {
+  const eye = feet.offset(0, eyeHeight, 0)
+  const body = bodyBlocks(feet)
+  let most = 0 // no run goes past the first cell out of reach or in the body
+  while (most < cells.length) {
+    const c = cells[most]
+    if (body.has(key(c.x, c.y, c.z)) || clickPoint(c).distanceTo(eye) > reach) break
+    most++
+  }
+  // occlusion need not shrink with the run (a farther cell clicked first can hide a nearer one), so each length is tried
+  for (let n = most; n >= Math.max(1, atLeast); n--) if (placesAll(eye, cells.slice(0, n), solid, reach)) return n
+  return 0
 }
 
 /**
@@ -82,7 +107,8 @@ function reachableRun (feet, cells, solid, { reach = PLACE_REACH, eyeHeight = EY
  * @param o.cells Vec3 cells still to place, in fill order
  * @param o.from the bot's current (unfloored) position
  * @param o.solid (x, y, z) -> true for a block that stops a ray or a body
- * @param o.avoid Vec3 feet blocks no standpoint may use (every cell column of the site, other bots)
+ * @param o.avoid Vec3 blocks whose columns no standpoint may use (the site's cells, so nobody stands in the
+ *   site or on what it built; other bots' feet)
  * @returns {{stand: Vec3|null, covers: number}} `stand` null means stay where the bot is
  */
 function planStandpoint ({ cells, from, solid, avoid = [], reach = PLACE_REACH, eyeHeight = EYE_HEIGHT }) {
@@ -90,7 +116,7 @@ function planStandpoint ({ cells, from, solid, avoid = [], reach = PLACE_REACH, 
   const here = reachableRun(from, cells, solid, opts)
   if (here === cells.length) return { stand: null, covers: here }
   let best = { stand: null, covers: here, distance: 0 }
-  const banned = new Set(avoid.map(p => key(p.x, p.y, p.z)))
+  const banned = new Set(avoid.map(p => `${p.x},${p.z}`))
   const ys = [...new Set(cells.map(c => c.y))]
   const box = axis => [Math.min(...cells.map(c => c[axis])) - SEARCH_MARGIN, Math.max(...cells.map(c => c[axis])) + SEARCH_MARGIN]
   const [x0, x1] = box('x')
@@ -100,12 +126,12 @@ function planStandpoint ({ cells, from, solid, avoid = [], reach = PLACE_REACH, 
   for (let y = yLow; y <= yHigh; y++) {
     for (let x = x0; x <= x1; x++) {
       for (let z = z0; z <= z1; z++) {
-        if (banned.has(key(x, y, z)) || banned.has(key(x, y + 1, z))) continue
+        if (banned.has(`${x},${z}`)) continue
         // a standpoint has ground under the feet and room for the body
         if (!solid(x, y - 1, z) || solid(x, y, z) || solid(x, y + 1, z)) continue
         const stand = new Vec3(x, y, z)
-        const covers = reachableRun(stand.offset(0.5, 0, 0.5), cells, solid, opts)
-        if (covers === 0 || covers < best.covers) continue
+        const covers = reachableRun(stand.offset(0.5, 0, 0.5), cells, solid, opts, best.covers)
+        if (covers === 0) continue
         const distance = stand.offset(0.5, 0, 0.5).distanceTo(from)
         if (covers > best.covers || distance < best.distance) best = { stand, covers, distance }
       }
@@ -114,4 +140,4 @@ function planStandpoint ({ cells, from, solid, avoid = [], reach = PLACE_REACH, 
   return { stand: best.stand, covers: best.covers }
 }
 
-module.exports = { planStandpoint, reachableRun, canPlaceFrom, clickPoint, bodyBlocks, PLACE_REACH, EYE_HEIGHT }
+module.exports = { planStandpoint, reachableRun, farthestFirst, canPlaceFrom, clickPoint, bodyBlocks, PLACE_REACH, EYE_HEIGHT }

@@ -1,14 +1,14 @@
 'use strict'
 // How the skills move: the standpoint planner (pure geometry), and on the embedded server that walks
 // end within reach, that a give comes only within toss range of a receiver who stands still (and walks
-// onto a toss only when its items landed out of reach), and that a site is built in fill order from as
-// few standpoints as its geometry allows; every event counts the executor actions its skill took, and a
-// handoff event carries both inventories around the toss.
+// onto a toss only when its items landed out of reach), and that a site is filled in fill order from as
+// few standpoints as its geometry allows, on the side the bot comes from; every event counts the
+// executor actions its skill took, and a handoff event carries both inventories around the toss.
 
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const { Vec3 } = require('vec3')
-const { planStandpoint, reachableRun, canPlaceFrom, bodyBlocks, PLACE_REACH } = require('../src/standpoint')
+const { planStandpoint, reachableRun, farthestFirst, canPlaceFrom, bodyBlocks, PLACE_REACH } = require('../src/standpoint')
 const { startArena, waitFor, SETTLE_MS } = require('./helpers')
 
 // ---------- the planner, on a flat world whose ground is every block below y = 0 ----------
@@ -19,23 +19,29 @@ const SITE = rows([-5, -6, -7]) // fill order: the row nearest the arena centre 
 
 test('a run of cells is limited by reach, by sight past the cells placed before, and by the body', () => {
   const eastOfSite = new Vec3(-3.5, 0, 4.5) // beyond the end of the first row, which is filled towards it
-  assert.equal(reachableRun(eastOfSite, SITE, flat), 4, 'the first row hides the rows behind it')
-  assert.equal(reachableRun(new Vec3(-3.5, 0, 1.5), SITE, flat), 3, 'a cell placed first can hide the next one along its row')
+  assert.equal(reachableRun(eastOfSite, SITE, flat), 4, 'the rows behind the first are out of reach from there')
+  const besideSite = new Vec3(-3.5, 0, 1.5) // beside the first row, on the side a bot comes from
+  assert.equal(reachableRun(besideSite, SITE, flat), 12, 'clicking the farthest cells first, the whole site is in sight')
+  const eye = besideSite.offset(0, 1.62, 0)
+  const order = farthestFirst(eye, SITE.slice(0, 8)).map(c => `${c.x},${c.z}`)
+  for (const z of [0, 1, 2, 3]) assert.ok(order.indexOf(`-6,${z}`) < order.indexOf(`-5,${z}`), `the far cell before the one in front of it: ${order}`)
+  const firstRowBuilt = (x, y, z) => y < 0 || (x === -5 && y === 0)
+  assert.equal(reachableRun(besideSite, SITE.slice(4), firstRowBuilt), 0, 'a built row hides the rows behind it')
   const westOfSite = new Vec3(-7.5, 0, 2.5) // the block column x = -8, beyond the far row
-  assert.equal(reachableRun(westOfSite, SITE, flat), 12, 'from the far side each row is placed before the one in front of it')
+  assert.equal(reachableRun(westOfSite, SITE, flat), 12)
 
-  const eye = new Vec3(0.5, 1.62, 0.5)
-  assert.equal(canPlaceFrom(eye, new Vec3(3, 0, 0), flat), true)
+  const origin = new Vec3(0.5, 1.62, 0.5)
+  assert.equal(canPlaceFrom(origin, new Vec3(3, 0, 0), flat), true)
   const wall = (x, y, z) => y < 0 || (x === 2 && y === 0 && z === 0)
-  assert.equal(canPlaceFrom(eye, new Vec3(3, 0, 0), wall), false, 'a block between eye and face blocks the click')
-  assert.equal(canPlaceFrom(eye, new Vec3(Math.ceil(PLACE_REACH) + 1, 0, 0), flat), false, 'out of reach')
+  assert.equal(canPlaceFrom(origin, new Vec3(3, 0, 0), wall), false, 'a block between eye and face blocks the click')
+  assert.equal(canPlaceFrom(origin, new Vec3(Math.ceil(PLACE_REACH) + 1, 0, 0), flat), false, 'out of reach')
 
   assert.deepEqual([...bodyBlocks(new Vec3(0.5, 0, 0.5))].sort(), ['0,0,0', '0,1,0'])
   assert.deepEqual([...bodyBlocks(new Vec3(0.9, 0, 0.5))].sort(), ['0,0,0', '0,1,0', '1,0,0', '1,1,0'])
   assert.equal(reachableRun(new Vec3(0.9, 0, 0.5), [new Vec3(1, 0, 0)], flat), 0, 'no block goes where the body is')
 })
 
-test('the planner stays put when it can, walks a little for a near row, and to the far side for the whole site', () => {
+test('the planner stays put when it can, walks a little for a near row, builds a site from its near side, never from inside it', () => {
   const inReach = planStandpoint({ cells: SITE.slice(0, 2), from: new Vec3(-2.5, 0, 0.5), solid: flat, avoid: SITE })
   assert.deepEqual(inReach, { stand: null, covers: 2 })
 
@@ -47,8 +53,14 @@ test('the planner stays put when it can, walks a little for a near row, and to t
 
   const whole = planStandpoint({ cells: SITE, from, solid: flat, avoid: SITE })
   assert.equal(whole.covers, 12)
-  assert.ok(whole.stand.x < -7, `the whole site is built from beyond its far row, got ${whole.stand}`)
-  assert.ok(!SITE.some(c => c.x === whole.stand.x && c.z === whole.stand.z))
+  assert.ok(whole.stand.x >= -4, `the whole site is built from the side the bot comes from, not round its far row, got ${whole.stand}`)
+
+  // once the first row stands, the rest is built from beside the rows' ends: not on the built row, not inside the site
+  const firstRowBuilt = (x, y, z) => y < 0 || (x === -5 && y === 0)
+  const rest = planStandpoint({ cells: SITE.slice(4), from: new Vec3(-1.5, 0, 1.5), solid: firstRowBuilt, avoid: SITE })
+  assert.equal(rest.covers, 8)
+  assert.equal(rest.stand.y, 0, `nobody stands on what it built, got ${rest.stand}`)
+  assert.ok(!SITE.some(c => c.x === rest.stand.x && c.z === rest.stand.z), `nobody stands in the site, got ${rest.stand}`)
 
   const blocked = planStandpoint({ cells: [new Vec3(0, 0, 0)], from, solid: (x, y, z) => y !== 0 || x !== 0 || z !== 0 })
   assert.equal(blocked.covers, 0, 'a cell no standpoint sees is reported, not guessed')
@@ -148,7 +160,7 @@ test("a toss's items that landed out of the receiver's reach are walked to, and 
   assert.deepEqual(lying(), [])
 })
 
-test('a whole site is built in fill order from one standpoint; a near row without walking', async () => {
+test('a site is filled in fill order from the side the bot comes from; a near row without walking', async () => {
   await arena.world.reset(spec({ agent_a: { cobblestone: 16 } }, {}, { agent_a: [-2, 0, 1], agent_b: [5, 0, 0] }))
   const { walks, restore } = countWalks(arena.a)
   try {
@@ -159,15 +171,24 @@ test('a whole site is built in fill order from one standpoint; a near row withou
     assert.equal(first[0].actions.walks, 0)
     const rest = await run('agent_a', 'place', { site: 'site', item: 'cobblestone', count: 8 })
     assert.deepEqual(rest[0].data.cells, SITE.slice(4).map(c => [c.x, c.y, c.z]))
-    assert.equal(walks.length, 1, 'one walk, round to the far side, for the two rows left')
+    assert.equal(walks.length, 1, 'one walk, to beside the rows\' ends, for the two rows the built one hides')
     assert.equal(rest[0].actions.placements, 8)
     assert.equal(rest[0].actions.walks, 1)
     assert.equal(rest[0].actions.tosses, 0)
   } finally {
     restore()
   }
-  const truth = await arena.world.observe()
+  let truth = await arena.world.observe()
   assert.equal(truth.sites.site.length, 12)
   assert.ok(truth.sites.site.every(c => c[3] === 'cobblestone'))
   assert.deepEqual(truth.inventories.agent_a, { cobblestone: 4 })
+
+  // the whole site at once: one short walk, and the bot stays on its side of the site
+  await arena.world.reset(spec({ agent_a: { cobblestone: 12 } }, {}, { agent_a: [-1, 0, 1], agent_b: [5, 0, 0] }))
+  const whole = await run('agent_a', 'place', { site: 'site', item: 'cobblestone', count: 12 })
+  assert.deepEqual(whole[0].data.cells, SITE.map(c => [c.x, c.y, c.z]), 'the event lists the cells in fill order')
+  assert.equal(whole[0].actions.walks, 1)
+  assert.ok(arena.a.entity.position.x > -5, `built from the near side, ended at ${arena.a.entity.position}`)
+  truth = await arena.world.observe()
+  assert.equal(truth.sites.site.length, 12)
 })
