@@ -7,34 +7,16 @@
 // Every walk, toss and placement a skill starts is counted on `ctx.actions` (actions.js), which counts
 // window clicks by itself.
 
-const { once } = require('events')
 const { Vec3 } = require('vec3')
 const { goals } = require('mineflayer-pathfinder')
 const { check } = require('./validate')
 const { badRequest } = require('./protocol')
 const { sleep, withTimeout, waitFor, REPLY_MS } = require('./util')
-const { planStandpoint, reachableRun, farthestFirst, clickPoint, PLACE_REACH, EYE_HEIGHT } = require('./standpoint')
+const { farthestFirst, EYE_HEIGHT } = require('./standpoint')
+const { SkillFailure, fail } = require('./failure')
+const { TOSS_RANGE, walkTo, walkNear, face, faceForToss, restingAt } = require('./movement')
+const { placeableRun, walkToBuild, placeOn } = require('./building')
 
-/**
- * Feet-block distance within which a bot uses a chest, table or furnace without walking: the station
- * block then lies within vanilla's 4.5-block interaction range of the eye, so walks end at the nearest
- * spot from which the station can be used rather than next to it.
- */
-const REACH = 4
-/**
- * Feet-block distance from the receiver within which the giver tosses: the stack lands about two blocks
- * ahead of the thrower and is picked up within 1.5 blocks, so the receiver never has to move.
- */
-const TOSS_RANGE = 2.5
-/**
- * Build walks aim this much inside the placing reach, so that cells reached at the end of a walk stay
- * in reach however the bot settles (without it, a cell at the very edge is lost again and costs a walk).
- */
-const BUILD_REACH_MARGIN = 0.3
-/** After the look packet is out, a server whose state we cannot read is given this long to apply it before the toss clicks arrive. */
-const LOOK_SETTLE_MS = 50
-/** Blocks the look point moves to make a look the server missed differ, so that it is sent again. */
-const AIM_NUDGE = 0.05
 /**
  * A toss's items lying this long after the throw without reaching the receiver are out of its pickup
  * range (they landed in flight within about a second; a vanilla server lets a thrown item be picked up
@@ -43,15 +25,6 @@ const AIM_NUDGE = 0.05
 const COLLECT_AFTER_MS = 2500
 /** The receiver walks only to items of its handoff lying within this many blocks of it. */
 const COLLECT_RANGE = 6
-
-/** The skill could not be done; `reason` says why. Becomes an event with ok:false. */
-class SkillFailure extends Error {
-  constructor (reason) {
-    super(reason)
-    this.name = 'SkillFailure'
-  }
-}
-const fail = reason => { throw new SkillFailure(reason) }
 
 const countOf = (bot, name) => bot.inventory.items().filter(i => i.name === name).reduce((n, i) => n + i.count, 0)
 
@@ -68,91 +41,6 @@ function stationBlock (ctx, s) {
   const block = ctx.bot.blockAt(s.pos)
   if (!block || block.name !== s.kind) fail(`station ${s.name} has no ${s.kind} (found ${block ? block.name : 'nothing'})`)
   return block
-}
-
-/**
- * Walk with the pathfinder (sprinting where the path allows) until `goal` is reached or, checked every
- * physics tick, `arrived()` holds for where the bot actually is: a walk to a station or a peer ends as
- * soon as the bot is in reach, not at the centre of the path's last block.
- */
-async function walkTo (ctx, goal, what, arrived = null) {
-  const bot = ctx.bot
-  if (goal.isEnd(bot.entity.position.floored()) || (arrived && arrived())) return
-  let onTick = null
-  const early = arrived && new Promise(resolve => {
-    onTick = () => { if (arrived()) resolve('arrived') }
-    bot.on('physicsTick', onTick)
-  })
-  try {
-    ctx.actions.add('walks')
-    const walk = bot.pathfinder.goto(goal)
-    walk.catch(() => {}) // a walk ended early rejects with GoalChanged, which is no failure
-    const how = await withTimeout(early ? Promise.race([walk, early]) : walk, ctx.timeoutMs, what)
-    if (how === 'arrived') bot.pathfinder.setGoal(null)
-  } catch (err) {
-    bot.pathfinder.setGoal(null)
-    fail(`could not walk to ${what}: ${err.message}`)
-  } finally {
-    if (onTick) bot.removeListener('physicsTick', onTick)
-  }
-}
-
-function walkNear (ctx, pos, what, range = REACH) {
-  const goal = new goals.GoalNear(pos.x, pos.y, pos.z, range)
-  return walkTo(ctx, goal, what, () => goal.isEnd(ctx.bot.entity.position.floored()))
-}
-
-/**
- * Turn to `point` at once. Mineflayer's own looks before a click turn at a capped speed, up to a second
- * for a half turn; looking at the same point first makes theirs a no-op. The server does not check the
- * look for block clicks; only a toss needs the look applied first (see `faceForToss`).
- */
-const face = (bot, point) => bot.lookAt(point, true)
-
-/**
- * Face `point` and wait until the server has applied the look (and the position the walk ended at), so a
- * toss flies that way: a toss thrown on the server's older state flies from where the walk began or along
- * the last look (seen in loaded test runs: the items lay 1.7 blocks from the receiver, or went back to the
- * giver). Where the arena can read the server's state (embedded), the wait ends as soon as the server has
- * the giver where its bot stands and looking at `to` (one physics tick sends the look, the server applies
- * it on arrival); a look the server has not taken within a second is sent again. Elsewhere (an external
- * server) the look goes out in the update of a physics tick: after two ticks it is sent, and the server is
- * given LOOK_SETTLE_MS to apply it. On a starved machine ticks come seconds late; the wait lasts as long as
- * the skill's budget allows.
- */
-async function faceForToss (ctx, point, to = null) {
-  const bot = ctx.bot
-  await face(bot, point)
-  const arena = ctx.world && ctx.world.arena
-  const readsAim = Boolean(to && arena && arena.tossAimed)
-  try {
-    if (readsAim) {
-      await serverAim(ctx, arena, point, to)
-    } else {
-      for (let i = 0; i < 2; i++) await withTimeout(once(bot, 'physicsTick'), ctx.timeoutMs, 'a physics tick before the toss')
-    }
-  } catch (err) {
-    fail(`${ctx.actor} could not face the receiver: ${err.message}`)
-  }
-  if (!readsAim) await sleep(LOOK_SETTLE_MS)
-}
-
-/** Wait until the server has the giver aimed at `to`; a look it has not taken within a second is sent again. */
-async function serverAim (ctx, arena, point, to) {
-  const started = Date.now()
-  let resent = started
-  let nudge = AIM_NUDGE
-  await waitFor(async () => {
-    if (arena.tossAimed(ctx.actor, to, ctx.bot.entity.position)) return true
-    if (Date.now() - resent > 1000) { // a look that changes is sent at the next tick
-      resent = Date.now()
-      nudge = -nudge
-      await face(ctx.bot, point.offset(nudge, 0, 0))
-    }
-    return false
-  }, ctx.timeoutMs, `the server to have ${ctx.actor} where it stands, looking at ${to}`)
-  const waited = Date.now() - started
-  if (waited > 100) ctx.world.log('skill', `${ctx.actor} waited ${waited} ms for the server to have its aim at ${to}`)
 }
 
 /** Open a chest or furnace window (mineflayer looks at the block centre first). */
@@ -172,91 +60,6 @@ async function withWindow (ctx, open, use) {
     return await use(window)
   } finally {
     ctx.bot.closeWindow(window)
-  }
-}
-
-/**
- * Where a bot that stops pressing keys now comes to rest: on the ground each tick keeps 0.546 of the
- * horizontal speed (vanilla friction), so it slides on by speed / (1 - 0.546).
- */
-function restingAt (bot) {
-  const v = bot.entity.velocity
-  return bot.entity.position.offset(v.x / (1 - 0.546), 0, v.z / (1 - 0.546))
-}
-
-/**
- * True when the bot can place the first `n` of `cells` both from where it is and from where it comes to
- * rest (in reach, in sight, never into its own body), so it may place while still sliding.
- */
-function canPlaceRun (bot, cells, n = 1, reach = PLACE_REACH) {
-  const run = cells.slice(0, n)
-  const solid = solidView(bot)
-  return reachableRun(bot.entity.position, run, solid, { reach }) === n && reachableRun(restingAt(bot), run, solid, { reach }) === n
-}
-
-/** The longest run of the first `cells` the bot can place both from where it is and from where it comes to rest. */
-function placeableRun (bot, cells) {
-  const solid = solidView(bot)
-  const [here, rest] = [bot.entity.position, restingAt(bot)]
-  let n = reachableRun(here, cells, solid)
-  while (n > 0 && reachableRun(rest, cells.slice(0, n), solid, {}, n) !== n) n = reachableRun(here, cells.slice(0, n - 1), solid)
-  return n
-}
-
-/**
- * Solidity as the bot sees the world: blocks that stop a ray or a body (none where its chunk is not
- * loaded). Read by block state, without building a Block: a standpoint plan asks thousands of times.
- */
-function solidView (bot) {
-  const solid = solidStates(bot.registry)
-  const at = new Vec3(0, 0, 0)
-  return (x, y, z) => solid[bot.world.getBlockStateId(at.set(x, y, z))] === 1
-}
-
-const solidByRegistry = new WeakMap()
-/** 1 at each block state id whose bounding box is a full block. */
-function solidStates (registry) {
-  let solid = solidByRegistry.get(registry)
-  if (!solid) {
-    solid = new Uint8Array(registry.blocksArray.reduce((n, b) => Math.max(n, b.maxStateId + 1), 0))
-    for (const b of registry.blocksArray) if (b.boundingBox === 'block') solid.fill(1, b.minStateId, b.maxStateId + 1)
-    solidByRegistry.set(registry, solid)
-  }
-  return solid
-}
-
-/**
- * Walk (if need be) to the standpoint that reaches the longest run of `cells`; false when none reaches
- * even the first. Nobody stands in a cell column of the site or where another bot stands.
- */
-async function walkToBuild (ctx, s, cells) {
-  const bot = ctx.bot
-  const others = ctx.world.agents().filter(n => n !== ctx.actor).map(n => ctx.world.bot(n))
-    .filter(b => b && b.entity).map(b => b.entity.position.floored())
-  const avoid = [...s.cells, ...others]
-  const reach = PLACE_REACH - BUILD_REACH_MARGIN
-  const { stand, covers } = planStandpoint({ cells, from: restingAt(bot), solid: solidView(bot), avoid, reach })
-  if (!covers) return canPlaceRun(bot, cells)
-  if (stand) {
-    // stop as soon as the whole run is in reach, not at the centre of the standpoint
-    await walkTo(ctx, new goals.GoalBlock(stand.x, stand.y, stand.z), `a spot to build at ${cells[0]}`,
-      () => canPlaceRun(bot, cells, covers, reach))
-  }
-  return canPlaceRun(bot, cells)
-}
-
-/** Place `item` on the top face of the block below `cell` (looking there first, at once). */
-async function placeOn (ctx, cell, item) {
-  const bot = ctx.bot
-  const below = bot.blockAt(cell.offset(0, -1, 0))
-  if (!below || below.boundingBox !== 'block') fail(`nothing to place on below ${cell}`)
-  try {
-    await bot.equip(ctx.registry.itemsByName[item].id, 'hand')
-    await face(bot, clickPoint(cell))
-    await withTimeout(bot.placeBlock(below, new Vec3(0, 1, 0)), REPLY_MS, `place ${item}`)
-    ctx.actions.add('placements')
-  } catch (err) {
-    fail(`placing ${item} at ${cell} failed: ${err.message}`)
   }
 }
 
@@ -527,4 +330,4 @@ function checkSkillTable (ops) {
   }
 }
 
-module.exports = { SKILLS, SkillFailure, checkSkillArgs, checkSkillTable, countOf, faceForToss }
+module.exports = { SKILLS, SkillFailure, checkSkillArgs, checkSkillTable, countOf }

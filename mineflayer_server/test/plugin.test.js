@@ -5,7 +5,7 @@ const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const { Vec3 } = require('vec3')
 const { startArena, countOf, waitFor, SETTLE_MS } = require('./helpers')
-const { faceForToss } = require('../src/skills')
+const { faceForToss } = require('../src/movement')
 
 let arena
 const at = (x, y, z) => new Vec3(x, arena.floorY + y, z)
