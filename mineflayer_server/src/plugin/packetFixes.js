@@ -27,13 +27,14 @@ function player (player, serv) {
   const modern = registry.version['>=']('1.21.2')
   const playerType = registry.entitiesByName.player.id
   const write = player._client.write.bind(player._client)
-  // As on a vanilla server, movement packets sent before the client confirms a server teleport are
-  // stale and ignored; otherwise a packet in flight moves the player straight back after /tp or reset.
-  // flying-squid gives every teleport the id 1, so a confirmation cannot say which one it answers; the
-  // position packets sent are counted instead (from login on): a client that confirms the login
-  // position's resend and then reports where it stood has not yet seen the reset's teleport that followed.
-  let unconfirmed = 0
-  let since = 0 // when the last teleport began or its position packet went out
+  // As on a vanilla server, movement packets sent before the client confirms the newest server teleport
+  // are stale and ignored; otherwise a packet in flight moves the player straight back after /tp or reset
+  // (and an idle bot, whose physics is held, never sends the position that would undo it). flying-squid
+  // gives every teleport the id 1, so a confirmation could not say which one it answers: each position
+  // packet gets an id of its own here, and moves count again once the newest id is confirmed, however
+  // late (a count of confirmations with a 2 s escape let a stale move through on a machine that stalled).
+  let lastTeleportId = 0
+  let awaiting = null // the id of the newest teleport the client has not confirmed
   let teleporting = false // a server teleport is being applied; its position packet is not sent yet
 
   let lastTabRequest = 0
@@ -42,9 +43,10 @@ function player (player, serv) {
   player._client.write = function (name, params) {
     if (player.disconnected) return // e.g. the leaked latency timer above, after the player left
     if (name === 'position') {
-      unconfirmed++
+      lastTeleportId = lastTeleportId % 0x7fffffff + 1 // a VarInt
+      params = { ...params, teleportId: lastTeleportId }
+      awaiting = lastTeleportId
       teleporting = false
-      since = Date.now()
     }
     if (modern && name === 'entity_teleport') {
       // 1.21.2 added a velocity delta and relative-flags to entity_teleport; flying-squid omits them
@@ -74,15 +76,12 @@ function player (player, serv) {
 
   const sendPosition = player.sendPosition
   player.sendPosition = function (position, onGround, teleport = false) {
-    if (teleport) {
-      teleporting = true
-      since = Date.now()
-    } else if ((teleporting || unconfirmed > 0) && Date.now() - since < 2000) {
-      return Promise.resolve(false)
-    }
-    return sendPosition.call(this, position, onGround, teleport)
+    if (!teleport) return teleporting || awaiting !== null ? Promise.resolve(false) : sendPosition.call(this, position, onGround)
+    teleporting = true
+    // a teleport that a plugin cancelled sends no position packet: moves count again at once
+    return sendPosition.call(this, position, onGround, true).then(sent => { if (!sent) teleporting = false; return sent })
   }
-  player._client.on('teleport_confirm', () => { unconfirmed = Math.max(0, unconfirmed - 1) })
+  player._client.on('teleport_confirm', ({ teleportId }) => { if (teleportId === awaiting) awaiting = null })
 
   // flying-squid announces a new player to the others but never sends the newcomer the existing list,
   // so mineflayer cannot map the earlier player's entity to a name. Send it just before entities spawn.
