@@ -39,6 +39,12 @@ test('teleports of many blocks keep every client connected and seen by the other
   await waitFor(() => arena.a.entity.position.distanceTo(at(25.5, 0, -19.5)) < 0.1, SETTLE_MS, 'A moved')
   await arena.api.teleport(arena.player('agent_a'), at(1, 0, 1))
   await waitFor(() => arena.b.players.agent_a?.entity?.position.distanceTo(at(1.5, 0, 1.5)) < 0.5, SETTLE_MS, 'B sees A back')
+    .catch(err => { // where each side has A, for a failure that comes rarely
+      throw new Error(`${err.message}: the server has A at ${arena.player('agent_a').position}, A's client at ` +
+        `${arena.a.entity.position}, B's client at ${arena.b.players.agent_a?.entity?.position}; B knows the players ` +
+        `${Object.keys(arena.b.players).join(', ')} and player entities ${Object.values(arena.b.entities).filter(e => e.type === 'player')
+          .map(e => `${e.id} ${e.username} at ${e.position}`).join(', ')}; the server's A is entity ${arena.player('agent_a').id}`)
+    })
   assert.equal(arena.b.players.agent_a.entity.type, 'player')
   assert.deepEqual(arena.disconnects, [])
   assert.ok(arena.lines.some(l => l.includes('[edit] teleport agent_a 25 5 -20'.replace('5', String(arena.floorY)))))
