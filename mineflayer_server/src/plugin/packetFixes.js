@@ -1,7 +1,7 @@
 'use strict'
 // Packet fixes that make flying-squid 1.12.0 speak valid Minecraft 1.21.4 to mineflayer clients.
 // Without them a teleport (or any move of more than a few blocks) disconnects every other client,
-// players appear as boats, and a player who joins second never learns about the first.
+// players appear as boats, and a player can see a peer's entity without ever learning whose it is.
 
 const LOGIN_PLUGIN = /flying-squid[\\/]src[\\/]lib[\\/]plugins[\\/]login\.js/
 
@@ -83,29 +83,32 @@ function player (player, serv) {
   }
   player._client.on('teleport_confirm', ({ teleportId }) => { if (teleportId === awaiting) awaiting = null })
 
-  // flying-squid announces a new player to the others but never sends the newcomer the existing list,
-  // so mineflayer cannot map the earlier player's entity to a name. Send it just before entities spawn.
-  const updateAndSpawn = player.updateAndSpawn
-  let sent = false
-  player.updateAndSpawn = function (...args) {
-    if (!sent && registry.supportFeature('playerInfoActionIsBitfield')) {
-      sent = true
-      const others = serv.players.filter(p => p !== player)
-      if (others.length) {
-        write('player_info', {
-          action: { add_player: true, update_game_mode: true, update_listed: true, update_latency: true },
-          data: others.map(o => ({
-            uuid: o.uuid,
-            player: { name: o.username, properties: o.profileProperties || [] },
-            gamemode: o.gameMode,
-            listed: true,
-            latency: 0
-          }))
-        })
-      }
+  // A client names a player entity by the player list entry it already has for the entity's uuid: one
+  // spawned before that entry stays nameless for good (mineflayer looks the entity up by name when the
+  // entry comes), so its peer never appears in `bot.players`. flying-squid sends the newcomer no list of
+  // the players already there, and two logins at once can each miss the other's announcement. So every
+  // player entity spawned to this player is preceded by its list entry, the first time.
+  // flying-squid's own player hook, which defines spawnEntity, runs after this one: the wrapper stays in
+  // front of whatever it assigns.
+  const listed = new WeakSet()
+  let spawnEntity = player.spawnEntity
+  const listedSpawn = function (entity) {
+    if (entity.type === 'player' && !listed.has(entity) && registry.supportFeature('playerInfoActionIsBitfield')) {
+      listed.add(entity)
+      write('player_info', {
+        action: { add_player: true, update_game_mode: true, update_listed: true, update_latency: true },
+        data: [{
+          uuid: entity.uuid,
+          player: { name: entity.username, properties: entity.profileProperties || [] },
+          gamemode: entity.gameMode,
+          listed: true,
+          latency: 0
+        }]
+      })
     }
-    return updateAndSpawn.apply(this, args)
+    return spawnEntity.call(this, entity)
   }
+  Object.defineProperty(player, 'spawnEntity', { configurable: true, enumerable: true, get: () => listedSpawn, set: fn => { spawnEntity = fn } })
 }
 
 module.exports = { server, player }
