@@ -20,17 +20,15 @@ const BUILD_REACH_MARGIN = 0.3
  * rest (in reach, in sight, never into its own body), so it may place while still sliding.
  */
 function canPlaceRun (bot, cells, n = 1, reach = PLACE_REACH) {
-  const run = cells.slice(0, n)
-  const solid = solidView(bot)
-  return reachableRun(bot.entity.position, run, solid, { reach }) === n && reachableRun(restingAt(bot), run, solid, { reach }) === n
+  return placeableRun(bot, cells.slice(0, n), reach) === n
 }
 
 /** The longest run of the first `cells` the bot can place both from where it is and from where it comes to rest. */
-function placeableRun (bot, cells) {
+function placeableRun (bot, cells, reach = PLACE_REACH) {
   const solid = solidView(bot)
   const [here, rest] = [bot.entity.position, restingAt(bot)]
-  let n = reachableRun(here, cells, solid)
-  while (n > 0 && reachableRun(rest, cells.slice(0, n), solid, {}, n) !== n) n = reachableRun(here, cells.slice(0, n - 1), solid)
+  let n = reachableRun(here, cells, solid, { reach })
+  while (n > 0 && reachableRun(rest, cells.slice(0, n), solid, { reach }, n) !== n) n = reachableRun(here, cells.slice(0, n - 1), solid, { reach })
   return n
 }
 

@@ -77,17 +77,16 @@ async function faceForToss (ctx, point, to = null) {
   const bot = ctx.bot
   await face(bot, point)
   const arena = ctx.world && ctx.world.arena
-  const readsAim = Boolean(to && arena && arena.tossAimed)
   try {
-    if (readsAim) {
+    if (to && arena && arena.tossAimed) {
       await serverAim(ctx, arena, point, to)
     } else {
       for (let i = 0; i < 2; i++) await withTimeout(once(bot, 'physicsTick'), ctx.timeoutMs, 'a physics tick before the toss')
+      await sleep(LOOK_SETTLE_MS)
     }
   } catch (err) {
     fail(`${ctx.actor} could not face the receiver: ${err.message}`)
   }
-  if (!readsAim) await sleep(LOOK_SETTLE_MS)
 }
 
 /** Wait until the server has the giver aimed at `to`; a look it has not taken within a second is sent again. */
