@@ -200,7 +200,7 @@ def _play(episodes: Sequence[Episode], route: str, surface: str = "dsl") -> Iter
             else:
                 q = reference(episode, ctx)
                 assert q is not None
-                if ctx.stage != "requester_initial":  # the initial request precedes the capability response
+                if ctx.stage != DecisionStage.REQUESTER_INITIAL:  # the initial request precedes the capability response
                     _checked(q, episode.binding, f"{episode.id}/{ctx.stage}")
                 action = dsl.format(q) if surface == "dsl" else dsl.to_json(q)
                 label = ctx.stage
@@ -214,11 +214,12 @@ def _play(episodes: Sequence[Episode], route: str, surface: str = "dsl") -> Iter
 
 
 def _dialogue_label(turn: int, first: bool, utterance: str) -> str:
+    """A free-form row's label: the decision stage it stands for, or the dialogue's own turns (an answer, a question)."""
     if turn == 0:
-        return "sender_initial"
+        return DecisionStage.SENDER_INITIAL.value
     if first:
         return "sender_answer"
-    return "receiver_question" if freeform.is_question(utterance) else "receiver_after_request"
+    return "receiver_question" if freeform.is_question(utterance) else DecisionStage.RECEIVER_AFTER_REQUEST.value
 
 
 def _row(set_name: str, stage: str, route: str, surface: str, ep: Episode, agent: str, prompt: str, target: str) -> Row:
