@@ -181,3 +181,15 @@ def test_every_stage_an_env_runs_is_accepted_and_no_other(kwargs: dict[str, Any]
         if len(fired) == len(accepted):
             break
     assert fired == {s.value for s in accepted}
+
+
+def test_the_wrappers_table_says_what_each_intervention_rewrites() -> None:
+    """The package docstring's table (stage and routes of every intervention) is what the classes say."""
+    import gencoord_env.wrappers as wrappers
+
+    rows = {}
+    for line in wrappers.__doc__.splitlines():
+        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0] in wrappers.INTERVENTIONS:
+            rows[cells[0]] = (cells[1], tuple(r.strip() for r in cells[2].split(",")))
+    assert rows == {name: (str(cls.stage), cls.routes()) for name, cls in wrappers.INTERVENTIONS.items()}
