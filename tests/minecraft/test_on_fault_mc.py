@@ -11,7 +11,7 @@ import pytest
 import gencoord_env
 from gencoord_env import FailureCode
 
-from conftest import MISSING, play_sender
+from mc_support import MISSING, play_sender
 
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"run 'gencoord setup' first: {MISSING}")
 
