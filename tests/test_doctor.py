@@ -14,15 +14,9 @@ from typing import Any
 import pytest
 
 from gencoord_env import doctor
-from gencoord_env.world.minecraft.errors import RuntimeMissing
-from gencoord_env.world.minecraft.runtime import REQUIRED_PACKAGES, STAMP, find_sidecar_dir, locate, node_modules_dir
+from gencoord_env.world.minecraft.runtime import REQUIRED_PACKAGES, STAMP, find_sidecar_dir, node_modules_dir
+from sidecar_installed import needs_sidecar
 
-try:
-    locate()
-    MISSING = ""
-except RuntimeMissing as e:
-    MISSING = str(e)
-needs_sidecar = pytest.mark.skipif(bool(MISSING), reason=f"run 'gencoord setup' first: {MISSING}")
 MINECRAFT_ORDER = ["python", "node", "sidecar packages", "transport", "server start", "bots spawn", "sim episode",
                    "minecraft episode"]
 

@@ -4,22 +4,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
-from gencoord_env.world.minecraft.runtime import find_sidecar_dir, missing_packages
+from sidecar_installed import needs_sidecar
 
 
-def _missing() -> list[str]:
-    try:
-        return missing_packages(find_sidecar_dir())
-    except Exception as e:  # noqa: BLE001 - any lookup failure means: not installed here
-        return [str(e)]
-
-
-MISSING = _missing()
-
-
-@pytest.mark.skipif(bool(MISSING), reason=f"run 'gencoord setup' first: {MISSING}")
+@needs_sidecar
 def test_goal_capability_on_minecraft_matched_pair(tmp_path: Path) -> None:
     from gencoord_env.experiments.cli import main
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from mc_support import MISSING
+from sidecar_installed import MISSING
 
 
 @pytest.fixture(scope="package")
 def mc_world() -> Iterator[object]:
     if MISSING:
-        pytest.skip(f"run 'gencoord setup' first: {MISSING}")
+        pytest.skip(f"the Minecraft sidecar is not ready here: {MISSING}")
     from gencoord_env.world.minecraft import MinecraftWorld
 
     world = MinecraftWorld()

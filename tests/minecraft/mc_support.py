@@ -1,20 +1,7 @@
-"""What the Minecraft end-to-end tests share beside their fixture: whether the sidecar is installed here, and
-the sender's half of an episode. A module of its own name, so that test modules import it by a name no other
-folder's ``conftest`` shadows (``pytest tests/world/minecraft tests/minecraft`` in one run)."""
+"""The sender's half of an episode, for the Minecraft end-to-end tests: a module of its own name, so that test
+modules import it by a name no other folder's ``conftest`` shadows (``pytest tests/world/minecraft tests/minecraft``
+in one run)."""
 from __future__ import annotations
-
-from gencoord_env.world.minecraft.runtime import find_sidecar_dir, missing_packages
-
-
-def _missing() -> list[str]:
-    try:
-        return missing_packages(find_sidecar_dir())
-    except Exception as e:  # noqa: BLE001 - any lookup failure means: not installed here
-        return [str(e)]
-
-
-#: what the sidecar install lacks here ([] when it is complete)
-MISSING = _missing()
 
 
 def play_sender(env: object) -> tuple[str, str]:

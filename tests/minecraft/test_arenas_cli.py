@@ -15,17 +15,10 @@ from typing import Any
 import pytest
 
 from gencoord_env.cli import main as gencoord
-from gencoord_env.world.minecraft.runtime import find_sidecar_dir, missing_packages
+from sidecar_installed import needs_sidecar
 
 
-def _missing() -> list[str]:
-    try:
-        return missing_packages(find_sidecar_dir())
-    except Exception as e:  # noqa: BLE001 - any lookup failure means: not installed here
-        return [str(e)]
-
-
-pytestmark = pytest.mark.skipif(bool(_missing()), reason="run 'gencoord setup' first")
+pytestmark = needs_sidecar
 
 COMMON = ["rollout", "--backend", "minecraft", "--pool", "heldout", "--episodes", "8", "--seed", "2"]
 WALL_CLOCK = ("timings", "episode_seconds_p50", "time_to_commitment_p50", "arenas", "workers", "retries")

@@ -4,21 +4,13 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium
-import pytest
 
 import gencoord_env
 from gencoord_env.agents import make_policy
-from gencoord_env.world.minecraft.runtime import find_sidecar_dir, missing_packages
+from sidecar_installed import needs_sidecar
 
 
-def _missing() -> list[str]:
-    try:
-        return missing_packages(find_sidecar_dir())
-    except Exception as e:  # noqa: BLE001 - any lookup failure means: not installed here
-        return [str(e)]
-
-
-pytestmark = pytest.mark.skipif(bool(_missing()), reason="run 'gencoord setup' first")
+pytestmark = needs_sidecar
 
 
 def _one(infos: dict[str, Any], i: int) -> dict[str, Any]:

@@ -11,9 +11,10 @@ import pytest
 import gencoord_env
 from gencoord_env import FailureCode
 
-from mc_support import MISSING, play_sender
+from mc_support import play_sender
+from sidecar_installed import needs_sidecar
 
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"run 'gencoord setup' first: {MISSING}")
+pytestmark = needs_sidecar
 
 
 @pytest.fixture(scope="module")

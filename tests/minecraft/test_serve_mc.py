@@ -11,13 +11,11 @@ from openenv.core import GenericEnvClient  # noqa: E402
 
 from test_serve import play_local, play_remote, start_server, stop  # noqa: E402  (tests/ is on the path)
 
-from gencoord_env.world.minecraft.runtime import find_sidecar_dir, missing_packages  # noqa: E402
+from sidecar_installed import needs_sidecar  # noqa: E402
 
 
+@needs_sidecar
 def test_two_sessions_play_on_two_arenas_as_the_sim_does() -> None:
-    missing = missing_packages(find_sidecar_dir())
-    if missing:
-        pytest.skip(f"run 'gencoord setup' first: {missing}")
     # the sim is held equal to Minecraft by the parity tests: the same observations, outcomes and metrics
     plan = [[play_local(0, "rule"), play_local(3, "random", seed=1)], [play_local(1, "rule"), play_local(2, "rule")]]
     proc, url = start_server("--backend", "minecraft", "--pool", "heldout", "--reward", "staged", "--max-sessions", "2",

@@ -26,24 +26,17 @@ import pytest
 from gencoord_env.world.minecraft import (
     ArenaFault,
     MinecraftWorld,
-    RuntimeMissing,
     ServerRefused,
     ServerTimeout,
     ServerVersionMismatch,
     SidecarPool,
-    locate,
 )
 from gencoord_env.world.minecraft.probe import STATUS_TIMEOUT_S
 from gencoord_env.world.minecraft.supervisor import WORKDIR_PREFIX
 from gencoord_env.world.types import SkillCall, WorldSpec
+from sidecar_installed import RUNTIME, needs_sidecar
 
-try:
-    RUNTIME = locate()
-    _MISSING = ""
-except RuntimeMissing as e:
-    _MISSING = str(e)
-
-pytestmark = pytest.mark.skipif(bool(_MISSING), reason=f"sidecar runtime not installed: {_MISSING}")
+pytestmark = needs_sidecar
 
 SCRIPT = Path(__file__).with_name("scripted_server.js")
 AGENTS = ("agent_a", "agent_b")

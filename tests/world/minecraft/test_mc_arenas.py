@@ -12,17 +12,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from gencoord_env.world.minecraft import ArenaBusy, ArenaFault, MinecraftWorld, RuntimeMissing, SidecarPool, locate
+from gencoord_env.world.minecraft import ArenaBusy, ArenaFault, MinecraftWorld, SidecarPool
 from gencoord_env.world.sim import SimWorld
 from gencoord_env.world.types import SkillCall, Station, WorldSpec
+from sidecar_installed import needs_sidecar
 
-try:
-    locate()
-    _MISSING = ""
-except RuntimeMissing as e:
-    _MISSING = str(e)
-
-pytestmark = pytest.mark.skipif(bool(_MISSING), reason=f"sidecar runtime not installed: {_MISSING}")
+pytestmark = needs_sidecar
 
 # Two different episodes with the same station names: were any item, block or ledger entry to cross
 # arenas, one of the two read-backs would show it.
@@ -171,10 +166,10 @@ def test_a_held_arena_is_refused_and_a_closed_one_reused(pool: SidecarPool) -> N
 
 
 _OTHER_PROCESS = """
-import json, sys
+import json, os, sys
 from gencoord_env.world.minecraft import MinecraftWorld
 from gencoord_env.world.types import SkillCall
-sys.path.insert(0, sys.argv[2])
+sys.path[:0] = [sys.argv[2], os.path.dirname(os.path.dirname(sys.argv[2]))]  # this folder and tests/
 from test_mc_arenas import CALLS_B, SPEC_B
 with MinecraftWorld(endpoint=sys.argv[1]) as w:
     w.reset(SPEC_B)

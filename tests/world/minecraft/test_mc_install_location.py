@@ -8,21 +8,15 @@ from pathlib import Path
 import pytest
 
 from gencoord_env.world.minecraft import runtime
-from gencoord_env.world.minecraft.errors import RuntimeMissing
 from gencoord_env.world.minecraft.supervisor import Sidecar, default_log_dir
+from sidecar_installed import RUNTIME, needs_sidecar
 
-try:
-    INSTALLED = runtime.locate()
-    MISSING = ""
-except RuntimeMissing as e:
-    MISSING = str(e)
-
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"sidecar runtime not installed: {MISSING}")
+pytestmark = needs_sidecar
 
 
 def _copy_sources(dest: Path) -> Path:
     """What the wheel ships of the sidecar: src/, package.json and the lockfile, nothing else."""
-    src = INSTALLED.sidecar_dir
+    src = RUNTIME.sidecar_dir
     shutil.copytree(src / "src", dest / "src")
     for name in runtime.MANIFESTS:
         shutil.copyfile(src / name, dest / name)
@@ -33,7 +27,7 @@ def test_sidecar_without_local_node_modules_starts_from_the_cache(tmp_path: Path
     assert not any((p / "node_modules").exists() for p in [tmp_path, *tmp_path.parents])
     monkeypatch.setenv(runtime.SIDECAR_DIR_ENV, str(_copy_sources(tmp_path / "sidecar")))
     rt = runtime.locate()
-    assert rt.node_modules == INSTALLED.node_modules  # same lockfile, same cache entry
+    assert rt.node_modules == RUNTIME.node_modules  # same lockfile, same cache entry
     sc = Sidecar.start(rt)
     try:
         assert sc.client is not None and sc.client.call("ping") == "pong"

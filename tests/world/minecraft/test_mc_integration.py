@@ -20,21 +20,15 @@ from gencoord_env.world.minecraft import (
     ArenaFault,
     MinecraftWorld,
     ProtocolMismatch,
-    RuntimeMissing,
     ServerRefused,
     SidecarDied,
     SpecRefused,
     locate,
 )
 from gencoord_env.world.types import SkillCall, Station, WorldSpec
+from sidecar_installed import needs_sidecar
 
-try:
-    locate()
-    _MISSING = ""
-except RuntimeMissing as e:
-    _MISSING = str(e)
-
-pytestmark = pytest.mark.skipif(bool(_MISSING), reason=f"sidecar runtime not installed: {_MISSING}")
+pytestmark = needs_sidecar
 
 SPEC = WorldSpec(
     agents=("agent_a", "agent_b"),

@@ -13,17 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
+from sidecar_installed import needs_sidecar
 
-from gencoord_env.world.minecraft import RuntimeMissing, locate
-
-try:
-    locate()
-    _MISSING = ""
-except RuntimeMissing as e:
-    _MISSING = str(e)
-
-pytestmark = pytest.mark.skipif(bool(_MISSING), reason=f"sidecar runtime not installed: {_MISSING}")
+pytestmark = needs_sidecar
 
 ROOT = Path(__file__).resolve().parents[3]
 

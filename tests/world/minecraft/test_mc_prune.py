@@ -16,21 +16,16 @@ import pytest
 
 from gencoord_env.world.minecraft import runtime
 from gencoord_env.world.minecraft.errors import RuntimeMissing
+from sidecar_installed import RUNTIME, needs_sidecar
 
-try:
-    INSTALLED = runtime.locate()
-    MISSING = ""
-except RuntimeMissing as e:
-    MISSING = str(e)
-needs_install = pytest.mark.skipif(bool(MISSING), reason=f"sidecar runtime not installed: {MISSING}")
 TABLE = json.loads((runtime.find_sidecar_dir() / runtime.PRUNE_TABLE).read_text(encoding="utf-8"))
 DATA = "minecraft-data/minecraft-data/data"
 
 
-@needs_install
+@needs_sidecar
 def test_the_keep_list_is_what_minecraft_data_names_for_the_served_version() -> None:
-    assert INSTALLED.node_modules is not None
-    mc = INSTALLED.node_modules / "minecraft-data"
+    assert RUNTIME.node_modules is not None
+    mc = RUNTIME.node_modules / "minecraft-data"
     block = re.search(rf"^    '{re.escape(TABLE['minecraft'])}': {{\n(.*?)^    }}", (mc / "data.js").read_text(), re.S | re.M)
     assert block, f"minecraft-data's data.js has no entry for {TABLE['minecraft']}"
     named = set(re.findall(r"minecraft-data/data/(pc/[^\"']+)", block[1]))
@@ -41,9 +36,9 @@ def test_the_keep_list_is_what_minecraft_data_names_for_the_served_version() -> 
     assert loaded_at_import and all(p.startswith(tuple(k for k in keep if k.endswith("/"))) for p in loaded_at_import)
 
 
-@needs_install
+@needs_sidecar
 def test_the_installed_cache_is_pruned_and_loads_all_the_sidecar_needs() -> None:
-    nm = INSTALLED.node_modules
+    nm = RUNTIME.node_modules
     assert nm is not None
     assert not (nm / DATA / "pc" / "1.8").exists() and not (nm / DATA / "bedrock" / "1.20.0").exists()
     assert not (nm / "prismarine-provider-anvil" / "test").exists()
@@ -55,8 +50,8 @@ def test_the_installed_cache_is_pruned_and_loads_all_the_sidecar_needs() -> None
         " Object.keys(d.recipes).length, d.language['block.minecraft.oak_planks'], typeof d.loginPacket,"
         " d.windows !== undefined, d.blockLoot !== undefined]))"
     )
-    out = subprocess.run([str(INSTALLED.node), "-e", script], capture_output=True, text=True, timeout=120,
-                         env={**INSTALLED.env(), "PATH": "/usr/bin:/bin"})
+    out = subprocess.run([str(RUNTIME.node), "-e", script], capture_output=True, text=True, timeout=120,
+                         env={**RUNTIME.env(), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr[-2000:]
     version, blocks, items, recipes, planks, login, windows, loot = json.loads(out.stdout)
     assert (version, planks, login, windows, loot) == ("1.21.4", "Oak Planks", "object", True, True)
