@@ -47,19 +47,16 @@ import math
 import os
 import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import torch
+import transformers
+from transformers import AutoModelForCausalLM
 
-import torch  # noqa: E402
-import transformers  # noqa: E402
-from transformers import AutoModelForCausalLM  # noqa: E402
-
-from gencoord_env.agents.lm.generate import _PREFILL_BUCKET, GenerationConfig, Generator, kernel_report  # noqa: E402
-from gencoord_env.agents.lm.hybrid import HybridState, hybrid_forward, supports_hybrid  # noqa: E402
-from gencoord_env.agents.lm.loading import build_qwen35_08b_config, build_tiny, train_tokenizer  # noqa: E402
+from gencoord_env.agents.lm.generate import _PREFILL_BUCKET, GenerationConfig, Generator, kernel_report
+from gencoord_env.agents.lm.hybrid import HybridState, hybrid_forward, supports_hybrid
+from gencoord_env.agents.lm.loading import build_qwen35_08b_config, build_tiny, train_tokenizer
 
 
 def _percentile(values: list[float], q: float) -> float:

@@ -9,14 +9,11 @@ in the order chest; agent_a smelts cobblestone and places the stone at a build s
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gencoord_env.world.sim import SimWorld  # noqa: E402
-from gencoord_env.world.types import SkillCall, Station, WorldSpec  # noqa: E402
+from gencoord_env.world.sim import SimWorld
+from gencoord_env.world.types import SkillCall, Station, WorldSpec
 
 SPEC = WorldSpec(
     agents=("agent_a", "agent_b"),

@@ -10,9 +10,12 @@ The suspected cause: in a left-padded batch each pad query sees only pad keys, s
 boolean SDPA mask is all False (transformers 5 no longer corrects such rows). PyTorch's CPU kernels (math,
 flash) return zeros for such a row (checked on the 2-core machine, fp32 and bf16: 0 NaN rows, every such row
 zero), so no CPU run shows NaN: not with sdpa or eager, padding 0-800, autocast or bf16 weights, random or
-SFT-trained weights. The CUDA kernels (memory-efficient, cuDNN) are reported to return NaN there, which the
-next layer spreads to the real positions (0 * NaN). ``gencoord_env.agents.lm.attention.PAD_SAFE_SDPA`` (what
-``load_model`` and ``build_tiny`` now give every SDPA model) makes such rows attend to every key instead.
+SFT-trained weights. A CUDA kernel (memory-efficient, cuDNN) returning NaN there would spread to the real
+positions in the next layer (0 * NaN). Measured on one H200 (2026-11-27, torch 2.11 + cu130, a random model of
+the scratch shape): no kernel returned NaN on such rows and no run below met NaN, so this cause is not
+confirmed there; the failing lane's own model (``--model``) has not been tried.
+``gencoord_env.agents.lm.attention.PAD_SAFE_SDPA`` (what ``load_model`` and ``build_tiny`` give every SDPA
+model) makes such rows attend to every key instead.
 
 This script prints, on the device at hand: (1) each SDPA kernel on a mask with all-False rows (NaN rows,
 zero rows); (2) a forward of left-padded batches for padding widths x attention implementation (plain
@@ -27,12 +30,9 @@ shows NaN and ``PAD_SAFE_SDPA`` none.
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
 
 def kernels(device: str) -> None:

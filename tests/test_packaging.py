@@ -122,3 +122,14 @@ def test_core_requirements_leave_the_heavy_packages_to_extras(wheel: zipfile.Zip
     assert {"experiments", "lm", "test"} <= set(meta.get_all("Provides-Extra") or [])
     [entry_points] = [n for n in _names(wheel) if n.endswith(".dist-info/entry_points.txt")]
     assert "gencoord = gencoord_env.cli:main" in wheel.read(entry_points).decode()
+
+
+def test_no_script_puts_the_checkout_ahead_of_the_installed_package() -> None:
+    """``agents/`` and ``train/`` install as ``gencoord_env.agents`` / ``gencoord_env.train``; a checkout put first
+    on ``sys.path`` shadows the installed ``gencoord_env`` with a folder that has neither, and every import of
+    them fails (a GPU run of ``scripts/bf16_padding_nan.py`` did). Scripts run against the installed package."""
+    offenders = [f"{p.relative_to(ROOT)}:{n}" for folder in ("scripts", "benchmarks", "examples")
+                 for p in sorted((ROOT / folder).rglob("*.py"))
+                 for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+                 if re.search(r"sys\.path\s*(\.insert|\.append|\[|\+?=)", line)]
+    assert offenders == []

@@ -1,12 +1,16 @@
-"""SDPA attention whose left-padding rows attend to something, so no CUDA kernel returns NaN for them.
+"""SDPA attention whose left-padding rows attend to something, so no kernel can return NaN for them.
 
 In a left-padded batch a pad position's query may see only earlier keys, and those are pads too, which
 the padding mask removes: its row of transformers' boolean SDPA mask is all False. On the CPU, PyTorch's
-SDPA (the math kernel) returns zeros for such a row; its CUDA kernels (memory-efficient, cuDNN) can return
-NaN there, and the next layer spreads the NaN to every real position of that sequence through ``0 * NaN``
-(the real queries give the pad keys weight 0). transformers 5 builds this mask without the correction it
-once applied (``sdpa_mask``'s ``allow_torch_fix`` is deprecated and does nothing), so bf16 sampling of
-unevenly padded prompts on a GPU can meet NaN probabilities.
+SDPA (the math kernel) returns zeros for such a row. A kernel that returned NaN there would spread it to every
+real position of that sequence in the next layer through ``0 * NaN`` (the real queries give the pad keys
+weight 0), and transformers 5 builds this mask without the correction it once applied (``sdpa_mask``'s
+``allow_torch_fix`` is deprecated and does nothing). This was the suspected cause of NaN probabilities in
+bf16 GRPO sampling of unevenly padded prompts; on one H200 (torch 2.11 + cu130,
+``scripts/bf16_padding_nan.py``, ``reports/README.md``) no kernel returned NaN on such rows (math and
+memory-efficient: zeros; cuDNN: finite values) and no padded forward or sampled ``generate`` of a random
+model met NaN, so the cause is not confirmed there; the mask below stays as a guard that costs real
+positions nothing.
 
 :data:`PAD_SAFE_SDPA` is transformers' SDPA with one change to its mask: a row that attends to nothing
 attends to every key instead. Only pad queries have such rows, and no real query reads their outputs
