@@ -278,16 +278,27 @@ def _prefix_comparison(
 def _prefix_agreement(gen: Generator, head: list[int], rng: torch.Generator, vocab: int, avoid: set[int],
                       args: argparse.Namespace, rows: int = 8) -> dict[str, object]:
     """Greedy tokens of ``rows`` prompts (the head, then suffixes of different lengths) decoded from the cached
-    head state and from a full prefill of the same prompts: how many leading tokens each row shares."""
+    head state and from a full prefill of the same prompts: how many leading tokens each row shares.
+
+    Beside it, the same count for two full prefills that differ only in batching (each row alone against the
+    batch): the floor that precision sets. A model with near-flat logits (random weights) in bf16 changes its
+    greedy choice under any change of summation order, with or without a cached head (seen on the CPU as on
+    the GPU); reuse is wrong only where it diverges much earlier than that floor."""
     suffix = args.input_tokens - args.prefix_tokens
     prompts = [head + p for p in _prompts(rng, rows, suffix, vocab, avoid)]
     prompts = [p[: len(p) - 7 * k] for k, p in enumerate(prompts)]  # suffixes of different lengths: padding too
     reused = gen.generate_tokens(prompts, shared=len(head))
-    full = Generator(gen.model, gen.tokenizer, dataclasses.replace(gen.config, prefix_cache=False)).generate_tokens(prompts)
-    leading = [next((i for i, (a, b) in enumerate(zip(x.tokens, y.tokens)) if a != b), len(x.tokens))
-               for x, y in zip(reused, full)]
+    plain = Generator(gen.model, gen.tokenizer, dataclasses.replace(gen.config, prefix_cache=False))
+    full = plain.generate_tokens(prompts)
+    alone = [plain.generate_tokens([p])[0] for p in prompts]
+
+    def leading(a: list, b: list) -> list[int]:
+        return [next((i for i, (x, y) in enumerate(zip(r.tokens, s.tokens)) if x != y), len(r.tokens)) for r, s in zip(a, b)]
+
     return {"rows": rows, "tokens_per_row": len(full[0].tokens), "identical_rows": sum(x.tokens == y.tokens for x, y in zip(reused, full)),
-            "leading_identical_tokens": leading}
+            "leading_identical_tokens": leading(reused, full),
+            "floor_identical_rows": sum(x.tokens == y.tokens for x, y in zip(alone, full)),
+            "floor_leading_identical_tokens": leading(alone, full)}
 
 
 def _prefill_agreement(model: torch.nn.Module, prompt: list[int], device: torch.device) -> dict[str, float]:
