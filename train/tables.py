@@ -38,8 +38,9 @@ one-off graph captures (one per prompt-width bucket) are not in the times: hot c
 averaged within the cluster before the bootstrap resamples clusters.
 
 Models start from random weights (``scratch``: a small Qwen3 built in code, one offline BPE tokenizer
-trained on every set used, shared by every model) or from one checkpoint (``init``: e.g. a procedural-
-pretrained model of ``gencoord train transfer``; its tokenizer is kept). Epochs are the paper's per
+trained on every model's set whichever tables are asked for, shared by every model) or from one
+checkpoint (``init``: e.g. a procedural-pretrained model of ``gencoord train transfer``; its tokenizer is
+kept). Epochs are the paper's per
 model (2; the centralized model 4) times the budget's ``epoch_scale`` from scratch, ``init_epoch_scale``
 from a checkpoint; ``steps`` overrides both.
 
@@ -537,11 +538,18 @@ def _train_and_play(lane: Lane, key: str, previous: Mapping[str, Any] | None = N
 # --------------------------------------------------------------------------- shared inputs
 
 
+#: Every model's row set. All are built (a few seconds) and all train the scratch tokenizer, whichever tables
+#: are asked for: a model's tokenizer, and so its weights and rows, do not depend on the other tables of the
+#: command, and a lane trained for one table is the lane of every other table its model plays, reused from
+#: the same work folder.
+ALL_SETS: tuple[str, ...] = tuple(sorted({m.data for m in MODELS.values()}))
+
+
 def _data(config: TablesConfig, data: Path, log: Callable[[str], None]) -> dict[str, Any]:
-    """The row sets of the needed models (reused when ``data`` holds them for the same pool seed)."""
+    """Every model's row set (reused when ``data`` holds them for the same pool seed)."""
     from gencoord_env.train.data import build_all
 
-    sets = sorted({MODELS[m].data for m in config.models()})
+    sets = ALL_SETS
     path = data / "manifest.json"
     previous = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
     if (previous and previous.get("pool_seed") == config.data_seed and set(sets) <= set(previous["files"])
@@ -555,13 +563,13 @@ def _data(config: TablesConfig, data: Path, log: Callable[[str], None]) -> dict[
 
 
 def _tokenizer(config: TablesConfig, manifest: Mapping[str, Any], data: Path, out: Path, log: Callable[[str], None]) -> dict[str, Any]:
-    """One byte-level BPE on every prompt and target of the needed sets, shared by every scratch model
-    (reused when ``out`` holds one trained on the same corpus)."""
+    """One byte-level BPE on every prompt and target of every set (:data:`ALL_SETS`), shared by every scratch
+    model (reused when ``out`` holds one trained on the same corpus)."""
     from gencoord_env.agents.lm.loading import binding_codes, train_tokenizer
     from gencoord_env.train.data import load_rows
     from gencoord_env.train.sft import tree_sha256
 
-    sets = sorted({MODELS[m].data for m in config.models()})
+    sets = ALL_SETS
     b = config.budget
     corpus_id = {"sets": {s: manifest["files"][s]["sha256"] for s in sets}, "vocab_size": b.arch_vocab,
                  "max_length": b.max_length, "rows_per_set": b.tokenizer_rows, "whole_words": list(binding_codes())}
@@ -602,8 +610,15 @@ def _rule_rows(config: TablesConfig, log: Callable[[str], None]) -> dict[str, An
     return {"seconds": seconds, "conditions": out}
 
 
-def lanes_for(config: TablesConfig, inputs: str, tokenizer: Path | None) -> list[Lane]:
-    """One lane per (seed, model), the longest trainings first so they are not left for last."""
+def _lane_inputs(data_sha256: str, tokenizer: Mapping[str, Any] | None, init: Mapping[str, Any] | None, data_seed: int) -> str:
+    """Digest of what a model's lane reads: its own row set, the tokenizer, the init checkpoint, the pool seed."""
+    return hashlib.sha256(json.dumps([data_sha256, tokenizer and tokenizer["sha256"], init and init["tree_sha256"],
+                                      data_seed]).encode()).hexdigest()
+
+
+def lanes_for(config: TablesConfig, inputs: Mapping[str, str] | str, tokenizer: Path | None) -> list[Lane]:
+    """One lane per (seed, model), the longest trainings first so they are not left for last. ``inputs``: each
+    model's input digest (a run record of an earlier version holds one digest for every lane)."""
     from gencoord_env.train.data import EXPECTED_ROWS
 
     models = sorted(config.models(), key=lambda m: -EXPECTED_ROWS[MODELS[m].data] * MODELS[m].epochs)
@@ -611,7 +626,7 @@ def lanes_for(config: TablesConfig, inputs: str, tokenizer: Path | None) -> list
     order = [(seed, m) for m in models for seed in config.seeds]
     return [Lane(seed, m, tuple(t for t in config.tables if m in TABLES[t].models.values()), str(config.work_dir),
                  str(tokenizer) if tokenizer else None, config.scratch, config.init, config.budget,
-                 lane_device(config.device, k), threads, inputs)
+                 lane_device(config.device, k), threads, inputs if isinstance(inputs, str) else inputs[m])
             for k, (seed, m) in enumerate(order)]
 
 
@@ -634,9 +649,8 @@ def run(config: TablesConfig, argv: Sequence[str] | None = None) -> dict[str, An
     manifest = _data(config, work / "data", log)
     tokenizer = _tokenizer(config, manifest, work / "data", work / "tokenizer", log) if config.scratch else None
     init = {"dir": Path(config.init).name, "tree_sha256": tree_sha256(config.init)[0]} if config.init else None
-    sets = sorted({MODELS[m].data for m in config.models()})
-    inputs = hashlib.sha256(json.dumps([{s: manifest["files"][s]["sha256"] for s in sets}, tokenizer and tokenizer["sha256"],
-                                        init and init["tree_sha256"], config.data_seed]).encode()).hexdigest()
+    inputs = {m: _lane_inputs(manifest["files"][MODELS[m].data]["sha256"], tokenizer, init, config.data_seed)
+              for m in config.models()}
     rules = _rule_rows(config, log)
     (work / "rules.json").write_text(json.dumps(rules) + "\n", encoding="utf-8")
     run_info = {"command": " ".join(["gencoord", "train", "tables", *argv]) if argv is not None else None,
@@ -683,7 +697,11 @@ def summarize(config: TablesConfig, quiet: bool = False) -> dict[str, Any]:
     run_info = json.loads((work / "run.json").read_text(encoding="utf-8"))
     rules = json.loads((work / "rules.json").read_text(encoding="utf-8"))
     results = []
-    for lane in lanes_for(config, run_info["inputs"], work / "tokenizer" if config.scratch else None):
+    inputs = run_info["inputs"]
+    if not isinstance(inputs, str):  # each model's digest, from the run record's data, tokenizer and init
+        inputs = {m: _lane_inputs(run_info["manifest"]["files"][MODELS[m].data]["sha256"], run_info["tokenizer"],
+                                  run_info["init"], config.data_seed) for m in config.models()}
+    for lane in lanes_for(config, inputs, work / "tokenizer" if config.scratch else None):
         if lane.result_path.is_file():
             result = json.loads(lane.result_path.read_text(encoding="utf-8"))
             if result.get("key") == lane.key():  # not a lane of other settings left in the same work folder

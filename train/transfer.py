@@ -252,7 +252,9 @@ def build_inputs(config: TransferConfig, data: Path, tokenizer_dir: Path, log: C
     from gencoord_env.train.data import build_all, load_rows
 
     b = config.budget
-    sets = sorted({s for name in config.backends for s in BACKENDS[name]})
+    # every backend's sets, whichever backends are asked for: the shared tokenizer, and so each model, do not
+    # depend on the other backends of the command
+    sets = sorted({s for pair in BACKENDS.values() for s in pair})
     t0 = time.perf_counter()
     manifest_path = data / "manifest.json"
     wanted = {"pool_seed": config.data_seed, "procedural_rows": b.pretrain_rows, "sets": sets}

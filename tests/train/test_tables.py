@@ -163,22 +163,30 @@ def test_init_starts_every_model_from_the_given_checkpoint(run: tuple[Path, Path
 
 
 def test_a_table_added_later_plays_the_trained_model_again_without_training_it(tmp_path: Path, data_dir: Path) -> None:
+    """Every set trains the one tokenizer and a lane's inputs are its own set's, so a model trained for one table is
+    the model of every table it plays, whichever tables a command names."""
     (tmp_path / "work").mkdir()
     (tmp_path / "work" / "data").symlink_to(data_dir)
     args = ["--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--budget", "tiny", "--seeds", str(SEED), "--quiet"]
     assert cli.main(["tables", "--tables", "request", *args]) == 0
     lane = tmp_path / "work" / "lanes" / f"{SEED}-direct.json"
     first = json.loads(lane.read_text())
-    assert cli.main(["tables", "--tables", "request", "visibility", *args]) == 0
+    tokenizer = (tmp_path / "work" / "tokenizer" / "tokenizer.json").read_bytes()
+    # backend adds a model of another row set: the tokenizer and the direct lane's inputs stay as they were
+    assert cli.main(["tables", "--tables", "request", "visibility", "backend", *args]) == 0
     second = json.loads(lane.read_text())
+    assert (tmp_path / "work" / "tokenizer" / "tokenizer.json").read_bytes() == tokenizer
+    assert second["key"] == first["key"]
     assert second["run"] == first["run"] and second["seconds"]["train"] == first["seconds"]["train"]  # not trained again
     assert {k: second["conditions"][k] for k in first["conditions"]} == first["conditions"]  # earlier rows kept as played
     assert any(k.startswith("visibility/") for k in second["conditions"])
+    assert any(k.startswith("backend/") for k in second["conditions"])
     assert (tmp_path / "out" / "visibility" / "results.json").is_file()
+    assert (tmp_path / "work" / "lanes" / f"{SEED}-factor_code.json").is_file()
     # a checkpoint changed since is trained again rather than trusted
     weights = next((tmp_path / "work" / first["run"]["checkpoint"]).glob("*.safetensors"))
     weights.write_bytes(weights.read_bytes() + b"\0")
-    assert cli.main(["tables", "--tables", "request", "visibility", "backend", *args]) == 0
+    assert cli.main(["tables", "--tables", "request", "naturalized", *args]) == 0
     third = json.loads(lane.read_text())
     assert third["run"]["checkpoint_sha256"] != first["run"]["checkpoint_sha256"] or third["seconds"]["train"] != first["seconds"]["train"]
 

@@ -149,3 +149,15 @@ def test_every_paper_row_arm_has_a_fit_verdict_and_the_decoders_agree(run: tuple
             by_template = s["results"][backend]["protocol_only"]["pools"][pool]["pooled"]["by_template"]
             assert sum(t["episodes"] for t in by_template.values()) == BUDGETS["tiny"].eval_episodes
     assert set(s["codes"]["evaluated"]) <= set(s["codes"]["pretraining"])
+
+
+def test_one_backend_asked_for_gets_the_tokenizer_of_both(run: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    """Every backend's sets train the shared tokenizer, so a Direct model does not depend on whether its command
+    also asked for Factor-Code (the data, reused here, carries both either way)."""
+    from gencoord_env.train.transfer import TransferConfig, build_inputs
+
+    out, _ = run
+    config = TransferConfig(out=str(tmp_path), seeds=(SEED,), backends=("direct",), progress=False)
+    inputs = build_inputs(config, out / "work" / "data", tmp_path / "tokenizer", lambda _: None)
+    assert (tmp_path / "tokenizer" / "tokenizer.json").read_bytes() == (out / "work" / "tokenizer" / "tokenizer.json").read_bytes()
+    assert {"forward", "procedural", "factor_code", "procedural_factor_code"} <= set(inputs["manifest"]["files"])
