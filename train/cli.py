@@ -333,7 +333,8 @@ def tables_main(argv: Sequence[str] | None = None) -> int:
                              ("eval-batch", int), ("timing-episodes", int), ("rule-episodes", int), ("max-new-tokens", int),
                              ("threads", int), ("code-renaming", float), ("decision-weight", float)))
     p.add_argument("--summarize-only", action="store_true",
-                   help="rewrite the tables from WORK's lane files (e.g. of a run cut short); trains nothing")
+                   help="rewrite the tables from WORK's lane files (of a run cut short, or of the separate "
+                        "commands that shared WORK); trains nothing")
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args(argv)
     budget = with_overrides(BUDGETS[a.budget], a)

@@ -49,7 +49,9 @@ data, the tokenizer and each lane's episode rows go to ``work`` (default ``OUT/w
 result file exists with the same settings is reused, so an interrupted run continues; a table added to a
 finished run plays the lane's trained model (its checkpoint still there, unchanged) on the new conditions
 only. The tables are rewritten (at most once a minute) as lanes finish, so a run cut short leaves the
-finished rows.
+finished rows. Tables asked for in separate commands (as calls of limited length require) share one work
+folder: every model is trained once, whichever table asked for it first, the rule rows accumulate, and
+``--summarize-only --tables ...`` writes them all into one ``TABLES.md``.
 
 Example::
 
@@ -590,24 +592,29 @@ def _tokenizer(config: TablesConfig, manifest: Mapping[str, Any], data: Path, ou
     return {"sha256": digest, "corpus": corpus_id}
 
 
-def _rule_rows(config: TablesConfig, log: Callable[[str], None]) -> dict[str, Any]:
-    """Every rule condition of the asked tables, played once (seedless) through the harness's serial path."""
+def _rule_rows(config: TablesConfig, log: Callable[[str], None], previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Every rule condition of the asked tables, played once (seedless) through the harness's serial path; the
+    rows of ``previous`` (the work folder's earlier ``rules.json``) are kept, and reused, when they were played
+    with the same episodes and pool seed, so tables asked for in separate commands summarize together."""
     from gencoord_env.agents import make_policy
     from gencoord_env.experiments.runner import run_condition
 
     t0 = time.perf_counter()
-    out: dict[str, Any] = {}
+    settings = {"episodes": config.budget.rule_episodes, "pool_seed": config.data_seed}
+    out: dict[str, Any] = dict(previous["conditions"]) if previous and previous.get("settings") == settings else {}
+    played = 0
     for name in config.tables:
         table = TABLES[name]
         for c in table.experiment.conditions:
-            if c.name in table.models or c.only_with_policy:
+            if c.name in table.models or c.only_with_policy or f"{name}/{c.name}" in out:
                 continue
             rows = run_condition(c, make_policy(c.policy), backend="sim", episodes=config.budget.rule_episodes,
                                  pool_seed=config.data_seed)
             out[f"{name}/{c.name}"] = [r.to_json() for r in rows]
+            played += 1
     seconds = time.perf_counter() - t0
-    log(f"rule rows: {len(out)} conditions, {sum(map(len, out.values()))} episodes ({seconds:.1f} s)")
-    return {"seconds": seconds, "conditions": out}
+    log(f"rule rows: {played} conditions played, {len(out) - played} kept ({seconds:.1f} s)")
+    return {"seconds": seconds, "settings": settings, "conditions": out}
 
 
 def _lane_inputs(data_sha256: str, tokenizer: Mapping[str, Any] | None, init: Mapping[str, Any] | None, data_seed: int) -> str:
@@ -651,8 +658,9 @@ def run(config: TablesConfig, argv: Sequence[str] | None = None) -> dict[str, An
     init = {"dir": Path(config.init).name, "tree_sha256": tree_sha256(config.init)[0]} if config.init else None
     inputs = {m: _lane_inputs(manifest["files"][MODELS[m].data]["sha256"], tokenizer, init, config.data_seed)
               for m in config.models()}
-    rules = _rule_rows(config, log)
-    (work / "rules.json").write_text(json.dumps(rules) + "\n", encoding="utf-8")
+    rules_path = work / "rules.json"
+    rules = _rule_rows(config, log, json.loads(rules_path.read_text(encoding="utf-8")) if rules_path.is_file() else None)
+    rules_path.write_text(json.dumps(rules) + "\n", encoding="utf-8")
     run_info = {"command": " ".join(["gencoord", "train", "tables", *argv]) if argv is not None else None,
                 "git_commit": git_commit(), "versions": versions(), "manifest": manifest, "tokenizer": tokenizer,
                 "init": init, "inputs": inputs, "seconds": {"rules": rules["seconds"]}}

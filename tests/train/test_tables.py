@@ -173,7 +173,7 @@ def test_a_table_added_later_plays_the_trained_model_again_without_training_it(t
     first = json.loads(lane.read_text())
     tokenizer = (tmp_path / "work" / "tokenizer" / "tokenizer.json").read_bytes()
     # backend adds a model of another row set: the tokenizer and the direct lane's inputs stay as they were
-    assert cli.main(["tables", "--tables", "request", "visibility", "backend", *args]) == 0
+    assert cli.main(["tables", "--tables", "visibility", "backend", *args]) == 0
     second = json.loads(lane.read_text())
     assert (tmp_path / "work" / "tokenizer" / "tokenizer.json").read_bytes() == tokenizer
     assert second["key"] == first["key"]
@@ -183,6 +183,12 @@ def test_a_table_added_later_plays_the_trained_model_again_without_training_it(t
     assert any(k.startswith("backend/") for k in second["conditions"])
     assert (tmp_path / "out" / "visibility" / "results.json").is_file()
     assert (tmp_path / "work" / "lanes" / f"{SEED}-factor_code.json").is_file()
+    # tables of separate commands summarize together: lanes and rule rows of both are in the work folder
+    request = (tmp_path / "out" / "request" / "results.json").read_text()
+    assert cli.main(["tables", "--tables", "request", "visibility", "backend", "--summarize-only", *args]) == 0
+    assert (tmp_path / "out" / "request" / "results.json").read_text() == request
+    text = (tmp_path / "out" / "TABLES.md").read_text()
+    assert all(f"(`{t}`)" in text for t in ("request", "visibility", "backend")) and "| deterministic rule | rule: rule |" in text
     # a checkpoint changed since is trained again rather than trusted
     weights = next((tmp_path / "work" / first["run"]["checkpoint"]).glob("*.safetensors"))
     weights.write_bytes(weights.read_bytes() + b"\0")
