@@ -14,7 +14,11 @@ boilerplate that the twin shares or that follows from these. The mean loss over 
 
 - :func:`teacher_forced`: on the training rows, the decision token's argmax accuracy, its loss and its
   margin (target logit minus the best other: a margin near 0 is a near-tie that bf16 rounding or another
-  decoder can flip), and whether every target token is the argmax (``row_exact``); per stage x template.
+  decoder can flip), and whether every target token is the argmax (``row_exact``); per stage x template,
+  with where the rows that are not exact first go wrong (``first_wrong``: the target text before the token,
+  the token, what the model put there, whether it is a decision token, and how many rows share it), so a
+  report says what the model confuses (the other branch's item after the right quantity, say) without a
+  second pass over the checkpoint.
 - :func:`closed_loop`: the model plays the train pool itself in the env (greedy, sim), success per
   template x binding x role permutation: a template whose two bindings sit at 100% and 0% is one the model
   answers from the template, not from the fact it was shown.
@@ -36,7 +40,7 @@ from __future__ import annotations
 import difflib
 import re
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -112,6 +116,10 @@ def decision_indices(rows: Sequence[Any], tokenizer: Any,
     return out
 
 
+#: target tokens of context shown before a row's first wrong token, and the commonest places kept per cell
+FIRST_WRONG_CONTEXT, FIRST_WRONG_KEPT = 8, 3
+
+
 def teacher_forced(model: Any, tokenizer: Any, rows: Sequence[Any], *, batch_size: int = 16,
                    max_length: int = 2048, near_tie: float = 1.0, encoded: Sequence[Any] | None = None) -> dict[str, Any]:
     """Decision-token accuracy, loss and margin, and exact rows, of ``model`` on ``rows`` (teacher-forced).
@@ -148,9 +156,14 @@ def teacher_forced(model: Any, tokenizer: Any, rows: Sequence[Any], *, batch_siz
                 p = e.prompt_tokens
                 logits = head(hidden[i, p - 1:len(e.input_ids) - 1]).float()  # predicts target + EOS
                 gold = torch.tensor(e.input_ids[p:], device=device)
-                exact = bool((logits.argmax(-1) == gold).all())
+                argmax = logits.argmax(-1)
+                wrong = (argmax != gold).nonzero()
                 ks = list(decisions[start + i])
-                row: dict[str, Any] = {"row_exact": exact, "decision": ks or None}
+                row: dict[str, Any] = {"row_exact": not len(wrong), "decision": ks or None}
+                if len(wrong):
+                    k = int(wrong[0, 0])
+                    row["first_wrong"] = (tokenizer.decode(e.input_ids[p + max(0, k - FIRST_WRONG_CONTEXT):p + k]),
+                                          tokenizer.decode([int(gold[k])]), tokenizer.decode([int(argmax[k])]), k in ks)
                 if ks:
                     picked, right = logits[ks], gold[ks]
                     other = picked.clone()
@@ -180,6 +193,9 @@ def _aggregate(rows: Sequence[Any], per_row: Sequence[Mapping[str, Any]], near_t
             "decision_margin_min": min((x["margin"] for x in scored), default=None),
             "near_ties": sum(abs(x["margin"]) < near_tie for x in scored),
             "row_exact": sum(x["row_exact"] for x in xs) / len(xs) if xs else None,
+            "first_wrong": [{"after": after, "target": target, "model": got, "decision": decision, "rows": n}
+                            for (after, target, got, decision), n in
+                            Counter(x["first_wrong"] for x in xs if "first_wrong" in x).most_common(FIRST_WRONG_KEPT)],
         }
 
     out = summary(per_row)
@@ -234,6 +250,10 @@ def verdict(fit: Mapping[str, Any] | None, play: Mapping[str, Any] | None) -> di
     if fit is not None and fit["failing_cells"]:
         reasons.append(f"decision token below 100% on {len(fit['failing_cells'])} stage/template cells "
                        f"(accuracy {fit['decision_accuracy']:.3f}): {', '.join(fit['failing_cells'][:6])}")
+    if fit is not None and fit.get("first_wrong") and (reasons or (play is not None and play["failing_cells"])):
+        w = fit["first_wrong"][0]
+        reasons.append(f"the commonest first wrong token ({w['rows']} rows): after {w['after']!r} the target has "
+                       f"{w['target']!r}, the model {w['model']!r}")
     if play is not None and play["failing_cells"]:
         reasons.append(f"train pool closed-loop {play['successes']}/{play['episodes']}; failing template/binding/role "
                        f"cells: {', '.join(play['failing_cells'][:6])}" + (" ..." if len(play["failing_cells"]) > 6 else ""))

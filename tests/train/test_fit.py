@@ -108,12 +108,20 @@ def test_a_model_built_to_fail_one_template_is_flagged_for_that_template_only(fo
     assert fit["by_cell"]["sender_initial/chest_ab"]["decision_accuracy"] == 1.0
     broken = sum(template_of(r.episode) == "dual_build" for r in rows)
     assert fit["decision_accuracy"] == pytest.approx(1 - broken / len(rows))
+    # where the rows go wrong: at a decision token, after the target text that leads to it, in every broken row
+    first = fit["by_cell"]["sender_initial/dual_build"]["first_wrong"]
+    assert first and all(w["decision"] and w["target"] != w["model"] for w in first)
+    assert sum(w["rows"] for w in fit["first_wrong"]) <= broken and fit["by_cell"]["sender_initial/chest_ab"]["first_wrong"] == []
+    assert any(w["after"] and first[0]["target"] for w in first)
     report = verdict(fit, None)
     assert not report["fits"] and "dual_build" in report["reasons"][0]
+    top = fit["first_wrong"][0]
+    assert report["reasons"][1].startswith(f"the commonest first wrong token ({top['rows']} rows): after {top['after']!r}")
     with pytest.warns(RuntimeWarning, match="MODEL DOES NOT FIT ITS TRAINING SET"):
         shout(report, "run")
     good = teacher_forced(_oracle(rows, tokenizer, broken="none"), tokenizer, rows, batch_size=1)
     assert good["decision_accuracy"] == 1.0 and good["row_exact"] == 1.0 and not good["failing_cells"]
+    assert good["first_wrong"] == []
     assert verdict(good, None)["fits"]
 
 
