@@ -32,12 +32,13 @@ from typing import Any, NoReturn
 
 from gencoord_env.suggest import unknown
 
-#: Subcommands implemented elsewhere: name -> "module:function" taking argv and returning an exit code.
-DELEGATED = {
-    "doctor": "gencoord_env.doctor:main",
-    "replay": "gencoord_env.replay:main",
-    "experiment": "gencoord_env.experiments.cli:main",
-    "train": "gencoord_env.train.cli:main",
+#: Subcommands implemented elsewhere: name -> ("module:function" taking argv and returning an exit code, the
+#: line ``gencoord --help`` shows). Their modules load only when named, so the summary lives here.
+DELEGATED: dict[str, tuple[str, str]] = {
+    "doctor": ("gencoord_env.doctor:main", "check what an episode needs, in order; each failure names its fix"),
+    "replay": ("gencoord_env.replay:main", "re-run a recorded episode and compare (--show: its accounting)"),
+    "experiment": ("gencoord_env.experiments.cli:main", "the paper's evaluations as tables and figures (experiments extra)"),
+    "train": ("gencoord_env.train.cli:main", "SFT data, training, transfer, learned table rows (lm extra)"),
 }
 DEBUG_FLAG = "--debug"
 DEBUG_ENV = "GENCOORD_DEBUG"
@@ -355,7 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ap = Parser(
         prog="gencoord", description="gencoord_env command line",
-        epilog=f"{DEBUG_FLAG} (anywhere on the command line, or {DEBUG_ENV}=1) shows the traceback of an error",
+        epilog=f"'gencoord COMMAND --help' shows a command's arguments; {DEBUG_FLAG} (anywhere on the command line, "
+               f"or {DEBUG_ENV}=1) shows the traceback of an error",
     )
     ap.add_argument("--version", action="version", version=f"gencoord_env {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -395,8 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--seed", type=int, default=0)
     v.add_argument("--pool-seed", type=int, default=0)
     v.set_defaults(func=_serve)
-    for name in DELEGATED:
-        d = sub.add_parser(name, add_help=False, help=f"see 'gencoord {name} --help'")
+    for name, (_, summary) in DELEGATED.items():
+        d = sub.add_parser(name, add_help=False, help=summary)
         d.add_argument("rest", nargs=argparse.REMAINDER)
     return ap
 
@@ -406,7 +408,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = DEBUG_FLAG in argv or os.environ.get(DEBUG_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
     argv = [a for a in argv if a != DEBUG_FLAG]
     if argv and argv[0] in DELEGATED:
-        module, func = DELEGATED[argv[0]].split(":")
+        module, func = DELEGATED[argv[0]][0].split(":")
         rest = argv[1:]
         return run_reported(lambda: getattr(importlib.import_module(module), func)(rest), argv[0], debug)
     args = build_parser().parse_args(argv)

@@ -64,6 +64,18 @@ def test_help_lists_every_accepted_name(command: list[str], options: list[str], 
         assert f"--{option} {option.upper()} {' | '.join(names)}" in text, option
 
 
+def test_top_level_help_says_what_every_command_does(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each command has its line, delegated ones too (their modules load only when named)."""
+    from gencoord_env.cli import DELEGATED
+
+    text = " ".join(_help([], capsys).split())
+    for name, (_, summary) in DELEGATED.items():
+        assert f"{name} {summary}" in text
+    assert "see 'gencoord" not in text and "'gencoord COMMAND --help' shows a command's arguments" in text
+    for name in DELEGATED:  # and each answers --help itself
+        assert f"gencoord {name}" in _help([name], capsys)
+
+
 @pytest.mark.parametrize("command", [["rollout"], ["experiment"]])
 def test_policy_help_lists_the_registry(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert " | ".join(POLICIES) in _help(command, capsys)
