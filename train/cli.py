@@ -218,6 +218,7 @@ def grpo_main(argv: Sequence[str] | None = None) -> int:
 def evaluate_main(argv: Sequence[str] | None = None) -> int:
     from gencoord_env.agents.lm.generate import GenerationConfig
     from gencoord_env.agents.lm.policy import POLICY_KINDS, load_policy
+    from gencoord_env.agents.registry import POLICIES, make_policy
     from gencoord_env.train.evaluate import evaluate
 
     p = Parser(prog=f"{PROG} evaluate", description="Closed-loop evaluation of a checkpoint in the env.")
@@ -230,15 +231,26 @@ def evaluate_main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--decode", choices=["auto", "static", "generate"], default="auto", help="generation backend")
     p.add_argument("--device")
     p.add_argument("--out", help="write the full report (every episode) as JSON here")
+    p.add_argument("--roles", nargs="+", metavar="ROLE",
+                   help="the roles the model plays (e.g. sender; infos' 'role'); --partner plays the others "
+                        "(default: the model plays every role)")
+    p.add_argument("--partner", default="rule", type=one_of("policy", tuple(POLICIES)), metavar="POLICY",
+                   help=f"with --roles, the agent of the other roles: {' | '.join(POLICIES)} (default: rule)")
     a = p.parse_args(argv)
     policy = load_policy(a.model, a.policy, device=a.device, config=GenerationConfig(backend=a.decode))
+    if a.roles:
+        from gencoord_env.agents.by_role import ByRole
+
+        policy = ByRole({role: policy for role in a.roles}, default=make_policy(a.partner))
     report = evaluate(policy, a.pool, route=a.route, view=a.view, surface=a.surface, backend=a.backend,
                       episodes=a.episodes, batch_size=a.batch_size)
     report["model"] = a.model
+    report["roles"] = {"model": a.roles or "every role", "partner": a.partner if a.roles else None}
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         Path(a.out).write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
-    print(json.dumps({"pool": a.pool, "route": a.route, "policy": a.policy, **report["metrics"]}, indent=2, default=str))
+    print(json.dumps({"pool": a.pool, "route": a.route, "policy": a.policy, "roles": report["roles"], **report["metrics"]},
+                     indent=2, default=str))
     return 0
 
 

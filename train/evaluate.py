@@ -18,7 +18,6 @@ Example::
 """
 from __future__ import annotations
 
-import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -65,8 +64,8 @@ def run_lockstep(
         records = getattr(policy, "last_records", None) or []
         for n, (slot, turn, action) in enumerate(zip(slots, turns, actions)):
             state = live[slot]
-            if n < len(records):
-                rec = records[n]
+            rec = records[n] if n < len(records) else None
+            if rec is not None:  # None: a policy without call records (a rule partner) answered this one
                 state["calls"] += 1
                 state["input_tokens"] += rec.input_tokens
                 state["output_tokens"] += rec.output_tokens
