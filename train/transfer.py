@@ -484,10 +484,28 @@ def evaluate_checkpoint(checkpoint: Path, backend: str, pools: Sequence[str], bu
             "static_decode_failure": fallback,
             "seconds": time.perf_counter() - t0,
         }
+        if name != "train":
+            out[name]["by_role"] = _by_role(policy, name, budget)
         if decode_check and name == "heldout" and policy.generator.backend != "generate":
             reference = make_policy(lm.model, lm.tokenizer, backend, dataclasses.replace(generation, backend="generate"))  # type: ignore[arg-type]
             again = evaluate(reference, name, route="forward", episodes=budget.eval_episodes, batch_size=budget.eval_batch)
             out[name]["decode_check"] = _compare_decisions(episodes, again["episodes"])
+    return out
+
+
+def _by_role(policy: Any, pool: str, budget: Budget) -> dict[str, Any]:
+    """The pool played again with the model in one role and the rule agent in the other, per role: which side
+    of the failing episodes fails."""
+    from gencoord_env.agents import make_policy as rule_agent
+    from gencoord_env.agents.by_role import ByRole
+    from gencoord_env.train.evaluate import evaluate
+
+    out = {}
+    for role in ("sender", "receiver"):
+        report = evaluate(ByRole({role: policy}, default=rule_agent("rule")), pool, route="forward",
+                          episodes=budget.eval_episodes, batch_size=budget.eval_batch)
+        bits = "".join("1" if str(e["outcome"]) == "SUCCESS" else "0" for e in report["episodes"])
+        out[role] = {"successes": bits.count("1"), "episodes": len(bits), "success_bits": bits}
     return out
 
 
@@ -668,6 +686,10 @@ def _condition(evals: Sequence[Mapping[str, Any]], pool: str, ci_seed: int) -> d
             t[0] += bit == "1"
             t[1] += 1
     out["by_template"] = {t: {"success_rate": s / n, "episodes": n} for t, (s, n) in sorted(templates.items())}
+    roles = [ev["by_role"] for ev in evals if "by_role" in ev]
+    if roles:  # the model in one role beside the rule agent in the other
+        out["by_role"] = {role: {"success_rate": sum(r[role]["successes"] for r in roles) / sum(r[role]["episodes"] for r in roles),
+                                 "seeds": len(roles)} for role in roles[0]}
     target = TARGETS.get(pool)
     if target is not None and means:
         key, bar = next(iter(target.items()))
@@ -1010,4 +1032,8 @@ def report_lines(summary: Mapping[str, Any]) -> list[str]:
                 cells.append(f"{pool} {100 * (c['success_rate'] or 0):5.1f}% ({c['strict_clusters']}/{c['clusters']})"
                              + ("" if met is None else (" ok" if met else " --")))
             lines.append(f"{backend:11s} {arm:19s} " + "  ".join(cells))
+            roles = [pool + " " + " / ".join(f"{100 * r['success_rate']:.0f}%" for r in p["pooled"]["by_role"].values())
+                     for pool, p in arms[arm]["pools"].items() if "by_role" in p["pooled"]]
+            if roles:
+                lines.append(f"{'':31s} as sender / as receiver beside the rule agent: " + "  ".join(roles))
     return lines

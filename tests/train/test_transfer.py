@@ -63,6 +63,7 @@ def test_summary_has_every_arm_pool_and_provenance_field(run: tuple[Path, dict[s
         for arm in r["arms"].values():
             for ev in arm["eval"].values():
                 assert len(ev["success_bits"]) == ev["episodes"] and "episode_ids" not in ev
+                assert all(len(r["success_bits"]) == r["episodes"] == ev["episodes"] for r in ev.get("by_role", {}).values())
     full = json.loads((out / "lanes" / f"{SEED}-direct-pretrained.json").read_text())
     ids = full["arms"]["pretrained_protocol"]["eval"]["heldout"]["episode_ids"]
     assert [i.rsplit("-R", 1)[1] for i in ids] == ["0", "1"] * (len(ids) // 2)  # cluster k // 2, role k % 2
@@ -146,8 +147,13 @@ def test_every_paper_row_arm_has_a_fit_verdict_and_the_decoders_agree(run: tuple
             # heldout replayed with transformers' generate: the evaluation decoder took the same decisions
             assert f["decode_check"]["decisions"] > 0 and f["decode_check"]["differing"] == 0
         for pool in POOLS:
-            by_template = s["results"][backend]["protocol_only"]["pools"][pool]["pooled"]["by_template"]
-            assert sum(t["episodes"] for t in by_template.values()) == BUDGETS["tiny"].eval_episodes
+            pooled = s["results"][backend]["protocol_only"]["pools"][pool]["pooled"]
+            assert sum(t["episodes"] for t in pooled["by_template"].values()) == BUDGETS["tiny"].eval_episodes
+            # every held-out pool is played again with the model in one role beside the rule agent in the other
+            assert ("by_role" in pooled) == (pool != "train")
+            if pool != "train":
+                assert set(pooled["by_role"]) == {"sender", "receiver"}
+                assert all(0.0 <= r["success_rate"] <= 1.0 and r["seeds"] == 1 for r in pooled["by_role"].values())
     assert set(s["codes"]["evaluated"]) <= set(s["codes"]["pretraining"])
 
 
