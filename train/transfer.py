@@ -16,11 +16,13 @@ arm                      training
                          :data:`~gencoord_env.train.sft.CONTINUE_LR`
 =======================  ======================================================================================
 
-Each checkpoint plays every episode of ``train``, ``heldout``, ``request``, ``horizon`` and ``crossproduct``
-on the forward route (greedy, sim backend). Results: success with a 95% cluster-bootstrap interval (clusters
-are the unit; role permutations, and seeds when pooled, are averaged within a cluster), strict clusters
-(every observation succeeded) with their Clopper-Pearson interval, success per template, and the targets:
-train and heldout every cluster, horizon at least 95%, crossproduct at least 58 of 60 clusters.
+Each checkpoint plays every episode of ``train``, ``heldout``, ``request``, ``horizon``, ``crossproduct`` and
+``visibility`` (full view) on the forward route (greedy, sim backend), and each held-out pool again with the
+model in one role beside the rule agent in the other (``by_role``). Results: success with a 95%
+cluster-bootstrap interval (clusters are the unit; role permutations, and seeds when pooled, are averaged
+within a cluster), strict clusters (every observation succeeded) with their Clopper-Pearson interval,
+success per template, and the targets: train and heldout every cluster, horizon at least 95%, crossproduct
+at least 58 of 60 clusters.
 
 Fit first (:mod:`gencoord_env.train.fit`). A model that does not fit its own training rows cannot be read
 for transfer, and the mean loss cannot tell: one decision token in ~60 target tokens carries the binding.
@@ -99,8 +101,9 @@ BACKENDS: dict[str, tuple[str, str]] = {
     "direct": ("forward", "procedural"),
     "factor_code": ("factor_code", "procedural_factor_code"),
 }
-#: Pools every checkpoint plays (forward route): the train pool first (does the model fit its own rows?).
-POOLS: tuple[str, ...] = ("train", "heldout", "request", "horizon", "crossproduct")
+#: Pools every checkpoint plays (forward route, full view): the train pool first (does the model fit its own rows?);
+#: visibility holds the paper's familiar post-handoff motif and two new transformation orders.
+POOLS: tuple[str, ...] = ("train", "heldout", "request", "horizon", "crossproduct", "visibility")
 #: Pools whose prompts the token coverage check reads: every pool the forward route serves.
 COVERAGE_POOLS: tuple[str, ...] = ("train", "heldout", "request", "horizon", "crossproduct", "visibility")
 #: The issue's targets: the fraction of clusters solved under every observation, or the success rate.
