@@ -36,10 +36,15 @@ class ByRole:
 
     @property
     def model_calls(self) -> int:
-        return sum(getattr(p, "model_calls", 0) for p in {id(p): p for p in self._all()}.values())
+        return sum(getattr(p, "model_calls", 0) for p in self._distinct())
 
-    def _all(self) -> list[Policy]:
-        return [*self.policies.values(), *([self.default] if self.default is not None else [])]
+    def _distinct(self) -> list[Policy]:
+        """Each policy once, however many roles it plays."""
+        out: list[Policy] = []
+        for p in (*self.policies.values(), *([self.default] if self.default is not None else [])):
+            if not any(p is q for q in out):
+                out.append(p)
+        return out
 
     def policy_for(self, info: Mapping[str, Any]) -> Policy:
         role = info.get("role")
@@ -53,14 +58,13 @@ class ByRole:
         return self.act_batch([observation], [info])[0]
 
     def act_batch(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
-        groups: dict[int, tuple[Policy, list[int]]] = {}
-        for k, info in enumerate(infos):
-            policy = self.policy_for(info)
-            groups.setdefault(id(policy), (policy, []))[1].append(k)
+        groups = [(policy, [k for k, info in enumerate(infos) if self.policy_for(info) is policy]) for policy in self._distinct()]
         actions: list[str] = [""] * len(observations)
         records: list[Any] = [None] * len(observations)
         kept = False
-        for policy, ks in groups.values():
+        for policy, ks in groups:
+            if not ks:
+                continue
             answers = policy.act_batch([observations[k] for k in ks], [infos[k] for k in ks])
             theirs = getattr(policy, "last_records", None) or []
             kept = kept or bool(theirs)
