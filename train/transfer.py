@@ -788,7 +788,8 @@ def _tokens_and_time(lane_results: Sequence[Mapping[str, Any]]) -> tuple[dict[st
 
 
 def _csv(results: Mapping[str, Any], path: Path) -> None:
-    lines = ["backend,arm,pool,seed,success_rate,ci_low,ci_high,strict_clusters,clusters,episodes,target_met"]
+    lines = ["backend,arm,pool,seed,success_rate,ci_low,ci_high,strict_clusters,clusters,episodes,target_met,"
+             "as_sender,as_receiver"]
     for backend, arms in results.items():
         for arm, a in arms.items():
             if arm not in ARMS:
@@ -797,9 +798,11 @@ def _csv(results: Mapping[str, Any], path: Path) -> None:
                 for seed, c in [("all", p["pooled"]), *p["per_seed"].items()]:
                     ci = c["ci95"] or [None, None]
                     met = c.get("target", {}).get("met")
+                    roles = c.get("by_role", {})
                     lines.append(",".join(str(x) if x is not None else "" for x in (
                         backend, arm, pool, seed, c["success_rate"], ci[0], ci[1], c["strict_clusters"], c["clusters"],
-                        c["episodes"], met)))
+                        c["episodes"], met, roles.get("sender", {}).get("success_rate"),
+                        roles.get("receiver", {}).get("success_rate"))))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

@@ -56,7 +56,12 @@ def test_summary_has_every_arm_pool_and_provenance_field(run: tuple[Path, dict[s
     assert {"torch", "transformers", "tokenizers", "gencoord_env"} <= set(s["versions"])
     assert s["command"].startswith("gencoord train transfer --out")
     assert (out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert (out / "summary.csv").read_text().splitlines()[0].startswith("backend,arm,pool,seed,success_rate")
+    csv = [line.split(",") for line in (out / "summary.csv").read_text().splitlines()]
+    assert ",".join(csv[0]).startswith("backend,arm,pool,seed,success_rate") and csv[0][-2:] == ["as_sender", "as_receiver"]
+    rows = {(r[0], r[1], r[2], r[3]): dict(zip(csv[0], r)) for r in csv[1:]}
+    heldout = rows[("direct", "protocol_only", "heldout", "all")]
+    assert float(heldout["as_sender"]) == s["results"]["direct"]["protocol_only"]["pools"]["heldout"]["pooled"]["by_role"]["sender"]["success_rate"]
+    assert rows[("direct", "protocol_only", "train", "all")]["as_receiver"] == ""  # the train pool is not played by role
     lanes = json.loads((out / "seeds" / f"{SEED}.json").read_text())["lanes"]
     assert sorted(r["lane"] for r in lanes) == sorted(f"{SEED}/{b}/{c}" for b in ("direct", "factor_code") for c in ("protocol", "pretrained"))
     for r in lanes:
