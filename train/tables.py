@@ -40,9 +40,8 @@ averaged within the cluster before the bootstrap resamples clusters.
 Models start from random weights (``scratch``: a small Qwen3 built in code, one offline BPE tokenizer
 trained on every model's set whichever tables are asked for, shared by every model) or from one
 checkpoint (``init``: e.g. a procedural-pretrained model of ``gencoord train transfer``; its tokenizer is
-kept). Epochs are the paper's per
-model (2; the centralized model 4) times the budget's ``epoch_scale`` from scratch, ``init_epoch_scale``
-from a checkpoint; ``steps`` overrides both.
+kept). Epochs are the paper's per model (2; the centralized model 4) times the budget's ``epoch_scale``
+from scratch, ``init_epoch_scale`` from a checkpoint; ``steps`` overrides both.
 
 Outputs: ``OUT/<table>/{results.json, <table>.png, provenance.json}`` and ``OUT/TABLES.md``; checkpoints,
 data, the tokenizer and each lane's episode rows go to ``work`` (default ``OUT/work``). A lane whose
@@ -617,10 +616,13 @@ def _rule_rows(config: TablesConfig, log: Callable[[str], None], previous: Mappi
     return {"seconds": seconds, "settings": settings, "conditions": out}
 
 
-def _lane_inputs(data_sha256: str, tokenizer: Mapping[str, Any] | None, init: Mapping[str, Any] | None, data_seed: int) -> str:
-    """Digest of what a model's lane reads: its own row set, the tokenizer, the init checkpoint, the pool seed."""
-    return hashlib.sha256(json.dumps([data_sha256, tokenizer and tokenizer["sha256"], init and init["tree_sha256"],
-                                      data_seed]).encode()).hexdigest()
+def _lane_inputs(config: TablesConfig, manifest: Mapping[str, Any], tokenizer: Mapping[str, Any] | None,
+                 init: Mapping[str, Any] | None) -> dict[str, str]:
+    """Per model of ``config``, the digest of what its lanes read: its own row set, the tokenizer, the init
+    checkpoint, the pool seed."""
+    return {m: hashlib.sha256(json.dumps([manifest["files"][MODELS[m].data]["sha256"], tokenizer and tokenizer["sha256"],
+                                          init and init["tree_sha256"], config.data_seed]).encode()).hexdigest()
+            for m in config.models()}
 
 
 def lanes_for(config: TablesConfig, inputs: Mapping[str, str] | str, tokenizer: Path | None) -> list[Lane]:
@@ -656,8 +658,7 @@ def run(config: TablesConfig, argv: Sequence[str] | None = None) -> dict[str, An
     manifest = _data(config, work / "data", log)
     tokenizer = _tokenizer(config, manifest, work / "data", work / "tokenizer", log) if config.scratch else None
     init = {"dir": Path(config.init).name, "tree_sha256": tree_sha256(config.init)[0]} if config.init else None
-    inputs = {m: _lane_inputs(manifest["files"][MODELS[m].data]["sha256"], tokenizer, init, config.data_seed)
-              for m in config.models()}
+    inputs = _lane_inputs(config, manifest, tokenizer, init)
     rules_path = work / "rules.json"
     rules = _rule_rows(config, log, json.loads(rules_path.read_text(encoding="utf-8")) if rules_path.is_file() else None)
     rules_path.write_text(json.dumps(rules) + "\n", encoding="utf-8")
@@ -707,8 +708,7 @@ def summarize(config: TablesConfig, quiet: bool = False) -> dict[str, Any]:
     results = []
     inputs = run_info["inputs"]
     if not isinstance(inputs, str):  # each model's digest, from the run record's data, tokenizer and init
-        inputs = {m: _lane_inputs(run_info["manifest"]["files"][MODELS[m].data]["sha256"], run_info["tokenizer"],
-                                  run_info["init"], config.data_seed) for m in config.models()}
+        inputs = _lane_inputs(config, run_info["manifest"], run_info["tokenizer"], run_info["init"])
     for lane in lanes_for(config, inputs, work / "tokenizer" if config.scratch else None):
         if lane.result_path.is_file():
             result = json.loads(lane.result_path.read_text(encoding="utf-8"))

@@ -479,7 +479,7 @@ def evaluate_checkpoint(checkpoint: Path, backend: str, pools: Sequence[str], bu
         out[name] = {
             "episodes": len(episodes),
             "episode_ids": [e["episode_id"] for e in episodes],
-            "success_bits": "".join("1" if str(e["outcome"]) == "SUCCESS" else "0" for e in episodes),
+            "success_bits": _success_bits(episodes),
             "outcomes": dict(sorted(Counter(str(e["outcome"]) for e in episodes).items())),
             "output_tokens": report["metrics"]["output_tokens"],
             "calls": report["metrics"]["calls"],
@@ -507,9 +507,14 @@ def _by_role(policy: Any, pool: str, budget: Budget) -> dict[str, Any]:
     for role in ("sender", "receiver"):
         report = evaluate(ByRole({role: policy}, default=rule_agent("rule")), pool, route="forward",
                           episodes=budget.eval_episodes, batch_size=budget.eval_batch)
-        bits = "".join("1" if str(e["outcome"]) == "SUCCESS" else "0" for e in report["episodes"])
+        bits = _success_bits(report["episodes"])
         out[role] = {"successes": bits.count("1"), "episodes": len(bits), "success_bits": bits}
     return out
+
+
+def _success_bits(episodes: Sequence[Mapping[str, Any]]) -> str:
+    """One character per episode, in order: 1 for a success, 0 for any other outcome."""
+    return "".join("1" if str(e["outcome"]) == "SUCCESS" else "0" for e in episodes)
 
 
 def _compare_decisions(ours: Sequence[Mapping[str, Any]], reference: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
