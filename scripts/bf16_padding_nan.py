@@ -26,6 +26,9 @@ shows NaN and ``PAD_SAFE_SDPA`` none.
 
     python scripts/bf16_padding_nan.py                          # a random model of the scratch shape
     python scripts/bf16_padding_nan.py --model RUN/sft/final    # the model of the failing lane
+
+The sizes are arguments so that the suite runs every case of the script on the CPU in seconds (a small
+random model, short sequences, a few pad widths); the defaults are the sizes the GPU run measures.
 """
 from __future__ import annotations
 
@@ -61,7 +64,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None, help="a checkpoint (default: a random model of `--scratch qwen3`'s shape)")
     ap.add_argument("--episodes", type=int, default=16, help="procedural episodes whose decisions make the sampled batch")
+    ap.add_argument("--pads", default="0,33,64,128,256,800",
+                    help="left-pad widths of the padded forwards, comma-separated (default: train's ~33 to procedural's ~800)")
+    ap.add_argument("--length", type=int, default=560, help="real tokens per row of the padded forwards (default: a train prompt)")
+    ap.add_argument("--hidden-size", type=int, default=256, help="hidden size of the random model (default: --scratch's)")
+    ap.add_argument("--layers", type=int, default=4, help="layers of the random model (default: --scratch's)")
+    ap.add_argument("--new-tokens", type=int, default=16, help="tokens sampled per prompt by the sampled generate")
     args = ap.parse_args()
+    try:
+        pads = [int(p) for p in args.pads.split(",")]
+    except ValueError:
+        ap.error(f"--pads takes comma-separated integers such as 0,33,800, not {args.pads!r}")
     from gencoord_env.agents.lm.attention import PAD_SAFE_SDPA
     from gencoord_env.agents.lm.loading import build_tiny, load_model, train_tokenizer
     from gencoord_env.agents.lm.prompt import prompt_text
@@ -76,15 +89,15 @@ def main() -> None:
     else:
         rows = build_set("forward")
         tok = train_tokenizer([r.prompt + "\n" + r.target for r in rows], vocab_size=2048)
-        lm = build_tiny(tokenizer=tok, hidden_size=256, num_layers=4, device=device, dtype=torch.float32)
+        lm = build_tiny(tokenizer=tok, hidden_size=args.hidden_size, num_layers=args.layers, device=device, dtype=torch.float32)
     model, tok = lm.model, lm.tokenizer
     tok.padding_side = "left"
     vocab = model.get_input_embeddings().weight.shape[0]
     precisions = ("fp32", "autocast", "bf16")
     for impl in ("sdpa", PAD_SAFE_SDPA, "eager"):
         model.set_attn_implementation(impl)
-        for pad in (0, 33, 64, 128, 256, 800):
-            ids = torch.randint(10, vocab, (2, 560 + pad), device=device)
+        for pad in pads:
+            ids = torch.randint(10, vocab, (2, args.length + pad), device=device)
             mask = torch.ones_like(ids)
             ids[0, :pad], mask[0, :pad] = tok.pad_token_id, 0
             for precision in precisions:
@@ -104,7 +117,7 @@ def main() -> None:
             model.to(torch.bfloat16 if precision == "bf16" else torch.float32)
             with torch.no_grad(), torch.autocast(device, dtype=torch.bfloat16, enabled=precision == "autocast"):
                 try:
-                    model.generate(**enc, do_sample=True, max_new_tokens=16, pad_token_id=tok.pad_token_id)
+                    model.generate(**enc, do_sample=True, max_new_tokens=args.new_tokens, pad_token_id=tok.pad_token_id)
                     print(f"sampled generate {impl:13} {precision:8}: ok", flush=True)
                 except RuntimeError as e:
                     print(f"sampled generate {impl:13} {precision:8}: {str(e).splitlines()[0]}", flush=True)

@@ -41,13 +41,29 @@ def test_every_measurement_runs_on_a_tiny_model(tmp_path: Path) -> None:
 
 def test_the_bf16_padding_check_runs_against_the_installed_package(tmp_path: Path) -> None:
     """Every case of ``scripts/bf16_padding_nan.py`` (kernels, padded forwards, sampled ``generate`` of procedural
-    prompts); on the CPU no case meets NaN."""
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bf16_padding_nan.py"), "--episodes", "2"],
+    prompts) at sizes the CPU runs in seconds (the GPU sizes took 4 min here on a loaded machine and tell the CPU
+    nothing more: its kernels return zeros for all-masked rows); on the CPU no case meets NaN."""
+    pads = (0, 5, 24)
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bf16_padding_nan.py"), "--episodes", "1",
+                           "--pads", ",".join(map(str, pads)), "--length", "16", "--hidden-size", "32", "--layers", "1",
+                           "--new-tokens", "2"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
+    kernels = [line for line in lines if line.startswith("kernel ")]
     forwards = [line for line in lines if "NaN at real positions" in line]
     sampled = [line for line in lines if line.startswith("sampled generate")]
-    assert len(forwards) >= 3 * 3 * 2 and len(sampled) >= 6, proc.stdout[-2000:]
+    assert len(kernels) == 4 * 2, proc.stdout[-2000:]  # four SDPA backends x fp32, bf16 (available or not)
+    assert any("of 80 all-False rows 0 NaN, 80 zero" in line for line in kernels), proc.stdout[-2000:]
+    # three implementations x the pad widths asked for x three precisions; two implementations x three precisions
+    assert [line.split(":")[0].split()[2] for line in forwards] == [str(p) for _ in range(3) for p in pads for _ in range(3)]
+    assert len(sampled) == 2 * 3, proc.stdout[-2000:]
     assert all(line.endswith("NaN at real positions 0, at pad positions 0") for line in forwards)
     assert all(line.endswith(": ok") for line in sampled)
+
+
+def test_the_bf16_padding_check_names_a_bad_pad_list(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bf16_padding_nan.py"), "--pads", "0,wide"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "--pads takes comma-separated integers such as 0,33,800, not '0,wide'" in proc.stderr
