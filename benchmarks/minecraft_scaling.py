@@ -83,7 +83,7 @@ def sidecar_pids() -> list[int]:
 
 def one(arenas: int, workers: int, n: int) -> dict:
     """One setting, in this process: returns its numbers."""
-    from gencoord_env.arenas import ArenaRunner, RolloutSpec, play_rollout, rollout_slot
+    from gencoord_env.commands.arenas import ArenaRunner, RolloutSpec, play_rollout, rollout_slot
 
     import gencoord_env
 
@@ -93,7 +93,7 @@ def one(arenas: int, workers: int, n: int) -> dict:
     warm = list(range(slots))
     timed = [i % pool_size for i in range(n)]
     if workers:
-        from gencoord_env.distributed import RayRunner
+        from gencoord_env.commands.distributed import RayRunner
 
         runner = RayRunner(workers, "minecraft", arenas=arenas)
     else:

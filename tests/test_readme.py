@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gencoord_env.cli import DELEGATED, env_choices, main
-from gencoord_env.experiments.specs import EXPERIMENTS
+from gencoord_env.commands.cli import DELEGATED, env_choices, main
+from gencoord_env.commands.experiments.specs import EXPERIMENTS
 from gencoord_env.tasks.pools import POOL_SIZES
 from gencoord_env.train.cli import COMMANDS as TRAIN_COMMANDS
 

@@ -8,7 +8,7 @@ from gencoord_env.agents.rollout import rollout
 from gencoord_env.agents import make_policy
 
 import gencoord_env
-from gencoord_env.replay import ReplayError, replay, replay_file
+from gencoord_env.commands.replay import ReplayError, replay, replay_file
 from gencoord_env.wrappers import CounterfactualFeedback, TraceRecorder, UnreliableChannel
 
 

@@ -10,7 +10,7 @@ from gencoord_env.agents import make_policy
 
 import gencoord_env
 from gencoord_env.accounting import LABELS
-from gencoord_env.cli import main
+from gencoord_env.commands.cli import main
 from gencoord_env.tasks.episode import Cluster, Episode
 from gencoord_env.wrappers import TraceRecorder
 

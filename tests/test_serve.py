@@ -31,7 +31,7 @@ def free_port() -> int:
 def start_server(*args: str, deadline_s: float = 120.0) -> tuple[subprocess.Popen[bytes], str]:
     """``gencoord serve`` in a subprocess, once its /health answers."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "gencoord_env.cli", "serve", "--port", str(port), *args],
+    proc = subprocess.Popen([sys.executable, "-m", "gencoord_env.commands.cli", "serve", "--port", str(port), *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     end = time.monotonic() + deadline_s
@@ -183,14 +183,14 @@ def test_menu_slots_over_the_server_equal_the_local_menu_env() -> None:
 
 
 def test_without_openenv_serve_says_which_extra_installs_it() -> None:
-    from gencoord_env.cli import describe_error
+    from gencoord_env.commands.cli import describe_error
 
     assert describe_error(ModuleNotFoundError("No module named 'openenv'", name="openenv"), "serve") == (
         "'gencoord serve' needs openenv, which is not installed: pip install 'gencoord_env[openenv]'", 1)
 
 
 def test_a_bad_env_argument_fails_before_the_port_opens() -> None:
-    proc = subprocess.run([sys.executable, "-m", "gencoord_env.cli", "serve", "--port", str(free_port()), "--backend", "sim",
+    proc = subprocess.run([sys.executable, "-m", "gencoord_env.commands.cli", "serve", "--port", str(free_port()), "--backend", "sim",
                            "--route", "feedback", "--surface", "freeform"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "error: surface='freeform' runs the forward route only; got route='feedback'" in proc.stderr

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gencoord_env.accounting import account, table
-from gencoord_env.replay import VOLATILE, read_records, replay
+from gencoord_env.commands.replay import VOLATILE, read_records, replay
 from gencoord_env.trace import dumps
 
 GOLDEN = Path(__file__).parent / "golden" / "traces_v1.jsonl"

@@ -27,8 +27,8 @@ uv = pytest.importorskip("uv")
 
 import gencoord_env  # noqa: E402
 from gencoord_env.agents import make_policy  # noqa: E402
-from gencoord_env.llm_rl import GencoordToolEnv, episode_prompt  # noqa: E402
-from gencoord_env.verifiers_env import TASKSET_ID, GencoordEnv, load_environment  # noqa: E402
+from gencoord_env.commands.llm_rl import GencoordToolEnv, episode_prompt  # noqa: E402
+from gencoord_env.commands.verifiers_env import TASKSET_ID, GencoordEnv, load_environment  # noqa: E402
 
 #: what the scripted model answers to the first decision of the episodes it gets wrong on purpose
 MALFORMED = "SELF build.component(\nREQ"
@@ -204,8 +204,8 @@ def test_the_environment_and_the_tool_env_need_no_torch() -> None:
     code = """
 import sys
 sys.modules["torch"] = sys.modules["transformers"] = None
-from gencoord_env.llm_rl import GencoordToolEnv
-from gencoord_env.verifiers_env import load_environment
+from gencoord_env.commands.llm_rl import GencoordToolEnv
+from gencoord_env.commands.verifiers_env import load_environment
 [task] = load_environment(pool="heldout", episodes=1).taskset
 player = GencoordToolEnv(pool="heldout")
 first = player.reset(index=0, prompt=[{"role": "system", "content": task.data.system_prompt}])

@@ -3,6 +3,6 @@ from __future__ import annotations
 
 import sys
 
-from gencoord_env.cli import main
+from gencoord_env.commands.cli import main
 
 sys.exit(main(["train", *sys.argv[1:]]))

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gencoord_env.cli import Parser, add_env_arguments, env_choices, one_of, positive_int
+from gencoord_env.commands.cli import Parser, add_env_arguments, env_choices, one_of, positive_int
 
 PROG = "gencoord train"
 

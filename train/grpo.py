@@ -213,7 +213,7 @@ def _cluster_interval(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     success = {str(r["episode_id"]): str(r["outcome"]) == "SUCCESS" for r in results}
     out: dict[str, Any] = {"success_by_episode": success}
     try:
-        from gencoord_env.experiments import stats
+        from gencoord_env.commands.experiments import stats
     except ImportError:
         return out
     means = stats.cluster_means((_cluster_of(e), float(ok)) for e, ok in success.items())
@@ -228,7 +228,7 @@ def _paired_change(before: dict[str, Any] | None, after: dict[str, Any] | None) 
     if not before or not after or "success_by_episode" not in before:
         return None
     try:
-        from gencoord_env.experiments import stats
+        from gencoord_env.commands.experiments import stats
     except ImportError:
         return None
     b = stats.cluster_means((_cluster_of(e), float(ok)) for e, ok in before["success_by_episode"].items())

@@ -4,7 +4,7 @@ One lane (one seed) runs four phases, all from the package's own data, on one de
 
 1. **Warm start** (SFT): a scratch model learns the commit tool on the paper's forward rows
    (``gencoord_env.train.data.build_set("forward")``, each target the assistant's ``commit`` call,
-   :func:`gencoord_env.llm_rl.tool_rows`), for ``sft_epochs`` epochs. Fewer epochs than the paper's 16 on
+   :func:`gencoord_env.commands.llm_rl.tool_rows`), for ``sft_epochs`` epochs. Fewer epochs than the paper's 16 on
    purpose: an SFT stopped early leaves headroom on the train pool, so GRPO groups have reward variance
    (the fully trained paper-protocol model solves most train decisions and GRPO had little to learn from).
    Or ``model=`` a checkpoint that already speaks the tool format.
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gencoord_env.llm_rl import GencoordToolEnv, episode_dataset, staged_reward, success_reward, tool_rows, tool_tokenizer
+from gencoord_env.commands.llm_rl import GencoordToolEnv, episode_dataset, staged_reward, success_reward, tool_rows, tool_tokenizer
 
 __all__ = ["SelfPlayConfig", "main", "play", "run"]
 

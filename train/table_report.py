@@ -1,7 +1,7 @@
 """Outputs of ``gencoord train tables``: per table ``results.json``, ``<table>.png`` and ``provenance.json``,
 and ``TABLES.md`` with every table (ours, the paper's figure in parentheses).
 
-The numbers are the experiment harness's (:func:`gencoord_env.experiments.analysis.analyze`: per condition,
+The numbers are the experiment harness's (:func:`gencoord_env.commands.experiments.analysis.analyze`: per condition,
 success with its cluster-bootstrap interval, strict clusters with their exact interval, decisions, tokens,
 bytes, TTC, ``versus`` minus condition), over every seed's rows of a learned condition. Beside them each
 record says which model played it (``model``, ``seeds``, ``success_by_seed``), how many episodes it played
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gencoord_env.experiments.runner import EpisodeRow
+from gencoord_env.commands.experiments.runner import EpisodeRow
 
 __all__ = ["COST_KEYS", "by_template", "markdown", "table_records", "write_all"]
 
@@ -34,8 +34,8 @@ def _rows(raw: Sequence[Mapping[str, Any]]) -> list[EpisodeRow]:
 
 def table_records(name: str, lanes: Sequence[Mapping[str, Any]], rules: Mapping[str, Any], pool_seed: int = 0) -> list[dict[str, Any]]:
     """One record per condition of table ``name`` that has rows: learned conditions pool every seed's lane."""
-    from gencoord_env.experiments.analysis import analyze
-    from gencoord_env.experiments.runner import episode_indices
+    from gencoord_env.commands.experiments.analysis import analyze
+    from gencoord_env.commands.experiments.runner import episode_indices
     from gencoord_env.train.tables import TABLES, TIMING_CLUSTERS
 
     table = TABLES[name]
@@ -147,7 +147,7 @@ def _provenance(config: Any, name: str, run_info: Mapping[str, Any], rules: Mapp
 
 
 def _results(config: Any, name: str, records: list[dict[str, Any]]) -> dict[str, Any]:
-    from gencoord_env.experiments.analysis import matrix
+    from gencoord_env.commands.experiments.analysis import matrix
     from gencoord_env.train.tables import TABLES
 
     table = TABLES[name]
@@ -174,7 +174,7 @@ def _results(config: Any, name: str, records: list[dict[str, Any]]) -> dict[str,
 
 
 def _cell(key: str, record: Mapping[str, Any]) -> str:
-    from gencoord_env.experiments.report import fmt
+    from gencoord_env.commands.experiments.report import fmt
 
     ours, paper = fmt(key, record.get(key), record), fmt(key, record.get("paper", {}).get(key))
     return ours if paper == "\u2014" else f"{ours} ({paper})"
@@ -196,7 +196,7 @@ def _paired(record: Mapping[str, Any]) -> str:
 
 def markdown(results: Sequence[Mapping[str, Any]], header: Mapping[str, Any]) -> str:
     """Every table as markdown: each cell ours, then the paper's figure in parentheses."""
-    from gencoord_env.experiments.report import fmt, fmt_ci
+    from gencoord_env.commands.experiments.report import fmt, fmt_ci
 
     lines = ["# Learned rows of the paper's tables", "",
              f"Budget `{header['budget']}`, seeds {', '.join(map(str, header['seeds']))}, models from "
@@ -247,7 +247,7 @@ def _template_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
 def write_all(config: Any, run_info: Mapping[str, Any], rules: Mapping[str, Any], lanes: Sequence[Mapping[str, Any]],
               quiet: bool = False) -> dict[str, Any]:
     """Write every asked table's folder and ``TABLES.md``; returns ``{"tables": {name: results}, ...}``."""
-    from gencoord_env.experiments.plot import plot
+    from gencoord_env.commands.experiments.plot import plot
     from gencoord_env.train.tables import TABLES
 
     out = Path(config.out)

@@ -3,7 +3,7 @@
 For every table asked for, the command builds the row sets its learned conditions need, trains one model
 per (seed, model) in parallel lanes (:mod:`gencoord_env.train.lanes`, over the GPUs of the machine), plays
 every learned condition closed-loop on the sim with the experiment harness (its conditions, envs,
-interventions and episode selection, :mod:`gencoord_env.experiments.runner`), plays the seedless rule rows
+interventions and episode selection, :mod:`gencoord_env.commands.experiments.runner`), plays the seedless rule rows
 once, and writes per table ``results.json`` (one record per condition, the harness's analysis: success
 with its cluster-bootstrap interval, strict clusters, decisions, tokens, wire bytes, TTC, paired
 differences; the paper's figure beside each), ``<table>.png`` and ``provenance.json``, and ``TABLES.md``
@@ -69,8 +69,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gencoord_env.experiments.runner import EpisodeRow
-from gencoord_env.experiments.specs import (
+from gencoord_env.commands.experiments.runner import EpisodeRow
+from gencoord_env.commands.experiments.specs import (
     DECISIONS, GOAL_CAPABILITY, HORIZON, NATURALIZED, REPRESENTATION, REQUEST, SUCCESS, VISIBILITY, WIRE,
     Condition, Experiment,
 )
@@ -343,7 +343,7 @@ def batched_rows(condition: Condition, policy: Any, episodes: int | None, batch_
     calls and tokens are its own (``run_lockstep`` attributes the batch's call records). No time to
     commitment: an episode's clock would hold the waits for the other envs' decisions.
     """
-    from gencoord_env.experiments.runner import episode_indices, make_env
+    from gencoord_env.commands.experiments.runner import episode_indices, make_env
     from gencoord_env.train.evaluate import run_lockstep
 
     order = episode_indices(condition, episodes, pool_seed)
@@ -367,7 +367,7 @@ def batched_rows(condition: Condition, policy: Any, episodes: int | None, batch_
 
 def _timing_rows(condition: Condition, policy: Any, episodes: int) -> list[EpisodeRow]:
     """The timing pool through the harness's serial path: one episode, one batch-1 call at a time."""
-    from gencoord_env.experiments.runner import run_condition
+    from gencoord_env.commands.experiments.runner import run_condition
 
     return run_condition(condition, policy, backend="sim", episodes=episodes)
 
@@ -596,7 +596,7 @@ def _rule_rows(config: TablesConfig, log: Callable[[str], None], previous: Mappi
     rows of ``previous`` (the work folder's earlier ``rules.json``) are kept, and reused, when they were played
     with the same episodes and pool seed, so tables asked for in separate commands summarize together."""
     from gencoord_env.agents import make_policy
-    from gencoord_env.experiments.runner import run_condition
+    from gencoord_env.commands.experiments.runner import run_condition
 
     t0 = time.perf_counter()
     settings = {"episodes": config.budget.rule_episodes, "pool_seed": config.data_seed}

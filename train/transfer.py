@@ -661,14 +661,14 @@ def _cluster_of(episode_id: str) -> str:
 
 
 def _cluster_means(evals: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    from gencoord_env.experiments import stats
+    from gencoord_env.commands.experiments import stats
 
     obs = [(_cluster_of(e), 1.0 if bit == "1" else 0.0) for ev in evals for e, bit in zip(ev["episode_ids"], ev["success_bits"])]
     return stats.cluster_means(obs)
 
 
 def _condition(evals: Sequence[Mapping[str, Any]], pool: str, ci_seed: int) -> dict[str, Any]:
-    from gencoord_env.experiments import stats
+    from gencoord_env.commands.experiments import stats
 
     means = _cluster_means(evals)
     strict = sum(1 for v in means.values() if v == 1.0)
@@ -708,7 +708,7 @@ def _condition(evals: Sequence[Mapping[str, Any]], pool: str, ci_seed: int) -> d
 
 def analyze(lane_results: Sequence[Mapping[str, Any]], config: TransferConfig) -> dict[str, Any]:
     """Per backend, arm and pool: pooled over seeds and per seed, with intervals and targets."""
-    from gencoord_env.experiments import stats
+    from gencoord_env.commands.experiments import stats
 
     by: dict[tuple[str, str, int], Mapping[str, Any]] = {}
     for r in lane_results:

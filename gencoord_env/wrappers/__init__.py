@@ -6,7 +6,7 @@
 | ``RequestReplacement`` | ``deliver`` | forward, single_step | the REQ of the paired binding is delivered instead |
 | ``CounterfactualFeedback`` | ``respond`` | feedback | the paired workcell mode's bounded response is injected |
 | ``UnreliableChannel`` | ``deliver`` | forward, single_step | seeded drop / delay / duplicate of the REQ |
-| ``TraceRecorder`` | (none) | all | one JSONL record per finished episode (see ``gencoord_env.replay``) |
+| ``TraceRecorder`` | (none) | all | one JSONL record per finished episode (see ``gencoord_env.commands.replay``) |
 | ``EpisodeStatistics`` | (none) | all | return, length and success of each finished episode in its final infos |
 
 Every intervention writes ``{"stage": "intervention", "intervention": <name>, ...}`` into the trace.

@@ -8,7 +8,7 @@ writes one ``{"stage": "intervention", "intervention": <name>, ...}`` trace reco
 what the inner one delivered - and the inner env, used without the wrapper, behaves as before.
 
 ``spec()`` returns the wrapper's name and arguments as plain JSON values; ``TraceRecorder`` stores it
-with each episode and ``gencoord_env.replay`` rebuilds the same wrapper stack from it.
+with each episode and ``gencoord_env.commands.replay`` rebuilds the same wrapper stack from it.
 
 In a team an intervention acts per edge: ``edge=(sender role, receiver role)`` names one channel by its
 roles (roles, not agents: the agents holding them rotate between episodes), and only the messages on that

@@ -2,7 +2,7 @@
 
 A record holds what is needed to re-run the episode (the cluster and role permutation, the env's
 arguments, the intervention stack and the deciding agents' actions in order) and what it produced (the
-outcome, reason, metrics and the full stage trace). ``gencoord_env.replay`` re-runs a record and checks
+outcome, reason, metrics and the full stage trace). ``gencoord_env.commands.replay`` re-runs a record and checks
 that it reproduces the same outcome and trace.
 
 Record layout (keys sorted in the file, so records of equal episodes are byte-identical)::

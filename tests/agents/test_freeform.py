@@ -12,7 +12,7 @@ import gencoord_env
 from gencoord_env import freeform
 from gencoord_env.dsl.errors import DSLSyntaxError
 from gencoord_env.types import PeerRequest, Proposal, Task
-from gencoord_env.replay import replay
+from gencoord_env.commands.replay import replay
 from gencoord_env.tasks import Episode, pool
 from gencoord_env.tasks.compose import role_paths
 from gencoord_env.wrappers import TraceRecorder

@@ -161,7 +161,7 @@ def test_an_overlong_action_is_kept_as_prefix_length_and_hash_in_the_trace_and_t
     import io
     import json
 
-    from gencoord_env.replay import replay
+    from gencoord_env.commands.replay import replay
     from gencoord_env.wrappers import TraceRecorder
 
     buffer = io.StringIO()

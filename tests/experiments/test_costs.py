@@ -15,11 +15,11 @@ from matplotlib.colors import to_rgba
 from gencoord_env.agents.lm.generate import GenerationRecord
 from gencoord_env.agents.lm.policy import DirectDSLPolicy
 from gencoord_env.agents import make_policy
-from gencoord_env.experiments.analysis import analyze
-from gencoord_env.experiments.cli import main
-from gencoord_env.experiments.plot import COST_PANELS, OURS, figure
-from gencoord_env.experiments.runner import EpisodeRow, episode_indices, make_env, run_experiment
-from gencoord_env.experiments.specs import EXPERIMENTS, Condition
+from gencoord_env.commands.experiments.analysis import analyze
+from gencoord_env.commands.experiments.cli import main
+from gencoord_env.commands.experiments.plot import COST_PANELS, OURS, figure
+from gencoord_env.commands.experiments.runner import EpisodeRow, episode_indices, make_env, run_experiment
+from gencoord_env.commands.experiments.specs import EXPERIMENTS, Condition
 
 REP = EXPERIMENTS["representation"]
 GC = EXPERIMENTS["goal-capability"]
@@ -139,7 +139,7 @@ def test_goal_capability_reports_the_response_apart_from_the_request(tmp_path: P
 
 
 def _table_columns() -> list[Any]:
-    from gencoord_env.experiments.report import table
+    from gencoord_env.commands.experiments.report import table
 
     return table(GC, [], "sim").columns
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gencoord_env.experiments import EXPERIMENTS
-from gencoord_env.experiments.cli import main
-from gencoord_env.experiments.report import table
+from gencoord_env.commands.experiments import EXPERIMENTS
+from gencoord_env.commands.experiments.cli import main
+from gencoord_env.commands.experiments.report import table
 
 
 def _headers(name: str, records: list[dict]) -> list[str]:

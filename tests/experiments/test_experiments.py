@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from gencoord_env.experiments import EXPERIMENTS
-from gencoord_env.experiments.analysis import analyze
-from gencoord_env.experiments.cli import main, policy_factory
-from gencoord_env.experiments.runner import run_experiment
-from gencoord_env.experiments.specs import experiment
+from gencoord_env.commands.experiments import EXPERIMENTS
+from gencoord_env.commands.experiments.analysis import analyze
+from gencoord_env.commands.experiments.cli import main, policy_factory
+from gencoord_env.commands.experiments.runner import run_experiment
+from gencoord_env.commands.experiments.specs import experiment
 
 
 def _records(name: str, episodes: int | None = None) -> list[dict]:
@@ -123,7 +123,7 @@ def test_unknown_names_are_refused_with_a_suggestion(capsys: pytest.CaptureFixtu
 
 
 def test_gencoord_cli_delegates_to_the_experiment_command(tmp_path: Path) -> None:
-    from gencoord_env.cli import main as gencoord
+    from gencoord_env.commands.cli import main as gencoord
 
     assert gencoord(["experiment", "composition", "--episodes", "2", "--out", str(tmp_path), "--quiet"]) == 0
     assert [r["strict_clusters"] for r in json.loads((tmp_path / "results.json").read_text())] == [0, 1, 1]

@@ -9,7 +9,7 @@ from sidecar_installed import needs_sidecar
 
 @needs_sidecar
 def test_goal_capability_on_minecraft_matched_pair(tmp_path: Path) -> None:
-    from gencoord_env.experiments.cli import main
+    from gencoord_env.commands.experiments.cli import main
 
     assert main(["goal-capability", "--backend", "minecraft", "--episodes", "4", "--out", str(tmp_path), "--quiet"]) == 0
     records = json.loads((tmp_path / "results.json").read_text())

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gencoord_env.experiments.analysis import matrix
-from gencoord_env.experiments.cli import main
-from gencoord_env.experiments.runner import run_condition
-from gencoord_env.experiments.specs import EXPERIMENTS, Condition
+from gencoord_env.commands.experiments.analysis import matrix
+from gencoord_env.commands.experiments.cli import main
+from gencoord_env.commands.experiments.runner import run_condition
+from gencoord_env.commands.experiments.specs import EXPERIMENTS, Condition
 
 from gencoord_env.agents import make_policy
 

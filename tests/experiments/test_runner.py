@@ -5,8 +5,8 @@ from collections import Counter
 
 import pytest
 
-from gencoord_env.experiments.runner import episode_indices, pool_indices, select_clusters
-from gencoord_env.experiments.specs import EXPERIMENTS, experiment
+from gencoord_env.commands.experiments.runner import episode_indices, pool_indices, select_clusters
+from gencoord_env.commands.experiments.specs import EXPERIMENTS, experiment
 from gencoord_env.tasks import pool
 
 

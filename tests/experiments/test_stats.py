@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from gencoord_env.experiments import stats
+from gencoord_env.commands.experiments import stats
 
 
 def test_cluster_means_average_role_and_seed_repeats_within_a_cluster() -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gencoord_env.experiments.analysis import analyze
-from gencoord_env.experiments.cli import policy_factory
-from gencoord_env.experiments.runner import run_experiment
-from gencoord_env.experiments.specs import experiment
+from gencoord_env.commands.experiments.analysis import analyze
+from gencoord_env.commands.experiments.cli import policy_factory
+from gencoord_env.commands.experiments.runner import run_experiment
+from gencoord_env.commands.experiments.specs import experiment
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gencoord_env.experiments.analysis import matrix
-from gencoord_env.experiments.cli import main
-from gencoord_env.experiments.plot import figure
-from gencoord_env.experiments.specs import EXPERIMENTS
+from gencoord_env.commands.experiments.analysis import matrix
+from gencoord_env.commands.experiments.cli import main
+from gencoord_env.commands.experiments.plot import figure
+from gencoord_env.commands.experiments.specs import EXPERIMENTS
 
 VIS = EXPERIMENTS["visibility"]
 METHODS = ["symbolic rule", "factor composer", "learned policy"]

@@ -2,7 +2,7 @@
 
 Compared: the summary (less wall-clock values and the run's own settings), and every trace record in order
 with wall-clock values, event timings and executor action counts left out and each execution's events in
-call order (``gencoord_env.arenas.comparable`` applies the same rule to infos).
+call order (``gencoord_env.commands.arenas.comparable`` applies the same rule to infos).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from gencoord_env.cli import main as gencoord
+from gencoord_env.commands.cli import main as gencoord
 from sidecar_installed import needs_sidecar
 
 

@@ -12,7 +12,7 @@ from gymnasium.vector import AutoresetMode
 import gencoord_env
 from gencoord_env.agents import make_policy
 from gencoord_env.agents.vector import GenCoordVectorEnv
-from gencoord_env.run_log import RunLog
+from gencoord_env.commands.run_log import RunLog
 from gencoord_env.wrappers import EpisodeStatistics, RequestRemoval
 
 VIEW = dict(backend="sim", pool="heldout", actions="menu", observations="bag")

@@ -76,7 +76,7 @@ def test_the_sender_does_see_its_binding(pool: str) -> None:
 @pytest.mark.parametrize("pool", ["heldout", "request", "crossproduct", "horizon", "visibility"])
 def test_a_classifier_of_receiver_views_is_at_chance(pool: str) -> None:
     """Trained on the train pool's receiver views to name the binding slot, it cannot beat a coin."""
-    from gencoord_env.experiments.leakage import classifier_accuracy, uninformed_views
+    from gencoord_env.commands.experiments.leakage import classifier_accuracy, uninformed_views
 
     accuracy = classifier_accuracy(_train_views(), uninformed_views(pool))
     assert accuracy <= 0.6, accuracy
@@ -86,7 +86,7 @@ _TRAIN: list = []
 
 
 def _train_views() -> list:
-    from gencoord_env.experiments.leakage import uninformed_views
+    from gencoord_env.commands.experiments.leakage import uninformed_views
 
     if not _TRAIN:
         _TRAIN.extend(uninformed_views("train"))

@@ -16,7 +16,7 @@ import gencoord_env  # noqa: E402
 from gencoord_env.agents import make_policy  # noqa: E402
 from gencoord_env.agents.lm.loading import CHAT_TEMPLATE, load_model, train_tokenizer  # noqa: E402
 from gencoord_env.agents.lm.prompt import prompt_text, split_prior  # noqa: E402
-from gencoord_env.llm_rl import (  # noqa: E402
+from gencoord_env.commands.llm_rl import (  # noqa: E402
     GencoordToolEnv,
     episode_dataset,
     staged_reward,

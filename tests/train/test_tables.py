@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gencoord_env.agents import make_policy
-from gencoord_env.experiments.runner import episode_indices, run_condition
+from gencoord_env.commands.experiments.runner import episode_indices, run_condition
 from gencoord_env.train import cli
 from gencoord_env.train.data import EXPECTED_ROWS
 from gencoord_env.train.sft import CONTINUE_LR, SCRATCH_LR, read_record

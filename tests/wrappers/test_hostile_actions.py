@@ -14,7 +14,7 @@ import gencoord_env
 from gencoord_env import FailureCode, dsl
 from gencoord_env.envs.gencoord.interface import MAX_ACTION
 from gencoord_env.envs.gencoord.session import traced
-from gencoord_env.replay import replay
+from gencoord_env.commands.replay import replay
 from gencoord_env.tasks import references as R
 from gencoord_env.wrappers import (
     CounterfactualFeedback,

@@ -52,7 +52,7 @@ def test_removal_then_replacement_replaces_nothing_left_to_deliver() -> None:
 def test_a_recorded_stack_replays_in_the_same_order() -> None:
     import json
 
-    from gencoord_env.replay import replay
+    from gencoord_env.commands.replay import replay
 
     stream = io.StringIO()
     env = TraceRecorder(RequestReplacement(UnreliableChannel(gencoord_env.parallel_env(backend="sim", pool="request"), drop=0.5, seed=1)), stream)

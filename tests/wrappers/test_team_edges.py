@@ -92,7 +92,7 @@ def test_counterfactual_feedback_of_one_peer_leaves_the_other_edge_true() -> Non
 
 
 def test_a_team_trace_records_and_replays(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from gencoord_env.replay import replay_file
+    from gencoord_env.commands.replay import replay_file
 
     path = tmp_path / "team.jsonl"
     env = TraceRecorder(RequestRemoval(_env(), edge=("wood_sender", "builder")), path)

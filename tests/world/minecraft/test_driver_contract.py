@@ -287,7 +287,7 @@ def test_a_kick_mid_episode_truncates_the_env_episode_as_a_fault_never_an_agent_
 
 def _doctor_against(port: int) -> dict[str, dict[str, object]]:
     """``gencoord doctor --json --server external`` against the server at ``port``: its checks by name."""
-    proc = subprocess.run([sys.executable, "-m", "gencoord_env.cli", "doctor", "--json", "--server", "external",
+    proc = subprocess.run([sys.executable, "-m", "gencoord_env.commands.cli", "doctor", "--json", "--server", "external",
                            "--host", "127.0.0.1", "--port", str(port)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, f"the doctor passed a misbehaving server:\n{proc.stdout}\n{proc.stderr}"
     return {c["name"]: c for c in json.loads(proc.stdout)["checks"]}

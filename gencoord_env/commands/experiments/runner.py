@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gencoord_env.experiments.specs import Condition, Experiment
+from gencoord_env.commands.experiments.specs import Condition, Experiment
 from gencoord_env.tasks import Cluster, Episode, pool as load_pool
 from gencoord_env.tasks.pools import role_permutations
 from gencoord_env.world.types import World
@@ -161,7 +161,7 @@ def play_row(condition: Condition, env: Any, policy: Any, k: int) -> EpisodeRow:
 def condition_slot(condition: Condition, backend: str, pool_seed: int, make_policy: PolicyFactory,
                    world: World | None) -> Any:
     """The condition's env on ``world`` and its policy: one slot of an ``ArenaRunner`` (or a Ray worker's)."""
-    from gencoord_env.arenas import Slot, slot_policy
+    from gencoord_env.commands.arenas import Slot, slot_policy
 
     return Slot(make_env(condition, backend, world, pool_seed), slot_policy(make_policy(condition)))
 

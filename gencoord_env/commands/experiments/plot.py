@@ -17,8 +17,8 @@ matplotlib.use("Agg")  # files only; never open a window
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from gencoord_env.experiments.analysis import matrix  # noqa: E402
-from gencoord_env.experiments.specs import Experiment  # noqa: E402
+from gencoord_env.commands.experiments.analysis import matrix  # noqa: E402
+from gencoord_env.commands.experiments.specs import Experiment  # noqa: E402
 
 OURS = "#1f4e79"
 PAPER = "#a9c4de"

@@ -1,7 +1,7 @@
 """Write an experiment's results: a rich table (the paper's figure beside ours), ``results.json`` (a list, one
 record per condition in the experiment's order), ``results.csv`` (the same records, flattened),
 ``episodes.jsonl`` (one row per episode), ``matrix.csv`` (experiments laid out as the paper's method x
-column matrix: success per cell, percent) and ``NAME.png`` (see ``gencoord_env.experiments.plot``).
+column matrix: success per cell, percent) and ``NAME.png`` (see ``gencoord_env.commands.experiments.plot``).
 
 Difference columns name their subtraction in the header: "true request - this (pp)" when every row is
 paired with one reference, otherwise "versus - this (pp)" beside a ``versus`` column.
@@ -16,9 +16,9 @@ from typing import Any
 
 from rich.table import Table
 
-from gencoord_env.experiments.analysis import matrix
-from gencoord_env.experiments.runner import EpisodeRow
-from gencoord_env.experiments.specs import Experiment
+from gencoord_env.commands.experiments.analysis import matrix
+from gencoord_env.commands.experiments.runner import EpisodeRow
+from gencoord_env.commands.experiments.specs import Experiment
 
 PERCENT_KEYS = frozenset({"success_rate"})
 DECISIONS_KEY = "decisions_per_episode"
@@ -169,7 +169,7 @@ def write_matrix(path: Path, experiment: Experiment, records: Sequence[Mapping[s
 def write(out: Path, experiment: Experiment, records: Sequence[Mapping[str, Any]],
           rows: Mapping[str, Sequence[EpisodeRow]], backend: str) -> dict[str, Path]:
     """Write every artifact into ``out`` (created if missing); returns their paths by kind."""
-    from gencoord_env.experiments.plot import plot
+    from gencoord_env.commands.experiments.plot import plot
 
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "results.json", "csv": out / "results.csv", "episodes": out / "episodes.jsonl",

@@ -9,12 +9,12 @@
 | ``report`` / ``plot`` | rich tables, ``results.json``, ``results.csv``, ``episodes.jsonl``, ``matrix.csv``, PNG |
 | ``cli`` | ``main(argv)`` behind ``gencoord experiment`` |
 
->>> from gencoord_env.experiments import EXPERIMENTS
+>>> from gencoord_env.commands.experiments import EXPERIMENTS
 >>> list(EXPERIMENTS)[:2]
 ['goal-capability', 'request']
 """
 from __future__ import annotations
 
-from gencoord_env.experiments.specs import EXPERIMENTS, Condition, Experiment, experiment
+from gencoord_env.commands.experiments.specs import EXPERIMENTS, Condition, Experiment, experiment
 
 __all__ = ["EXPERIMENTS", "Condition", "Experiment", "experiment"]

@@ -35,9 +35,9 @@ from gencoord_env.suggest import unknown
 #: Subcommands implemented elsewhere: name -> ("module:function" taking argv and returning an exit code, the
 #: line ``gencoord --help`` shows). Their modules load only when named, so the summary lives here.
 DELEGATED: dict[str, tuple[str, str]] = {
-    "doctor": ("gencoord_env.doctor:main", "check what an episode needs, in order; each failure names its fix"),
-    "replay": ("gencoord_env.replay:main", "re-run a recorded episode and compare (--show: its accounting)"),
-    "experiment": ("gencoord_env.experiments.cli:main", "the paper's evaluations as tables and figures (experiments extra)"),
+    "doctor": ("gencoord_env.commands.doctor:main", "check what an episode needs, in order; each failure names its fix"),
+    "replay": ("gencoord_env.commands.replay:main", "re-run a recorded episode and compare (--show: its accounting)"),
+    "experiment": ("gencoord_env.commands.experiments.cli:main", "the paper's evaluations as tables and figures (experiments extra)"),
     "train": ("gencoord_env.train.cli:main", "SFT data, training, transfer, learned table rows (lm extra)"),
 }
 DEBUG_FLAG = "--debug"
@@ -303,7 +303,7 @@ def _rollout_at_once(args: argparse.Namespace, env_kwargs: dict[str, Any], indic
     import threading
     from functools import partial
 
-    from gencoord_env.arenas import ArenaRunner, RolloutSpec, play_rollout, rollout_slot
+    from gencoord_env.commands.arenas import ArenaRunner, RolloutSpec, play_rollout, rollout_slot
 
     spec = RolloutSpec(env=env_kwargs, policy=args.policy, trace=bool(args.trace))
     done: list[bool] = []
@@ -315,7 +315,7 @@ def _rollout_at_once(args: argparse.Namespace, env_kwargs: dict[str, Any], indic
             progress.update(task, advance=1, rate=f"success {sum(done)}/{len(done)}")
 
     if args.workers:
-        from gencoord_env.distributed import RayRunner
+        from gencoord_env.commands.distributed import RayRunner
 
         runner: Any = RayRunner(args.workers, args.backend, arenas=args.arenas, address=args.ray_address)
     else:
@@ -329,7 +329,7 @@ def _rollout_at_once(args: argparse.Namespace, env_kwargs: dict[str, Any], indic
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from gencoord_env.serve import serve
+    from gencoord_env.commands.serve import serve
 
     env_kwargs = dict(backend=args.backend, pool=args.pool, route=args.route, view=args.view, surface=args.surface,
                       private_fact=args.private_fact, actions=args.actions, reward=args.reward, seed=args.seed,

@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from gencoord_env.arenas import ArenaRunner, Build, EpisodeLost, Play, Played, Retry, _first_line, _is_fault
+from gencoord_env.commands.arenas import ArenaRunner, Build, EpisodeLost, Play, Played, Retry, _first_line, _is_fault
 
 
 def _ray() -> Any:

@@ -6,21 +6,21 @@ subclass) through ``__all__``; a dotted name does not resolve. :data:`TASKSET_ID
 a module that re-exports this one. :func:`load_environment` builds the env from keyword arguments; the
 verifiers CLI builds the same env from the id::
 
-    from gencoord_env.verifiers_env import load_environment
+    from gencoord_env.commands.verifiers_env import load_environment
     env = load_environment(pool="heldout", route="forward", plays="both", episodes=32)
 
     vf-eval gencoord_verifiers --env.taskset.pool heldout --env.taskset.episodes 32 \
         --model MODEL --client.base-url URL --no-push
 
 Tasks: one per episode of ``pool`` (its first ``episodes``, all by default), named ``<pool>#<index>``, whose
-system prompt is the shared prior (as in the SFT prompts and :func:`gencoord_env.llm_rl.episode_dataset`).
+system prompt is the shared prior (as in the SFT prompts and :func:`gencoord_env.commands.llm_rl.episode_dataset`).
 The task has no user prompt: the env opens the exchange with the first decision's observation.
 
 Episode: one seat, ``player``, plays the decisions of ``plays`` (``"both"``: self-play, every decision of
 both agents; a role name: that role's, with ``partner``, the rule agent by default, playing the rest). Each
 model reply is the deciding agent's Short DSL record, committed as it is (a malformed one is the env's
 failure code, as in the env); the answer is the next decision's observation, and the exchange ends when
-the episode does. The episode is played by :class:`gencoord_env.llm_rl.GencoordToolEnv` (through
+the episode does. The episode is played by :class:`gencoord_env.commands.llm_rl.GencoordToolEnv` (through
 :class:`gencoord_env.turns.TurnEnv`), the TRL adapter's episode logic, so both adapters play the env's own
 episodes.
 
@@ -48,7 +48,7 @@ from pydantic import Field
 from verifiers.v1.harnesses.null import NullHarnessConfig
 from verifiers.v1.runtimes import SubprocessConfig
 
-from gencoord_env.llm_rl import GencoordToolEnv, episode_prompt, staged_reward, success_reward
+from gencoord_env.commands.llm_rl import GencoordToolEnv, episode_prompt, staged_reward, success_reward
 
 __all__ = [
     "TASKSET_ID",
@@ -68,7 +68,7 @@ _REWARDS = {"binary": ("success", success_reward), "staged": ("staged", staged_r
 
 
 class GencoordTasksetConfig(vf.TasksetConfig):
-    """What episodes are played and how (the arguments of :class:`gencoord_env.llm_rl.GencoordToolEnv`)."""
+    """What episodes are played and how (the arguments of :class:`gencoord_env.commands.llm_rl.GencoordToolEnv`)."""
 
     pool: str = "train"
     route: str = "forward"
@@ -119,7 +119,7 @@ class GencoordEnvConfig(vf.EnvConfig):
 
 
 class GencoordEnv(vf.Env[GencoordEnvConfig]):
-    """Plays a task's episode through :class:`gencoord_env.llm_rl.GencoordToolEnv`; see the module docstring."""
+    """Plays a task's episode through :class:`gencoord_env.commands.llm_rl.GencoordToolEnv`; see the module docstring."""
 
     def __init__(self, config: GencoordEnvConfig) -> None:
         super().__init__(config)

@@ -8,7 +8,7 @@
     gencoord experiment --list
 
 ``--policy`` replaces the policy of the conditions the paper ran with its learned model (see
-``gencoord_env.experiments.specs``): a rule agent name (``gencoord_env.agents.POLICIES``) or ``model:PATH``
+``gencoord_env.commands.experiments.specs``): a rule agent name (``gencoord_env.agents.POLICIES``) or ``model:PATH``
 (a checkpoint loaded with ``gencoord_env.agents.lm.policy.load_policy``). ``--episodes N`` caps every condition at
 ``ceil(N / 2)`` clusters, both role permutations, picked deterministically. ``--arenas K`` plays K
 episodes at once (K arenas of one Minecraft server, or K sim worlds) and ``--workers N`` spreads them over
@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gencoord_env.cli import Parser, add_scale_arguments, check_scale_arguments, env_choices, one_of, policy_help
-from gencoord_env.experiments.specs import EXPERIMENTS, Condition, Experiment, experiment
+from gencoord_env.commands.cli import Parser, add_scale_arguments, check_scale_arguments, env_choices, one_of, policy_help
+from gencoord_env.commands.experiments.specs import EXPERIMENTS, Condition, Experiment, experiment
 
 
 def policy_factory(policy: str | None) -> tuple[Any, Any]:
@@ -65,11 +65,11 @@ def make_runner(args: argparse.Namespace) -> Any:
     """An ArenaRunner (``--arenas``) or RayRunner (``--workers``) for the run, or None for the serial run."""
     check_scale_arguments(args)
     if args.workers:
-        from gencoord_env.distributed import RayRunner
+        from gencoord_env.commands.distributed import RayRunner
 
         return RayRunner(args.workers, args.backend, arenas=args.arenas, address=args.ray_address)
     if args.arenas > 1:
-        from gencoord_env.arenas import ArenaRunner
+        from gencoord_env.commands.arenas import ArenaRunner
 
         return ArenaRunner(args.backend, args.arenas)
     return None
@@ -83,9 +83,9 @@ def run(exp: Experiment, args: argparse.Namespace, out: Path, runner: Any = None
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from gencoord_env.experiments.analysis import analyze
-    from gencoord_env.experiments.report import matrix_table, table, write
-    from gencoord_env.experiments.runner import conditions_to_run, run_experiment
+    from gencoord_env.commands.experiments.analysis import analyze
+    from gencoord_env.commands.experiments.report import matrix_table, table, write
+    from gencoord_env.commands.experiments.runner import conditions_to_run, run_experiment
 
     make, chosen = policy_factory(args.policy)
     if args.policy is not None:
@@ -179,6 +179,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from gencoord_env.cli import main as gencoord
+    from gencoord_env.commands.cli import main as gencoord
 
     raise SystemExit(gencoord(["experiment", *sys.argv[1:]]))

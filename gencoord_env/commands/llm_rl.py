@@ -34,7 +34,7 @@ Example::
                           environment_factory=GencoordToolEnv.factory(pool="train", plays="both"),
                           args=GRPOConfig(..., max_tool_calling_iterations=4))
 
-:mod:`gencoord_env.verifiers_env` plays the same episodes (this class's episode logic) as a ``verifiers`` 0.4
+:mod:`gencoord_env.commands.verifiers_env` plays the same episodes (this class's episode logic) as a ``verifiers`` 0.4
 environment (extra ``verifiers``).
 """
 from __future__ import annotations

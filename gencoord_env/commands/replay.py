@@ -11,7 +11,7 @@ length, refused for that length as the original was.
 ``gencoord replay --show TRACE.jsonl [--episode ID]`` re-runs nothing: it prints one recorded episode's
 runtime accounting (:mod:`gencoord_env.accounting`).
 
->>> from gencoord_env.replay import replay_file
+>>> from gencoord_env.commands.replay import replay_file
 >>> results = replay_file("trace.jsonl")            # doctest: +SKIP
 >>> all(r.ok for r in results)                      # doctest: +SKIP
 True
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
     from gencoord_env.accounting import account, table
-    from gencoord_env.cli import Parser, add_env_arguments
+    from gencoord_env.commands.cli import Parser, add_env_arguments
 
     ap = Parser(prog="gencoord replay", description="re-run recorded episodes and check they match")
     ap.add_argument("trace", help="a JSONL file written by TraceRecorder (gencoord rollout --trace)")

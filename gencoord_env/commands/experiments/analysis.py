@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gencoord_env.experiments import stats
-from gencoord_env.experiments.runner import EpisodeRow
-from gencoord_env.experiments.specs import Condition, Experiment
+from gencoord_env.commands.experiments import stats
+from gencoord_env.commands.experiments.runner import EpisodeRow
+from gencoord_env.commands.experiments.specs import Condition, Experiment
 
 
 def _mean(values: Sequence[float]) -> float | None:

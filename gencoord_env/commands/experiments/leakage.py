@@ -7,7 +7,7 @@ uninformed views (the receiver's observation with the request removed), labelled
 in its template's codebook, and reports its accuracy on every pool, plus how many distinct views each
 pool has and how many of them occur under both bindings.
 
-    python -m gencoord_env.experiments.leakage          # needs the `experiments` extra (scikit-learn)
+    python -m gencoord_env.commands.experiments.leakage          # needs the `experiments` extra (scikit-learn)
 """
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def report(pools: Sequence[str] = tuple(sorted(POOL_SIZES))) -> dict[str, dict[s
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m gencoord_env.experiments.leakage", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m gencoord_env.commands.experiments.leakage", description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = ap.parse_args(argv)
     _ = prior()

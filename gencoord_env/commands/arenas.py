@@ -16,7 +16,7 @@ Anything else is a bug and propagates.
     >>> with ArenaRunner("minecraft", arenas=4) as runner:                      # doctest: +SKIP
     ...     played = runner.run(range(16), partial(rollout_slot, spec), play_rollout)
 
-``gencoord_env.distributed`` runs the same ``build``/``play`` pairs on Ray actors, each with its own
+``gencoord_env.commands.distributed`` runs the same ``build``/``play`` pairs on Ray actors, each with its own
 ``ArenaRunner``. ``comparable(info)`` is what must be equal between two runs of one episode.
 """
 from __future__ import annotations
