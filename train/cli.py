@@ -110,6 +110,9 @@ def sft_main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--resume-every", type=int, default=0, metavar="STEPS",
                    help="save the run's whole state to OUT/resume.pt every STEPS updates; the same command run again "
                         "continues from it to the same weights (0: never)")
+    p.add_argument("--nondeterministic", action="store_true",
+                   help="let the GPU reduce in any order (fused attention kernels; faster, but a rerun of the same "
+                        "seed can end elsewhere); default: deterministic kernels")
     fit.add_argument("--play", choices=["auto", "direct", "factor_code", "none"], default="auto",
                      help="after training, play the train pool closed-loop with this policy kind and report each "
                           "template x binding x role cell (auto: by the data, for the forward and factor_code sets)")
@@ -123,6 +126,7 @@ def sft_main(argv: Sequence[str] | None = None) -> int:
         seed=a.seed, save=not a.no_save, progress=not a.quiet, subword_dropout=a.subword_dropout,
         subword_dropout_rows=a.subword_dropout_rows, decision_weight=a.decision_weight, code_renaming=a.code_renaming,
         monitor_every=a.monitor_every, fit_rows=a.fit_rows, resume_every=a.resume_every,
+        deterministic=not a.nondeterministic,
     )
     result = train(config)
     prov = result.provenance

@@ -57,6 +57,8 @@ def _init_worker(threads: int) -> None:
     # whole: lanes tokenize at their start, before their training loops compete for the cores.
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(threads)
+    # cuBLAS reads it once, at the process's first use: before any lane's work (see sft._determinism)
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 
 def _on_lane_device(work: Callable[[L], dict[str, Any]], lane: L) -> dict[str, Any]:

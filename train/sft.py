@@ -46,6 +46,7 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -54,8 +55,9 @@ import os
 import platform
 import random
 import time
+import warnings
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -134,6 +136,8 @@ class SFTConfig:
     # Every this many updates, the run's whole state goes to <out_dir>/resume.pt (0: never); a run started
     # again with the same settings continues from it, to the same weights, so a long run can span calls.
     resume_every: int = 0
+    # Deterministic kernels (see _determinism): the same seed, data and commit give the same weights on a rerun.
+    deterministic: bool = True
 
     def __post_init__(self) -> None:
         if (self.base_model is None) == (self.scratch is None):
@@ -159,7 +163,8 @@ class SFTConfig:
         if self.base_model is not None and Path(self.base_model).is_dir():
             d["base_model"] = Path(self.base_model).name
         d["lr"] = default_lr(self.base_model, self.scratch) if self.lr is None else self.lr
-        for key in ("out_dir", "device", "progress", "log_every", "save", "monitor_every", "fit_rows", "resume_every"):
+        for key in ("out_dir", "device", "progress", "log_every", "save", "monitor_every", "fit_rows", "resume_every",
+                    "deterministic"):
             d.pop(key)
         return d
 
@@ -416,7 +421,7 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
     first, before = resume.load(model, opt, schedule, losses, exposure, curve, device)
     progress = _progress(config.progress)
     start = time.perf_counter() - before
-    with progress:
+    with progress, _determinism(config.deterministic, device) as nondeterministic:
         task = progress.add_task("sft", total=steps, loss=float("nan"), completed=first)
         for step in range(first, steps):
             span = range(step * per_step, (step + 1) * per_step)
@@ -477,6 +482,7 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
         "loss_final": losses[-1],
         "loss_curve": {"every": config.log_every, "values": losses},
     }
+    provenance["deterministic"] = {"on": config.deterministic, "nondeterministic_ops": sorted(set(nondeterministic))}
     if curve:
         provenance["decision_curve"] = {"rows": len(monitor), "points": curve}
     if config.fit_rows:
@@ -512,6 +518,48 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
     (out / "provenance.json").write_text(json.dumps(provenance, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     resume.done()
     return RunResult(checkpoint, provenance, losses)
+
+
+#: cuBLAS's setting for reproducible results (read when a process first uses cuBLAS; see torch's notes on randomness)
+CUBLAS_WORKSPACE = ":4096:8"
+
+
+@contextlib.contextmanager
+def _determinism(on: bool, device: torch.device) -> Iterator[list[str]]:
+    """Deterministic kernels while training, the process's previous settings restored after.
+
+    A small model's fit is a race between the decision tokens and the shortcuts around them, and a run on
+    a GPU that reduces in a different order each time (attention and embedding backward by atomic adds)
+    can end on either side of it: the same seed gave decision token 0.82 once and 1.00 another time. On:
+    ``torch.use_deterministic_algorithms`` (warn-only, so an op without a deterministic kernel still runs),
+    cuDNN deterministic, cuBLAS's fixed workspace, and attention on the math kernel (the fused kernels'
+    backward adds by atomics unless strictly asked). Yields a list that collects the warnings of the ops
+    that ran without a deterministic kernel (recorded in the provenance).
+    """
+    if not on:
+        yield []
+        return
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
+    previous = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+                torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
+    found: list[str] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught, (
+                sdpa_kernel([SDPBackend.MATH]) if device.type == "cuda" else contextlib.nullcontext()):
+            warnings.simplefilter("always")
+            yield found
+    finally:
+        torch.use_deterministic_algorithms(previous[0], warn_only=previous[1])
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = previous[2], previous[3]
+    for w in caught:
+        if "determinis" in str(w.message):
+            found.append(str(w.message).splitlines()[0][:300])
+        else:  # not ours to swallow
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 class _Resume:

@@ -566,14 +566,14 @@ def _data(config: TablesConfig, data: Path, log: Callable[[str], None]) -> dict[
 def _tokenizer(config: TablesConfig, manifest: Mapping[str, Any], data: Path, out: Path, log: Callable[[str], None]) -> dict[str, Any]:
     """One byte-level BPE on every prompt and target of every set (:data:`ALL_SETS`), shared by every scratch
     model (reused when ``out`` holds one trained on the same corpus)."""
-    from gencoord_env.agents.lm.loading import binding_codes, train_tokenizer
+    from gencoord_env.agents.lm.loading import binding_codes, train_tokenizer, world_names
     from gencoord_env.train.data import load_rows
     from gencoord_env.train.sft import tree_sha256
 
     sets = ALL_SETS
     b = config.budget
     corpus_id = {"sets": {s: manifest["files"][s]["sha256"] for s in sets}, "vocab_size": b.arch_vocab,
-                 "max_length": b.max_length, "rows_per_set": b.tokenizer_rows, "whole_words": list(binding_codes())}
+                 "max_length": b.max_length, "rows_per_set": b.tokenizer_rows, "whole_words": [*binding_codes(), *world_names()]}
     stamp = out / "corpus.json"
     if not ((out / "tokenizer.json").is_file() and stamp.is_file()
             and json.loads(stamp.read_text(encoding="utf-8")) == corpus_id):

@@ -251,7 +251,7 @@ def _inputs_digest(data: Path, tokenizer: Path) -> str:
 
 def build_inputs(config: TransferConfig, data: Path, tokenizer_dir: Path, log: Callable[[str], None]) -> dict[str, Any]:
     """The data sets, the shared tokenizer, and the lengths and pool prompts the checks need."""
-    from gencoord_env.agents.lm.loading import binding_codes
+    from gencoord_env.agents.lm.loading import binding_codes, world_names
     from gencoord_env.train.data import build_all, load_rows
 
     b = config.budget
@@ -278,7 +278,7 @@ def build_inputs(config: TransferConfig, data: Path, tokenizer_dir: Path, log: C
     codes = code_coverage(rows, config.pools, config.data_seed)
     log(f"codes: pretraining names {len(codes['pretraining'])}, the evaluated pools use {len(codes['evaluated'])}, none missing")
     corpus = {"sets": {s: manifest["files"][s]["sha256"] for s in sets}, "tokenizer_rows": b.tokenizer_rows,
-              "vocab_size": b.vocab_size, "max_length": b.max_length, "whole_words": list(binding_codes())}
+              "vocab_size": b.vocab_size, "max_length": b.max_length, "whole_words": [*binding_codes(), *world_names()]}
     tokenizer = _shared_tokenizer(rows, b, tokenizer_dir, corpus)
     tokenizer_seconds = time.perf_counter() - t0
 

@@ -43,6 +43,7 @@ __all__ = [
     "ModelLoadError",
     "build_qwen35_08b_config",
     "binding_codes",
+    "world_names",
     "build_tiny",
     "default_device",
     "default_dtype",
@@ -190,15 +191,35 @@ def binding_codes() -> tuple[str, ...]:
     return tuple(sorted(prior().codebook, key=lambda c: (-len(c), c)))
 
 
+def world_names() -> tuple[str, ...]:
+    """Every name of the world a record's argument can carry, longest first: the stations of the prior's
+    layout (``site_a``, ``order_chest``), the agent ids (``agent_b``) and the items of the recipe table
+    (``oak_planks``, ``cobblestone_slab``)."""
+    from gencoord_env.tasks.episode import TEAM_AGENTS
+    from gencoord_env.tasks.prior import prior
+    from gencoord_env.world.recipes import load_recipes
+
+    book = load_recipes()
+    items = {*book.crafting, *(i for r in book.crafting.values() for i in r.inputs), *book.smelting,
+             *book.smelting.values(), *book.fuel_ticks, *book.blocks, *book.stack}
+    names = {s.name for s in prior().stations} | set(TEAM_AGENTS) | items
+    return tuple(sorted(names, key=lambda c: (-len(c), c)))
+
+
 def train_tokenizer(corpus: Iterable[str], vocab_size: int = 1024, model_max_length: int = 2048,
                     whole_words: Iterable[str] | None = None) -> PreTrainedTokenizerBase:
     """Train a byte-level BPE tokenizer on ``corpus`` with no network access.
 
     Byte-level so that any string (including characters never seen in training) round-trips.
-    ``whole_words`` (default: :func:`binding_codes`; ``()`` for none) are added as one token each, so a
-    binding code is one token wherever it stands as a word. The code a row's decision copies is then one
-    token to copy, as in Factor-Code, instead of a letter after a shared stem (``SITE`` ``_`` ``B``) that
-    Direct Short DSL could only find by matching the three tokens before it.
+    ``whole_words`` are added as one token each, wherever they stand as a word (``()``: none). The default is
+    every binding code (:func:`binding_codes`: renaming puts any code in any row) and every name of the
+    world (:func:`world_names`) that ``corpus`` contains: a name the corpus lacks stays in sub-word pieces,
+    which other words train, rather than becoming a token no training row shows. A Direct Short DSL record names its
+    binding twice: as the code (``bind=SITE_B``) and in the arguments that depend on it (``site=site_b``,
+    ``item=oak_log`` against ``item=oak_planks``). Split by BPE, each of these decisions is a letter or a
+    suffix after a stem both branches share (``site`` ``_`` ``b``, ``oak`` ``_`` ``log``), which a model can
+    only place by matching the tokens before it, in a stretch that both branches' nodes repeat; whole, it
+    is one token to copy from the node the code names, as the code itself is.
     """
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -213,8 +234,14 @@ def train_tokenizer(corpus: Iterable[str], vocab_size: int = 1024, model_max_len
         min_frequency=2,
         show_progress=False,
     )
-    tok.train_from_iterator(corpus, trainer)
-    words = binding_codes() if whole_words is None else tuple(whole_words)
+    texts = list(corpus)
+    tok.train_from_iterator(texts, trainer)
+    if whole_words is None:
+        named = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, world_names())) + r")(?![A-Za-z0-9_])")
+        present = {m.group(1) for text in texts for m in named.finditer(text)}
+        words = binding_codes() + tuple(w for w in world_names() if w in present)
+    else:
+        words = tuple(whole_words)
     tok.add_tokens([AddedToken(w, single_word=True, normalized=False) for w in words])
     wrapped = PreTrainedTokenizerFast(
         tokenizer_object=tok,

@@ -63,6 +63,31 @@ def test_decision_tokens_are_where_the_twin_parts_and_the_code(forward: list[Row
             assert " build" in {tokenizer.decode([t[k]]) for k in ks}, r.id  # the sender builds before it hands off
 
 
+def test_every_decision_token_starts_a_word(forward: list[Row]) -> None:
+    """The offline tokenizer keeps binding codes and the world's names whole, so where a Direct target parts from
+    its twin's (the code, ``site=site_b``, ``item=oak_log``) the first parting token begins a word: no decision is a
+    letter after a stem both branches write. With the codes alone kept whole it is (``site`` ``_`` | ``a``)."""
+    from gencoord_env.agents.lm.loading import binding_codes, train_tokenizer
+
+    corpus = [r.prompt for r in forward] + [r.target for r in forward]
+    rows = _cells(forward)
+
+    def continuing(tokenizer) -> set[str]:  # type: ignore[no-untyped-def]
+        """Decision tokens that continue a word begun by the token before them, as 'before|token'."""
+        targets = tokenizer([r.target for r in rows], add_special_tokens=False)["input_ids"]
+        out = set()
+        for t, ks in zip(targets, decision_indices(rows, tokenizer, targets)):
+            for k in ks:
+                before, token = tokenizer.decode(t[k - 1:k]), tokenizer.decode(t[k:k + 1])
+                if k and re.search(r"[A-Za-z0-9_]$", before) and re.match(r"[A-Za-z0-9_]", token):
+                    out.add(f"{before}|{token}")
+        return out
+
+    assert continuing(train_tokenizer(corpus, vocab_size=2048)) == set()
+    split = continuing(train_tokenizer(corpus, vocab_size=2048, whole_words=binding_codes()))
+    assert {"_|a", "_|b"} <= split, split  # site_ | a, chest_ | b: the misfit's first wrong tokens
+
+
 def _oracle(rows: list[Row], tokenizer, broken: str) -> torch.nn.Module:  # type: ignore[no-untyped-def]
     """A model that predicts every target token of ``rows`` except the decision tokens of template ``broken``,
     where it predicts the twin's token: what a model that answers from the template looks like."""
