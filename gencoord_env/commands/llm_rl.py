@@ -24,7 +24,10 @@ A tool's answer (the next observation) is a user turn, as the first observation 
 reads as a user turn followed by the assistant's call. A conversation without tools renders exactly as before. The template
 does not print tool definitions: a model trained here learns its one tool in SFT
 (:func:`tool_call_text` gives the assistant text of a commit), and the definitions would add a constant
-block to every prompt. A pretrained Qwen tokenizer keeps its own template (TRL adds its parser).
+block to every prompt. A checkpoint with a chat template of its own (a Qwen3 or Qwen3.5 folder) keeps it:
+:func:`tool_tokenizer` checks that it writes a commit call that :func:`commit_record` reads back (Qwen3's
+``<tool_call>{json}</tool_call>``, Qwen3.5's ``<tool_call><function=commit><parameter=record>``) and gives it
+TRL's response parser for that template.
 
 Example::
 
@@ -40,6 +43,8 @@ environment (extra ``verifiers``).
 from __future__ import annotations
 
 import functools
+import json
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -50,6 +55,7 @@ __all__ = [
     "RESPONSE_TEMPLATE",
     "TOOL_CHAT_TEMPLATE",
     "GencoordToolEnv",
+    "commit_record",
     "episode_dataset",
     "episode_prompt",
     "staged_reward",
@@ -94,19 +100,78 @@ END = "END outcome={outcome}"
 
 
 def tool_tokenizer(tokenizer: Any) -> Any:
-    """The offline tokenizer with :data:`TOOL_CHAT_TEMPLATE`, its response parser, and ``<|im_end|>`` as EOS
-    (a turn ends there, so generation stops where the template closes the assistant's turn). Changes
-    ``tokenizer`` in place and returns it. A tokenizer with another chat template is refused: give a
-    pretrained Qwen tokenizer to TRL as it is."""
+    """A tokenizer ready for tool calls, changed in place and returned.
+
+    The offline tokenizer gets :data:`TOOL_CHAT_TEMPLATE`, its response parser and ``<|im_end|>`` as EOS (a
+    turn ends there, so generation stops where the template closes the assistant's turn). A tokenizer with a
+    chat template of its own (a Qwen3 or Qwen3.5 checkpoint) keeps it: it must write a commit call that
+    :func:`commit_record` reads back, and gets TRL's response parser for that template where TRL knows it
+    (``trl.chat_template_utils.add_response_schema``) and ``<|im_end|>`` as EOS. Raises ``ValueError`` for a
+    template that cannot write such a call."""
     from gencoord_env.agents.lm.loading import CHAT_TEMPLATE
 
-    if tokenizer.chat_template not in (CHAT_TEMPLATE, TOOL_CHAT_TEMPLATE):
-        raise ValueError("tool_tokenizer() extends the offline tokenizer's chat template (train_tokenizer); this tokenizer "
-                         "has its own: pass it to GRPOTrainer as it is (TRL adds the parser of known Qwen templates)")
-    tokenizer.chat_template = TOOL_CHAT_TEMPLATE
-    tokenizer.response_template = RESPONSE_TEMPLATE
+    template = getattr(tokenizer, "chat_template", None)
+    if template in (CHAT_TEMPLATE, TOOL_CHAT_TEMPLATE):
+        tokenizer.chat_template = TOOL_CHAT_TEMPLATE
+        tokenizer.response_template = RESPONSE_TEMPLATE
+        tokenizer.eos_token = "<|im_end|>"
+        return tokenizer
+    if not template or "<|im_end|>" not in tokenizer.get_vocab():
+        raise ValueError("tool_tokenizer() needs the offline tokenizer (train_tokenizer) or a Qwen-style chat template "
+                         "that ends turns with <|im_end|>; this tokenizer has " + ("no chat template" if not template else
+                         "no <|im_end|> token"))
+    probe = "SELF resource.obtain(q=1,item=x)\nREQ agent_b control.wait()"
+    try:
+        written = tool_call_text(tokenizer, probe)
+    except Exception as exc:  # a template error of any kind: say which template failed and how
+        raise ValueError(f"this tokenizer's chat template cannot write a commit tool call ({type(exc).__name__}: {exc}); "
+                         "use a Qwen3 or Qwen3.5 checkpoint's template or the offline tokenizer") from None
+    if commit_record(written) != probe:
+        raise ValueError(f"this tokenizer's chat template writes a commit call as {written!r}, which commit_record() does not "
+                         "read: it reads Qwen3's <tool_call>{json}</tool_call> and Qwen3.5's <tool_call><function=...> calls")
+    if getattr(tokenizer, "response_template", None) is None and getattr(tokenizer, "response_schema", None) is None:
+        try:
+            from trl.chat_template_utils import add_response_schema
+
+            add_response_schema(tokenizer)
+        except (ImportError, ValueError):  # no TRL, or a template TRL does not know: our own reading still works
+            pass
     tokenizer.eos_token = "<|im_end|>"
     return tokenizer
+
+
+_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
+_XML_FUNCTION = re.compile(r"^<function=([^\n>]+)>\s*(.*?)\s*</function>$", re.S)
+_XML_PARAMETER = re.compile(r"<parameter=([^>\n]+)>\n?(.*?)\n?</parameter>", re.S)
+
+
+def commit_record(text: str, tool: str = "commit") -> str | None:
+    """The ``record`` argument of the first tool call in an assistant's text when that call is ``tool``; None
+    when the text makes no such call (an episode where the model stops so is unfinished).
+
+    Reads both formats Qwen checkpoints write: Qwen3's JSON call and Qwen3.5's XML call::
+
+        <tool_call>\n{"name": "commit", "arguments": {"record": "SELF ...\\nREQ ..."}}\n</tool_call>
+        <tool_call>\n<function=commit>\n<parameter=record>\nSELF ...\nREQ ...\n</parameter>\n</function>\n</tool_call>
+    """
+    m = _CALL.search(text)
+    if m is None:
+        return None
+    body = m.group(1)
+    xml = _XML_FUNCTION.match(body)
+    if xml is not None:
+        if xml.group(1).strip() != tool:
+            return None
+        params = {k.strip(): v for k, v in _XML_PARAMETER.findall(xml.group(2))}
+        return params.get("record")
+    try:
+        call = json.loads(body)
+    except json.JSONDecodeError:
+        return None
+    args = call.get("arguments") if isinstance(call, dict) else None
+    if call.get("name") != tool or not isinstance(args, dict) or not isinstance(args.get("record"), str):
+        return None
+    return str(args["record"])
 
 
 def tool_call_text(tokenizer: Any, record: str, tool: str = "commit") -> str:

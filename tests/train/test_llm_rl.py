@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 import os
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from gencoord_env.agents.lm.loading import CHAT_TEMPLATE, load_model, train_toke
 from gencoord_env.agents.lm.prompt import prompt_text, split_prior  # noqa: E402
 from gencoord_env.commands.llm_rl import (  # noqa: E402
     GencoordToolEnv,
+    commit_record,
     episode_dataset,
     staged_reward,
     success_reward,
@@ -61,10 +63,42 @@ def test_the_tool_template_renders_plain_chats_as_before_and_parses_its_calls() 
     ids = tok(before + call + "<|im_end|>", add_special_tokens=False)["input_ids"][len(prompt_ids):]
     parsed = parse_response(tok, ids, prefix=prompt_ids)
     assert parsed["tool_calls"] == [{"type": "function", "function": {"name": "commit", "arguments": {"record": record}}}]
-    with pytest.raises(ValueError, match="has its own: pass it to GRPOTrainer as it is"):
-        other = train_tokenizer(["a b"] * 5, vocab_size=270)
-        other.chat_template = "{{ messages }}"
+    other = train_tokenizer(["a b"] * 5, vocab_size=270)
+    other.chat_template = "{% for m in messages %}<|im_start|>{{ m['content'] }}<|im_end|>{% endfor %}"
+    with pytest.raises(ValueError, match=re.escape("writes a commit call as '<|im_start|>', which commit_record() does not read")):
         tool_tokenizer(other)
+    other.chat_template = None
+    with pytest.raises(ValueError, match="has no chat template"):
+        tool_tokenizer(other)
+
+
+@pytest.mark.parametrize("template", ["qwen3_5", "qwen3"])
+def test_a_qwen_checkpoints_template_is_kept_and_its_calls_are_read(template: str, make_qwen_tokenizer) -> None:
+    """Qwen3.5 writes XML calls (<function=commit><parameter=record>), Qwen3 JSON ones: both are read back,
+    by commit_record and by TRL's parser that tool_tokenizer installs, and the template is the checkpoint's."""
+    import json
+
+    from trl.chat_template_utils import parse_response
+
+    tok = make_qwen_tokenizer(["SELF REQ agent_a agent_b PRIOR " * 20] * 20, template, vocab_size=300)
+    own = tok.chat_template
+    assert tool_tokenizer(tok) is tok and tok.chat_template == own and tok.eos_token == "<|im_end|>"
+    record = 'SELF resource.obtain(q=5,item=oak_planks)\nREQ agent_b build.component(bind="A",q=5)'
+    call = tool_call_text(tok, record)
+    if template == "qwen3_5":
+        assert call == f"<tool_call>\n<function=commit>\n<parameter=record>\n{record}\n</parameter>\n</function>\n</tool_call>"
+    else:
+        assert call.endswith('<tool_call>\n{"name": "commit", "arguments": {"record": ' + json.dumps(record) + "}}\n</tool_call>")
+    assert commit_record(call) == record and commit_record("thinking aloud") is None
+    assert commit_record(call.replace("commit", "other")) is None
+    assert commit_record(record) is None  # a bare record is no call: the episode stays unfinished
+    assert commit_record("<tool_call>\n{not json}\n</tool_call>") is None
+    assert commit_record('<tool_call>\n{"name": "commit", "arguments": {"record": 5}}\n</tool_call>') is None
+    head = tok.apply_chat_template([{"role": "user", "content": "AGENT agent_a"}], tokenize=False, add_generation_prompt=True)
+    prompt_ids = tok(head, add_special_tokens=False)["input_ids"]
+    ids = tok(head + call + "<|im_end|>", add_special_tokens=False)["input_ids"][len(prompt_ids):]
+    parsed = parse_response(tok, ids, prefix=prompt_ids)
+    assert parsed["tool_calls"] == [{"type": "function", "function": {"name": "commit", "arguments": {"record": record}}}]
 
 
 def test_trl_sees_one_tool_and_self_play_decides_every_turn_of_both_agents() -> None:
