@@ -1,0 +1,15 @@
+"""The coordination game batched: many episodes stepped at once as array work, held equal to the full pipeline.
+
+| module | its one job |
+| --- | --- |
+| ``tree`` | ``GameTree``: every decision point of an env's episodes, each computed once by the env itself |
+| ``engine`` | ``BatchedEngine``: ``num_envs`` episodes of a tree stepped as numpy (or torch) array work, autoreset |
+| ``vector`` | ``ParallelVectorEnv``: the PettingZoo-style two-agent API over an engine, dicts of batched arrays |
+"""
+from __future__ import annotations
+
+from gencoord_env.batched.engine import Batch, BatchedEngine
+from gencoord_env.batched.tree import OUTCOMES, GameTree, NotDeterministic
+from gencoord_env.batched.vector import ParallelVectorEnv
+
+__all__ = ["Batch", "BatchedEngine", "GameTree", "NotDeterministic", "OUTCOMES", "ParallelVectorEnv"]
