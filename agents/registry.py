@@ -1,7 +1,9 @@
-"""Rule agents by name (``gencoord rollout --policy NAME``, ``gencoord experiment --policy NAME``).
+"""Policies by name (``gencoord rollout --policy NAME``, ``gencoord experiment --policy NAME``): a rule agent of
+:data:`POLICIES`, or ``model:PATH``, a learned checkpoint played in the output format it records.
 
-Modules whose dependencies are optional (TF-IDF needs scikit-learn) are imported only when their agent
-is made, so the registry itself imports nothing beyond the core package.
+``model:PATH`` is read here and nowhere else (:func:`learned_checkpoint`). Modules whose dependencies are
+optional (TF-IDF needs scikit-learn, a checkpoint the ``lm`` extra) are imported only when their agent is made,
+so the registry itself imports nothing beyond the core package.
 """
 from __future__ import annotations
 
@@ -37,9 +39,36 @@ def policy_class(name: str) -> Callable[..., RulePolicy]:
         raise ImportError(f"policy {name!r} needs {e.name!r}: pip install 'gencoord_env[experiments]'") from e
 
 
-def make_policy(name: str, **kwargs: Any) -> RulePolicy:
-    """A rule agent by name, e.g. ``make_policy("rule")``."""
+#: The prefix of a learned policy's name: ``model:PATH`` (a checkpoint directory or hub id).
+LEARNED = "model:"
+
+
+def learned_checkpoint(name: str) -> str | None:
+    """The checkpoint ``model:PATH`` names; None for a rule agent's name.
+
+    >>> learned_checkpoint("model:runs/sft/final"), learned_checkpoint("rule")
+    ('runs/sft/final', None)
+    """
+    if not name.startswith(LEARNED):
+        return None
+    path = name[len(LEARNED):]
+    if not path:
+        raise ValueError(f"{name!r} names no checkpoint; expected {LEARNED}PATH, a checkpoint directory or hub id")
+    return path
+
+
+def make_policy(name: str, **kwargs: Any) -> Any:
+    """A rule agent by name, e.g. ``make_policy("rule")``, or ``make_policy("model:runs/sft/final")``: the
+    checkpoint as a learned policy in the format it records (keyword arguments go to
+    ``gencoord_env.agents.lm.policy.load_policy``: ``output_format``, ``device``, ``config``)."""
+    checkpoint = learned_checkpoint(name)
+    if checkpoint is not None:
+        from gencoord_env.agents.lm.policy import (
+            load_policy,  # the lm extra: its absence is named by the CLI
+        )
+
+        return load_policy(checkpoint, **kwargs)
     return policy_class(name)(**{**POLICIES[name][2], **kwargs})
 
 
-__all__ = ["POLICIES", "make_policy", "policy_class"]
+__all__ = ["LEARNED", "POLICIES", "learned_checkpoint", "make_policy", "policy_class"]

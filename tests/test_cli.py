@@ -83,11 +83,11 @@ def test_policy_help_lists_the_registry(command: list[str], capsys: pytest.Captu
 
 def test_train_evaluate_help_lists_names(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("torch")
-    from gencoord_env.agents.lm.policy import POLICY_KINDS
+    from gencoord_env.agents.formats import FORMATS
 
     text = _help(["train", "evaluate"], capsys)
     assert text.startswith("usage: gencoord train evaluate")
-    assert " | ".join(POLICY_KINDS) in text and " | ".join(env_choices()["pool"]) in text
+    assert " | ".join(FORMATS) in text and " | ".join(env_choices()["pool"]) in text
 
 
 def test_train_help_names_gencoord_train_and_its_commands(capsys: pytest.CaptureFixture[str]) -> None:

@@ -113,9 +113,10 @@ def sft_main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--nondeterministic", action="store_true",
                    help="let the GPU reduce in any order (fused attention kernels; faster, but a rerun of the same "
                         "seed can end elsewhere); default: deterministic kernels")
-    fit.add_argument("--play", choices=["auto", "direct", "factor_code", "none"], default="auto",
-                     help="after training, play the train pool closed-loop with this policy kind and report each "
-                          "template x binding x role cell (auto: by the data, for the forward and factor_code sets)")
+    fit.add_argument("--play", choices=["auto", "yes", "none"], default="auto",
+                     help="after training, play the train pool closed-loop in the checkpoint's output format and report "
+                          "each template x binding x role cell (auto: for sets of the train pool's forward route on the "
+                          "Short DSL surface, forward and factor_code)")
     a = p.parse_args(argv)
     if a.tokenizer and not a.scratch:
         p.error("--tokenizer applies to --scratch runs; a --base-model run uses the checkpoint's own tokenizer")
@@ -130,9 +131,8 @@ def sft_main(argv: Sequence[str] | None = None) -> int:
     )
     result = train(config)
     prov = result.provenance
-    kind = _play_kind(a.play, a.data)
-    if kind is not None and result.checkpoint is not None:
-        _play_train(result, kind, Path(a.out))
+    if _plays_train(a.play, a.data) and result.checkpoint is not None:
+        _play_train(result, Path(a.out))
     fit = prov.get("fit") or {}
     print(json.dumps({k: prov[k] for k in ("optimizer_steps", "train_seconds", "loss_first", "loss_final", "token_exposure")}
                      | {"lr": prov["config"]["lr"], "parameters": prov["base_model"]["parameters"], "device": prov["libraries"]["device_name"],
@@ -142,22 +142,24 @@ def sft_main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _play_kind(choice: str, data: Sequence[str]) -> str | None:
-    """The policy kind that plays the train pool after an SFT run (None: not a forward set of the train pool)."""
+def _plays_train(choice: str, data: Sequence[str]) -> bool:
+    """Whether the train pool is played after an SFT run (auto: its rows are the train pool's forward decisions,
+    in a format whose actions are Short DSL)."""
     if choice != "auto":
-        return None if choice == "none" else choice
-    from gencoord_env.train.data import load_rows
+        return choice == "yes"
+    from gencoord_env.train.data import data_set, load_rows
 
-    sets = {r.set for path in data for r in load_rows(path)[:1]}
-    return {frozenset({"forward"}): "direct", frozenset({"factor_code"}): "factor_code"}.get(frozenset(sets))
+    sets = [data_set(r.set) for path in data for r in load_rows(path)[:1]]
+    return bool(sets) and all(s.episodes == "train" and s.route == "forward" and s.output_format.surface == "dsl"
+                              for s in sets)
 
 
-def _play_train(result: Any, kind: str, out: Path) -> None:
-    """Play the train pool closed-loop with the new checkpoint; the verdict joins the provenance."""
+def _play_train(result: Any, out: Path) -> None:
+    """Play the train pool closed-loop with the new checkpoint in its format; the verdict joins the provenance."""
     from gencoord_env.agents.lm.policy import load_policy
     from gencoord_env.train.fit import closed_loop, shout, verdict
 
-    play = closed_loop(load_policy(str(result.checkpoint), kind=kind), "train")
+    play = closed_loop(load_policy(str(result.checkpoint)), "train")
     prov = result.provenance
     report = verdict((prov.get("fit") or {}).get("teacher_forced"), play)
     prov["fit"] = {**(prov.get("fit") or {}), **report, "train_pool": play}
@@ -220,15 +222,17 @@ def grpo_main(argv: Sequence[str] | None = None) -> int:
 
 
 def evaluate_main(argv: Sequence[str] | None = None) -> int:
+    from gencoord_env.agents.formats import FORMATS
     from gencoord_env.agents.lm.generate import GenerationConfig
-    from gencoord_env.agents.lm.policy import POLICY_KINDS, load_policy
+    from gencoord_env.agents.lm.policy import load_policy
     from gencoord_env.agents.registry import POLICIES, make_policy
     from gencoord_env.train.evaluate import evaluate
 
     p = Parser(prog=f"{PROG} evaluate", description="Closed-loop evaluation of a checkpoint in the env.")
     p.add_argument("--model", required=True, help="checkpoint directory or hub id")
-    p.add_argument("--policy", choices=list(POLICY_KINDS), default="direct",
-                   help=f"how the model's output becomes an action: {' | '.join(POLICY_KINDS)} (default: direct)")
+    p.add_argument("--format", choices=list(FORMATS), metavar="FORMAT",
+                   help=f"the output format the model answers in: {' | '.join(FORMATS)} (default: the one the checkpoint "
+                        "records; direct for a checkpoint that records none)")
     add_env_arguments(p, {"pool": "heldout", "route": "forward", "view": "full", "surface": "dsl", "backend": "sim"})
     p.add_argument("--episodes", type=positive_int, help="at most this many episodes (default: the whole pool)")
     p.add_argument("--batch-size", type=int, default=64)
@@ -241,7 +245,7 @@ def evaluate_main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--partner", default="rule", type=one_of("policy", tuple(POLICIES)), metavar="POLICY",
                    help=f"with --roles, the agent of the other roles: {' | '.join(POLICIES)} (default: rule)")
     a = p.parse_args(argv)
-    policy = load_policy(a.model, a.policy, device=a.device, config=GenerationConfig(backend=a.decode))
+    policy = load_policy(a.model, a.format, device=a.device, config=GenerationConfig(backend=a.decode))
     if a.roles:
         from gencoord_env.agents.by_role import ByRole
 
@@ -253,7 +257,7 @@ def evaluate_main(argv: Sequence[str] | None = None) -> int:
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         Path(a.out).write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
-    print(json.dumps({"pool": a.pool, "route": a.route, "policy": a.policy, "roles": report["roles"], **report["metrics"]},
+    print(json.dumps({"pool": a.pool, "route": a.route, "format": policy.format.name, "roles": report["roles"], **report["metrics"]},
                      indent=2, default=str))
     return 0
 

@@ -8,6 +8,11 @@ env's observations by construction. No language-model teacher and no hand-writte
 come from the executable template contract; the builder checks that each target maps back to the
 intended binding, and every episode it plays must end in ``SUCCESS``.
 
+Each set is a row of :data:`DATASETS`: the episodes it plays, the route, and the output format of its
+targets (:mod:`gencoord_env.agents.formats`). Its row count follows from those (:func:`expected_rows`: the
+route's decisions per episode times the episodes, plus the clarifying turns of free-form), so the counts
+below are what the package's ``tasks.json`` gives, and a template added there adds its rows to every set:
+
 | set | pool | rows | stages |
 | --- | --- | --- | --- |
 | ``forward`` | train | 1,920 | 960 sender_initial + 960 receiver_after_request |
@@ -62,12 +67,15 @@ import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from gencoord_env.caches import cache
 from pathlib import Path
 from typing import Any
 
 from gencoord_env import FailureCode, dsl, freeform
+from gencoord_env.agents.formats import OutputFormat, output_format
+from gencoord_env.envs.gencoord.routes import ROUTES
+from gencoord_env.caches import cache
 from gencoord_env.lifecycle import DecisionStage
+from gencoord_env.suggest import unknown
 from gencoord_env.tasks import Cluster, Episode, pool as load_pool
 from gencoord_env.tasks import references as ref
 from gencoord_env.tasks.contexts import Context
@@ -76,32 +84,24 @@ from gencoord_env.types import Proposal
 
 __all__ = [
     "DATASETS",
-    "EXPECTED_ROWS",
     "PROCEDURAL",
     "PROCEDURAL_ROWS",
+    "DataSet",
     "Row",
+    "as_factor_code",
     "build_all",
     "build_set",
+    "data_set",
+    "expected_rows",
     "factor_code_target",
     "file_sha256",
     "gc_train_episodes",
-    "as_factor_code",
     "load_rows",
     "procedural_rows",
     "reference",
+    "rows_format",
     "training_variants",
 ]
-
-#: The paper's row count of each set (supplement, "Training and Checkpoint Provenance"; E1/E2).
-EXPECTED_ROWS: dict[str, int] = {
-    "forward": 1920,
-    "forward_json": 1920,
-    "single_step": 2880,
-    "factor_code": 1920,
-    "gc_requester": 640,
-    "gc_centralized": 320,
-    "freeform": 2400,
-}
 
 #: Default size of a procedural set: 4,000 matched pairs of generated templates.
 PROCEDURAL_ROWS = 32_000
@@ -136,8 +136,9 @@ class Row:
 
 def factor_code_target(stage: str, binding: str) -> str:
     """The Factor-Code target of a forward stage: the one binding code, named by its field."""
-    field = {DecisionStage.SENDER_INITIAL: "active_binding_id", DecisionStage.RECEIVER_AFTER_REQUEST: "accepted_binding_id"}[stage]
-    return f"{field}={binding}"
+    target = output_format("factor_code").target
+    assert target is not None
+    return target(stage, binding, "")
 
 
 def _checked(target: Proposal, binding: str, where: str) -> Proposal:
@@ -226,10 +227,15 @@ def _row(set_name: str, stage: str, route: str, surface: str, ep: Episode, agent
     return Row(f"{set_name}/{ep.id}/{stage}", set_name, stage, route, surface, ep.id, agent, ep.binding, prompt, target)
 
 
-def _rows(set_name: str, episodes: Sequence[Episode], route: str, surface: str = "dsl", codes: bool = False) -> Iterator[Row]:
-    for ep, prompt, ctx, action, label in _play(episodes, route, surface):
-        target = factor_code_target(label, ep.binding) if codes else action
-        yield _row(set_name, label, route, surface, ep, ctx.agent, prompt, target)
+def _rows(set_name: str, episodes: Sequence[Episode], route: str, fmt: OutputFormat | None = None) -> Iterator[Row]:
+    """The rows of ``episodes`` played on ``route`` in ``fmt``'s surface (default: the set's format), each target
+    written by ``fmt``."""
+    fmt = fmt or data_set(set_name).output_format
+    if fmt.target is None:
+        raise ValueError(f"the {fmt.name} format ({fmt.title}) has no target builder of its own; its rows are "
+                         "built from another set's")
+    for ep, prompt, ctx, action, label in _play(episodes, route, fmt.surface):
+        yield _row(set_name, label, route, fmt.surface, ep, ctx.agent, prompt, fmt.target(label, ep.binding, action))
 
 
 # --------------------------------------------------------------------------- Goal x Capability training side
@@ -280,15 +286,61 @@ def _pool_episodes(name: str, seed: int) -> list[Episode]:
     return [Episode(c, perm) for c in load_pool(name, seed) for perm in (0, 1)]
 
 
-DATASETS: dict[str, Callable[[int], Iterator[Row]]] = {
-    "forward": lambda seed: _rows("forward", _pool_episodes("train", seed), "forward"),
-    "forward_json": lambda seed: _rows("forward_json", _pool_episodes("train", seed), "forward", surface="json"),
-    "single_step": lambda seed: _rows("single_step", _pool_episodes("train", seed), "single_step"),
-    "factor_code": lambda seed: _rows("factor_code", _pool_episodes("train", seed), "forward", codes=True),
-    "gc_requester": lambda seed: _rows("gc_requester", gc_train_episodes(seed), "feedback"),
-    "gc_centralized": lambda seed: _rows("gc_centralized", gc_train_episodes(seed), "centralized"),
-    "freeform": lambda seed: _rows("freeform", _pool_episodes("train", seed), "forward", surface="freeform"),
+#: Where a set's episodes come from: ``name -> pool seed -> episodes`` (the procedural pool is sized by its rows).
+EPISODES: dict[str, Callable[[int], Sequence[Episode]]] = {
+    "train": lambda seed: _pool_episodes("train", seed),
+    "gc_train": gc_train_episodes,
 }
+
+
+@dataclass(frozen=True)
+class DataSet:
+    """One SFT set: the episodes it plays, the route, and the output format its targets are written in."""
+
+    name: str
+    episodes: str  # a key of EPISODES, or "procedural" (the generated pool, as many episodes as rows need)
+    route: str
+    format: str  # a gencoord_env.agents.formats.FORMATS name
+    #: its prompts list every code they use (``codebook=``), so code renaming can swap them all (Goal x
+    #: Capability rows also carry response codes)
+    renamable: bool
+
+    @property
+    def output_format(self) -> OutputFormat:
+        return output_format(self.format)
+
+    @property
+    def code_renaming(self) -> bool:
+        """Whether ``code_renaming`` applies to this set's rows: its prompts and its format's targets."""
+        return self.renamable and self.output_format.renames
+
+    def __call__(self, seed: int) -> Iterator[Row]:
+        """Every row of the set for pool seed ``seed`` (a fixed-size set; :func:`procedural_rows` sizes the others)."""
+        return _rows(self.name, EPISODES[self.episodes](seed), self.route, self.output_format)
+
+
+#: The paper's sets (supplement, "Training and Checkpoint Provenance"; E1/E2), fixed in size by the pools.
+DATASETS: dict[str, DataSet] = {s.name: s for s in (
+    DataSet("forward", "train", "forward", "direct", renamable=True),
+    DataSet("forward_json", "train", "forward", "json", renamable=True),
+    DataSet("single_step", "train", "single_step", "direct", renamable=True),
+    DataSet("factor_code", "train", "forward", "factor_code", renamable=True),
+    DataSet("gc_requester", "gc_train", "feedback", "direct", renamable=False),
+    DataSet("gc_centralized", "gc_train", "centralized", "direct", renamable=False),
+    DataSet("freeform", "train", "forward", "freeform", renamable=False),
+)}
+
+
+def expected_rows(name: str, seed: int = 0) -> int:
+    """How many rows the fixed-size set ``name`` has: per episode its route's decisions (``ROUTES``), and on the
+    free-form surface two turns more where the receiver asks first (``freeform.clarifies``)."""
+    spec = data_set(name)
+    if spec.episodes not in EPISODES:
+        raise ValueError(f"set {name!r} is sized by its rows argument; expected one of the fixed sets {sorted(DATASETS)}")
+    episodes = EPISODES[spec.episodes](seed)
+    if spec.output_format.surface == "freeform":
+        return sum(4 if freeform.clarifies(ep.template.family) else 2 for ep in episodes)
+    return len(ROUTES[spec.route]) * len(episodes)
 
 
 def as_factor_code(rows: Sequence[Row], set_name: str) -> list[Row]:
@@ -297,10 +349,11 @@ def as_factor_code(rows: Sequence[Row], set_name: str) -> list[Row]:
                                 target=factor_code_target(r.stage, r.binding)) for r in rows]
 
 
-def _procedural_chunk(set_name: str, seed: int, start: int, stop: int, codes: bool) -> list[Row]:
+def _procedural_chunk(set_name: str, seed: int, start: int, stop: int) -> list[Row]:
     from gencoord_env.tasks.procedural import procedural_episodes
 
-    return list(_rows(set_name, procedural_episodes(seed)[start:stop], "forward", codes=codes))
+    spec = PROCEDURAL[set_name]
+    return list(_rows(set_name, procedural_episodes(seed)[start:stop], spec.route, spec.output_format))
 
 
 def procedural_rows(rows: int = PROCEDURAL_ROWS, seed: int = 0, codes: bool = False, workers: int = 1) -> list[Row]:
@@ -322,43 +375,57 @@ def procedural_rows(rows: int = PROCEDURAL_ROWS, seed: int = 0, codes: bool = Fa
     per = -(-pairs // workers) * 4  # whole pairs per chunk, as episodes
     bounds = [(a, min(a + per, episodes)) for a in range(0, episodes, per)]
     if len(bounds) == 1:
-        return _procedural_chunk(name, seed, 0, episodes, codes)
+        return _procedural_chunk(name, seed, 0, episodes)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(len(bounds), mp_context=multiprocessing.get_context("spawn")) as pool_:
-        parts = pool_.map(_procedural_chunk, *zip(*[(name, seed, a, b, codes) for a, b in bounds]))
+        parts = pool_.map(_procedural_chunk, *zip(*[(name, seed, a, b) for a, b in bounds]))
         return [r for part in parts for r in part]
 
 
-#: Procedural sets: ``name -> (seed, rows, workers) -> rows``.
-PROCEDURAL: dict[str, Callable[[int, int, int], list[Row]]] = {
-    "procedural": lambda seed, rows, workers: procedural_rows(rows, seed, codes=False, workers=workers),
-    "procedural_factor_code": lambda seed, rows, workers: procedural_rows(rows, seed, codes=True, workers=workers),
-}
+#: Procedural sets (pretraining), sized by their ``rows`` argument.
+PROCEDURAL: dict[str, DataSet] = {s.name: s for s in (
+    DataSet("procedural", "procedural", "forward", "direct", renamable=True),
+    DataSet("procedural_factor_code", "procedural", "forward", "factor_code", renamable=True),
+)}
+
+
+def data_set(name: str) -> DataSet:
+    """The set of that name, fixed-size or procedural; an unknown name raises with the closest one."""
+    found = DATASETS.get(name) or PROCEDURAL.get(name)
+    if found is None:
+        raise ValueError(unknown("data set", name, sorted([*DATASETS, *PROCEDURAL])))
+    return found
+
+
+def rows_format(rows: Iterable[Row]) -> OutputFormat:
+    """The one output format of ``rows``' sets; raises when they mix formats (a model answers in one)."""
+    names = sorted({r.set for r in rows})
+    found = {data_set(n).format for n in names}
+    if len(found) != 1:
+        raise ValueError(f"rows of sets {names} are in {len(found) or 'no'} output formats {sorted(found)}; a model is "
+                         "trained in one (train the sets of each format separately)")
+    return output_format(found.pop())
 
 
 def build_set(name: str, seed: int = 0, rows: int | None = None, workers: int = 1) -> list[Row]:
-    """Every row of set ``name``; raises when the count differs from the paper's.
+    """Every row of set ``name``; raises when the count differs from :func:`expected_rows`.
 
     ``rows`` sizes a procedural set (default :data:`PROCEDURAL_ROWS`); the paper's sets have fixed sizes.
     """
+    spec = data_set(name)
     if name in PROCEDURAL:
-        out = PROCEDURAL[name](seed, PROCEDURAL_ROWS if rows is None else rows, workers)
-    elif name in DATASETS:
-        if rows is not None and rows != EXPECTED_ROWS[name]:
-            raise ValueError(f"set {name!r} has the paper's fixed size, {EXPECTED_ROWS[name]} rows; "
-                             f"rows={rows} applies to the procedural sets {sorted(PROCEDURAL)} only")
-        out = list(DATASETS[name](seed))
-        if len(out) != EXPECTED_ROWS[name]:
-            raise AssertionError(f"set {name!r} has {len(out)} rows; the paper's count is {EXPECTED_ROWS[name]}")
+        out = procedural_rows(PROCEDURAL_ROWS if rows is None else rows, seed, codes=spec.format == "factor_code",
+                              workers=workers)
     else:
-        import difflib
-
-        names = sorted([*DATASETS, *PROCEDURAL])
-        hint = difflib.get_close_matches(name, names, n=1)
-        raise ValueError(f"unknown data set {name!r}; expected one of {names}"
-                         + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+        expected = expected_rows(name, seed)
+        if rows is not None and rows != expected:
+            raise ValueError(f"set {name!r} has a fixed size, {expected} rows (its pool's episodes); "
+                             f"rows={rows} applies to the procedural sets {sorted(PROCEDURAL)} only")
+        out = list(spec(seed))
+        if len(out) != expected:
+            raise AssertionError(f"set {name!r} has {len(out)} rows; its episodes and route make {expected}")
     ids = Counter(r.id for r in out)
     dup = [i for i, n in ids.items() if n > 1]
     if dup:

@@ -25,6 +25,7 @@ from typing import Any
 from gencoord_env.agents.base import Policy
 from gencoord_env.envs.gencoord.gencoord import parallel_env
 from gencoord_env.tasks import Episode
+from gencoord_env.tasks.episode import parse_episode_id
 
 __all__ = ["evaluate", "run_lockstep", "table_metrics"]
 
@@ -118,8 +119,8 @@ def table_metrics(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "ttc_p95": _percentile(ttc, 0.95),
         "model_seconds_per_episode": mean("model_seconds"),
         "success_by_role_permutation": {
-            perm: sum(str(r["outcome"]) == "SUCCESS" for r in results if r["episode_id"].endswith(f"-R{perm}"))
-            / max(1, sum(r["episode_id"].endswith(f"-R{perm}") for r in results))
+            perm: sum(str(r["outcome"]) == "SUCCESS" for r in results if parse_episode_id(r["episode_id"]).perm == perm)
+            / max(1, sum(parse_episode_id(r["episode_id"]).perm == perm for r in results))
             for perm in (0, 1)
         },
     }

@@ -3,7 +3,9 @@
 In every forward row a few tokens carry the decision: each token at which the row's target parts from its
 *twin's* (the row of the same public instance, role permutation and stage under the matched pair's other
 binding; the two targets are aligned and every token the alignment does not match counts), and the
-first token of the binding code the row names (``bind=CODE``, or the Factor-Code field's value). For
+first token of the binding code the row names where its output format names it (``OutputFormat.code_span``:
+``bind=CODE`` in Short DSL, ``"bind":"CODE"`` in JSON, the Factor-Code field's value; found by
+:func:`gencoord_env.train.encoding.decision_indices`). For
 Factor-Code rows and most Direct Short DSL rows these are one token; where a sender's own path differs
 by binding, the paths part more than once before the code follows (Deposit/Build: ``q=12`` against
 ``q=6``, then `` build`` against `` resource``; Chest/Table: the quantity, then ``oak_log`` against
@@ -37,83 +39,33 @@ Example::
 """
 from __future__ import annotations
 
-import difflib
-import re
 import warnings
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import torch
+import torch.nn.functional as F  # noqa: N812
+
+from gencoord_env.tasks import Episode, pool as load_pool
+from gencoord_env.tasks.episode import parse_episode_id
+from gencoord_env.train.encoding import decision_indices, encode, parting_positions, twin_key
+from gencoord_env.train.evaluate import evaluate
+
 __all__ = [
-    "cell_of", "closed_loop", "decision_indices", "parting_positions", "play_cells", "shout", "teacher_forced", "twin_key",
-    "verdict",
+    "cell_of", "closed_loop", "decision_indices", "parting_positions", "play_cells", "shout", "teacher_forced",
+    "template_of", "twin_key", "verdict",
 ]
-
-_HASH = re.compile(r"-[0-9a-f]{6}$")
-
-
-def twin_key(episode_id: str, stage: str) -> tuple[str, str, str]:
-    """(public instance, role permutation, stage): equal for a row and its twin, and for no other row.
-
-    Episode ids are ``<pool>-<template>-q<q>-<variant>-<decoy>-<hash>-R<perm>`` (the hash names the binding).
-    """
-    cluster, _, perm = episode_id.rpartition("-R")
-    return _HASH.sub("", cluster), perm, stage
 
 
 def template_of(episode_id: str) -> str:
     """The template an episode id names; every generated template (``proc<seed>_...``) is ``procedural``."""
-    template = episode_id.split("-")[1]
-    return "procedural" if episode_id.startswith("procedural-") else template
+    ref = parse_episode_id(episode_id)
+    return "procedural" if ref.pool == "procedural" else ref.template
 
 
 def cell_of(stage: str, episode_id: str) -> str:
     return f"{stage}/{template_of(episode_id)}"
-
-
-def parting_positions(target: Sequence[int], twin: Sequence[int] | None) -> tuple[int, ...]:
-    """Every position of ``target`` that the alignment with ``twin`` (:class:`difflib.SequenceMatcher`, no
-    junk heuristic) does not match: each token of a replaced or inserted stretch, and the token where the
-    twin's deleted tokens stood. A token the twin lacks is always among them, whichever of several equally
-    good alignments is chosen. () when equal or no twin.
-
-    >>> parting_positions([1, 2, 9, 3, 4, 5], [1, 2, 3, 7, 4, 5])
-    (2, 4)
-    """
-    if twin is None:
-        return ()
-    ops = difflib.SequenceMatcher(None, twin, target, autojunk=False).get_opcodes()
-    marked = {k for tag, _, _, j1, j2 in ops if tag != "equal" for k in range(j1, max(j2, j1 + 1))}
-    return tuple(sorted(k for k in marked if k < len(target)))
-
-
-def _code_index(tokenizer: Any, target: str, binding: str) -> int | None:
-    """The target token covering the first character of ``binding`` in ``target`` (after ``=``)."""
-    m = re.search(rf"=({re.escape(binding)})(?![A-Za-z0-9_])", target)
-    if m is None:
-        return None
-    enc = tokenizer(target, add_special_tokens=False, return_offsets_mapping=True)
-    for k, (a, b) in enumerate(enc["offset_mapping"]):
-        if a <= m.start(1) < b:
-            return k
-    return None
-
-
-def decision_indices(rows: Sequence[Any], tokenizer: Any,
-                     targets: Sequence[Sequence[int]] | None = None) -> list[tuple[int, ...]]:
-    """The decision tokens of each row, as indices into its target tokens (see the module docstring)."""
-    if targets is None:
-        targets = tokenizer([r.target for r in rows], add_special_tokens=False)["input_ids"] if rows else []
-    by_key: dict[tuple[str, str, str], list[int]] = defaultdict(list)
-    for i, r in enumerate(rows):
-        by_key[twin_key(r.episode, r.stage)].append(i)
-    out: list[tuple[int, ...]] = []
-    for i, r in enumerate(rows):
-        twins = [j for j in by_key[twin_key(r.episode, r.stage)] if j != i and rows[j].binding != r.binding]
-        parts = parting_positions(targets[i], targets[twins[0]]) if twins else ()
-        code = _code_index(tokenizer, r.target, r.binding)
-        out.append(tuple(sorted({k for k in (*parts, code) if k is not None and k < len(targets[i])})))
-    return out
 
 
 #: target tokens of context shown before a row's first wrong token, and the commonest places kept per cell
@@ -125,14 +77,9 @@ def teacher_forced(model: Any, tokenizer: Any, rows: Sequence[Any], *, batch_siz
     """Decision-token accuracy, loss and margin, and exact rows, of ``model`` on ``rows`` (teacher-forced).
 
     ``near_tie``: a decision whose margin (target logit minus the best other logit) is below this counts
-    as a near-tie, right or wrong. ``encoded``: the rows already encoded (:func:`gencoord_env.train.sft.encode`,
+    as a near-tie, right or wrong. ``encoded``: the rows already encoded (:func:`gencoord_env.train.encoding.encode`,
     whose ``decision`` fields were found among a larger set of rows).
     """
-    import torch
-    import torch.nn.functional as F  # noqa: N812
-
-    from gencoord_env.train.sft import encode
-
     device = next(model.parameters()).device
     if encoded is None:
         encoded = encode(rows, tokenizer, max_length)
@@ -208,8 +155,6 @@ def _aggregate(rows: Sequence[Any], per_row: Sequence[Mapping[str, Any]], near_t
 def closed_loop(policy: Any, pool: str = "train", *, pool_seed: int = 0, batch_size: int = 128,
                 episodes: int | None = None) -> dict[str, Any]:
     """Play ``pool`` closed-loop (sim, forward route); success per template x binding x role permutation."""
-    from gencoord_env.train.evaluate import evaluate
-
     report = evaluate(policy, pool, route="forward", pool_seed=pool_seed, episodes=episodes, batch_size=batch_size)
     episodes_ = report["episodes"]
     out = play_cells(pool, [e["episode_id"] for e in episodes_],
@@ -223,8 +168,6 @@ def play_cells(pool: str, episode_ids: Sequence[str], success_bits: Sequence[str
 
     ``success_bits``: "1" / "0" per episode, in the order of ``episode_ids``.
     """
-    from gencoord_env.tasks import Episode, pool as load_pool
-
     meta = {Episode(c, perm).id: (c.template, c.binding, perm) for c in load_pool(pool, pool_seed) for perm in (0, 1)}
     cells: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for episode_id, bit in zip(episode_ids, success_bits):

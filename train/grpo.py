@@ -38,7 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from gencoord_env.agents.base import Policy
+from gencoord_env.agents.formats import RECORD, resolve_format
 from gencoord_env.agents.lm.policy import prompt_text
+from gencoord_env.tasks.episode import parse_episode_id
 from gencoord_env.train.decisions import DecisionPoint, Replay, decision_points, write_points
 
 __all__ = ["EnvReward", "GRPOResult", "GRPORunConfig", "group_stats", "prompt_dataset", "run"]
@@ -204,7 +206,7 @@ def _success_rate(model: Any, tokenizer: Any, pool: str, route: str, episodes: i
 
 
 def _cluster_of(episode_id: str) -> str:
-    return episode_id.rsplit("-R", 1)[0]
+    return parse_episode_id(episode_id).cluster
 
 
 def _cluster_interval(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -272,10 +274,11 @@ def run(config: GRPORunConfig) -> GRPOResult:
 
     from gencoord_env.agents.lm.loading import load_model
     from gencoord_env.train.data import file_sha256
-    from gencoord_env.train.sft import tree_sha256
+    from gencoord_env.train.sft import read_record, tree_sha256
 
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    fmt = resolve_format(config.model, "direct")  # completions are scored as the actions themselves
     # float32 weights; bf16 only as autocast on GPUs that support it (pure bf16 AdamW updates are lossy).
     lm = load_model(config.model, device=config.device, dtype=torch.float32)
     model, tokenizer = lm.model, lm.tokenizer
@@ -353,6 +356,8 @@ def run(config: GRPORunConfig) -> GRPOResult:
         checkpoint = out / "final"
         trainer.save_model(str(checkpoint))
         tokenizer.save_pretrained(checkpoint)
+        record = {**((read_record(config.model) or {}) if source.is_dir() else {}), "format": fmt.name}
+        (checkpoint / RECORD).write_text(json.dumps(record, sort_keys=True) + "\n", encoding="utf-8")
         digest, files = tree_sha256(checkpoint)
         provenance["checkpoint"] = {"dir": "final", "tree_sha256": digest, "files": files}
     replay.close()

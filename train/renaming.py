@@ -19,7 +19,10 @@ import dataclasses
 import random
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+
+from gencoord_env.agents.formats import rename_words
+from gencoord_env.tasks.prior import prior
+from gencoord_env.train.data import Row, data_set
 
 __all__ = ["public_codes", "rename_row", "rename_text", "renaming_for", "row_codes"]
 
@@ -28,8 +31,6 @@ _CODEBOOK = re.compile(r"codebook=([A-Za-z0-9_,]+)")
 
 def public_codes() -> tuple[str, ...]:
     """Every code of the package prior's public codebook, sorted."""
-    from gencoord_env.tasks.prior import prior
-
     return tuple(sorted(prior().codebook))
 
 
@@ -41,11 +42,7 @@ def row_codes(prompt: str) -> tuple[str, ...]:
 
 def rename_text(text: str, names: Mapping[str, str]) -> str:
     """``text`` with every whole-word occurrence of a key of ``names`` replaced at once (swaps work)."""
-    if not names:
-        return text
-    words = sorted(names, key=len, reverse=True)
-    pattern = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, words)) + r")(?![A-Za-z0-9_])")
-    return pattern.sub(lambda m: names[m.group(1)], text)
+    return rename_words(text, names)
 
 
 def renaming_for(codes: Sequence[str], rng: random.Random, pool: Sequence[str]) -> dict[str, str]:
@@ -53,7 +50,13 @@ def renaming_for(codes: Sequence[str], rng: random.Random, pool: Sequence[str]) 
     return dict(zip(codes, rng.sample(list(pool), len(codes))))
 
 
-def rename_row(row: Any, names: Mapping[str, str]) -> Any:
-    """``row`` (a :class:`gencoord_env.train.data.Row`) with its codes renamed in prompt, target and binding."""
-    return dataclasses.replace(row, prompt=rename_text(row.prompt, names), target=rename_text(row.target, names),
-                               binding=rename_text(row.binding, names))
+def rename_row(row: Row, names: Mapping[str, str]) -> Row:
+    """``row`` with its codes renamed in prompt, target and binding, by its output format's renaming rule
+    (a set whose prompts or targets do not name every code where renaming finds it raises)."""
+    spec = data_set(row.set)
+    if not spec.code_renaming:
+        raise ValueError(f"rows of set {row.set!r} ({spec.output_format.title}) cannot be code-renamed: their prompts "
+                         "or targets do not name every code they use as a word")
+    fmt = spec.output_format
+    return dataclasses.replace(row, prompt=rename_words(row.prompt, names), target=fmt.rename(row.target, names),
+                               binding=rename_words(row.binding, names))

@@ -29,7 +29,6 @@ import argparse
 import dataclasses
 import json
 import os
-import re
 import statistics
 import time
 from collections import Counter
@@ -38,12 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gencoord_env.agents.formats import commit_record
 from gencoord_env.commands.llm_rl import GencoordToolEnv, episode_dataset, staged_reward, success_reward, tool_rows, tool_tokenizer
 
 __all__ = ["SelfPlayConfig", "main", "play", "run"]
-
-_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
-
 
 @dataclass(frozen=True)
 class SelfPlayConfig:
@@ -78,17 +75,7 @@ class SelfPlayConfig:
 
 def _record(text: str) -> str | None:
     """The record of the first commit call in a completion; None when it makes none (the episode stays unfinished)."""
-    m = _CALL.search(text)
-    if m is None:
-        return None
-    try:
-        call = json.loads(m.group(1))
-    except json.JSONDecodeError:
-        return None
-    args = call.get("arguments") if isinstance(call, dict) else None
-    if call.get("name") != "commit" or not isinstance(args, dict) or not isinstance(args.get("record"), str):
-        return None
-    return args["record"]
+    return commit_record(text)
 
 
 def play(model: Any, tokenizer: Any, pool: str, route: str, indices: Sequence[int], max_turns: int = 4,
@@ -159,7 +146,7 @@ def _warm_start(config: SelfPlayConfig, out: Path) -> tuple[str, dict[str, Any]]
     result = train(SFTConfig(
         data=(str(out / "sft_rows.jsonl"),), out_dir=str(out / "sft"), lr=config.sft_lr, epochs=config.sft_epochs,
         scratch=ScratchConfig(hidden_size=config.hidden_size, num_layers=config.num_layers, tokenizer=str(out / "tokenizer")),
-        grad_accum=config.sft_grad_accum, seed=config.seed, device=config.device, progress=False))
+        grad_accum=config.sft_grad_accum, seed=config.seed, device=config.device, progress=False, format="commit_tool"))
     assert result.checkpoint is not None
     return str(result.checkpoint), {"rows": len(rows), "epochs": config.sft_epochs, "loss_first": result.losses[0],
                                     "loss_last": result.losses[-1]}

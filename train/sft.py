@@ -15,7 +15,8 @@ from random weights, :data:`CONTINUE_LR` (1e-4, a tenth of the scratch peak) for
 lineage began from random weights here (a scratch-pretrained model continued on other rows), and the
 paper's 1e-5 for any other checkpoint (a downloaded pretrained model).
 
-Every saved checkpoint carries ``training_record.json``: its lineage (one entry per run that trained it:
+Every saved checkpoint carries ``training_record.json``: the output format it answers in (``format``, read
+by :func:`gencoord_env.agents.lm.policy.load_policy`), its lineage (one entry per run that trained it:
 data hash, rows, steps, learning rate, token exposure) and the token ids its training inputs contained
 (``seen_token_ids``), so a later run or an evaluation can check that a pool's prompts hold no token the
 model never trained on (:func:`unseen_tokens`). ``subword_dropout`` encodes the prompts of a seeded
@@ -62,13 +63,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import tokenizers
 import torch
 import torch.nn.functional as F  # noqa: N812
-from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_cosine_schedule_with_warmup
+import transformers
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from transformers import (
+    AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase, get_cosine_schedule_with_warmup,
+)
 
+from gencoord_env.agents.formats import RECORD, OutputFormat, output_format
 from gencoord_env.agents.lm.loading import build_qwen35_08b_config, build_tiny, load_model, train_tokenizer
-from gencoord_env.agents.lm.policy import prompt_text
-from gencoord_env.train.data import Row, file_sha256, load_rows
+from gencoord_env.agents.lm.prompt import prompt_text
+from gencoord_env.train.data import Row, data_set, file_sha256, load_rows, rows_format
+from gencoord_env.train.encoding import Encoded, encode
+from gencoord_env.train.fit import cell_of, shout, teacher_forced, twin_key, verdict
+from gencoord_env.train.renaming import public_codes, rename_row, renaming_for, row_codes
 
 __all__ = [
     "CONTINUE_LR", "PAPER_LR", "RECORD", "SCRATCH_LR", "Encoded", "RunResult", "SFTConfig", "ScratchConfig",
@@ -81,8 +91,6 @@ SCRATCH_LR = 1e-3
 CONTINUE_LR = 1e-4
 #: The paper's rate for fine-tuning a pretrained language model.
 PAPER_LR = 1e-5
-#: The file in each saved checkpoint that records how it was trained.
-RECORD = "training_record.json"
 
 
 @dataclass(frozen=True)
@@ -138,6 +146,9 @@ class SFTConfig:
     resume_every: int = 0
     # Deterministic kernels (see _determinism): the same seed, data and commit give the same weights on a rerun.
     deterministic: bool = True
+    # The output format the model learns (gencoord_env.agents.formats), recorded in the checkpoint; None: the
+    # data sets' own (rows of one format; rows rebuilt around another target, the commit tool's, name theirs).
+    format: str | None = None
 
     def __post_init__(self) -> None:
         if (self.base_model is None) == (self.scratch is None):
@@ -154,6 +165,8 @@ class SFTConfig:
         if not (0.0 <= self.subword_dropout < 1.0 and 0.0 <= self.subword_dropout_rows <= 1.0):
             raise ValueError(f"subword_dropout must be in [0, 1) and subword_dropout_rows in [0, 1], got "
                              f"{self.subword_dropout} and {self.subword_dropout_rows}")
+        if self.format is not None:
+            output_format(self.format)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -166,25 +179,21 @@ class SFTConfig:
         for key in ("out_dir", "device", "progress", "log_every", "save", "monitor_every", "fit_rows", "resume_every",
                     "deterministic"):
             d.pop(key)
+        if d["format"] is None:  # the data's own, which the data's hash already fixes
+            d.pop("format")
         return d
 
-
-@dataclass(frozen=True)
-class Encoded:
-    """One row as token ids; ``labels`` is -100 on the prompt and the ids on target + EOS."""
-
-    input_ids: list[int]
-    labels: list[int]
-    row_id: str
-    decisions: tuple[int, ...] = ()  # the decision tokens, as indices into the target tokens
-
-    @property
-    def prompt_tokens(self) -> int:
-        return sum(1 for x in self.labels if x == -100)
-
-    @property
-    def target_tokens(self) -> int:
-        return len(self.labels) - self.prompt_tokens
+    def output_format(self, rows: Sequence[Row]) -> OutputFormat:
+        """The format the run trains (``format``, else ``rows``' own); raises when code renaming is asked of
+        rows whose codes it cannot all find."""
+        fmt = output_format(self.format) if self.format is not None else rows_format(rows)
+        if self.code_renaming > 0:
+            fixed = sorted({r.set for r in rows if not data_set(r.set).code_renaming})
+            if fixed or not fmt.renames:
+                raise ValueError(f"code_renaming={self.code_renaming} renames binding codes, but the rows of "
+                                 f"{fixed or sorted({r.set for r in rows})} ({fmt.title}) do not name every code they "
+                                 "use where renaming can find it; set code_renaming=0 for them")
+        return fmt
 
 
 @dataclass(frozen=True)
@@ -192,45 +201,6 @@ class RunResult:
     checkpoint: Path | None
     provenance: dict[str, Any]
     losses: list[float] = field(repr=False)
-
-
-def encode(rows: Sequence[Row], tokenizer: PreTrainedTokenizerBase, max_length: int = 2048,
-           subword_dropout: float = 0.0, dropout_rows: float = 0.0, seed: int = 0) -> list[Encoded]:
-    """Tokenize prompt (chat template) and target + EOS; raises when a row is longer than ``max_length``.
-
-    With ``subword_dropout`` > 0, the prompts of a ``dropout_rows`` fraction of the rows (drawn with
-    ``seed``) are segmented with BPE-dropout at that merge drop probability; targets stay canonical.
-    """
-    if tokenizer.eos_token_id is None:
-        raise ValueError("the tokenizer has no EOS token; set tokenizer.eos_token before training")
-    texts = [prompt_text(tokenizer, r.prompt) for r in rows]
-    rng = random.Random(f"subword:{seed}")
-    dropped: dict[int, list[int]] = {}
-    if subword_dropout > 0.0 and dropout_rows > 0.0:
-        from gencoord_env.train.subword import BPEDropout
-
-        dropout = BPEDropout(tokenizer)
-        for i, text in enumerate(texts):
-            if rng.random() < dropout_rows:
-                dropped[i] = dropout.encode(text, rng, subword_dropout)
-    # One batched call per side: the Rust tokenizer spreads a batch over the cores.
-    canonical = tokenizer([t for i, t in enumerate(texts) if i not in dropped], add_special_tokens=False)["input_ids"] if len(dropped) < len(texts) else []
-    targets = tokenizer([r.target for r in rows], add_special_tokens=False)["input_ids"] if rows else []
-    from gencoord_env.train.fit import decision_indices
-
-    decisions = decision_indices(rows, tokenizer, targets)
-    it = iter(canonical)
-    out = []
-    for i, r in enumerate(rows):
-        prompt = dropped[i] if i in dropped else next(it)
-        target = list(targets[i]) + [tokenizer.eos_token_id]
-        if len(prompt) + len(target) > max_length:
-            raise ValueError(
-                f"row {r.id} has {len(prompt) + len(target)} tokens, over max_length={max_length}; "
-                "raise max_length (truncating would cut the target)"
-            )
-        out.append(Encoded(list(prompt) + target, [-100] * len(prompt) + target, r.id, decisions[i]))
-    return out
 
 
 def _collate(items: Sequence[Encoded], pad_id: int, device: torch.device,
@@ -289,9 +259,6 @@ def _config_sha256(config: dict[str, Any]) -> str:
 
 
 def _libraries(device: torch.device) -> dict[str, str]:
-    import tokenizers
-    import transformers
-
     out = {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
            "tokenizers": tokenizers.__version__}
     if device.type == "cuda":
@@ -352,16 +319,12 @@ def _build_model(config: SFTConfig, rows: Sequence[Row], device: torch.device) -
     scratch = config.scratch
     assert scratch is not None
     if scratch.tokenizer is not None:
-        from transformers import AutoTokenizer
-
         tokenizer = AutoTokenizer.from_pretrained(scratch.tokenizer, local_files_only=True)
         described = {"tokenizer": "shared offline byte-level BPE", "tokenizer_sha256": tree_sha256(scratch.tokenizer)[0]}
     else:
         tokenizer = train_tokenizer([r.prompt + "\n" + r.target for r in rows], vocab_size=scratch.vocab_size)
         described = {"tokenizer": "offline byte-level BPE on the training rows"}
     if scratch.arch == "qwen3_5_08b":
-        from transformers import AutoModelForCausalLM
-
         torch.manual_seed(config.seed)
         model_config = build_qwen35_08b_config(eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
         model = AutoModelForCausalLM.from_config(model_config).to(device=device, dtype=torch.float32)
@@ -392,6 +355,7 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = [r for path in config.data for r in load_rows(path)]
+    fmt = config.output_format(rows)
     device = torch.device(config.device) if config.device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
     bf16 = config.bf16 if config.bf16 is not None else (device.type == "cuda" and torch.cuda.is_bf16_supported())
     torch.manual_seed(config.seed)
@@ -449,8 +413,6 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
                 if on_log:
                     on_log(step + 1, losses[-1], time.perf_counter() - start)
             if monitor and ((step + 1) % config.monitor_every == 0 or step == steps - 1):
-                from gencoord_env.train.fit import teacher_forced
-
                 got = teacher_forced(model, tokenizer, [rows[i] for i in monitor], encoded=[encoded[i] for i in monitor])
                 curve.append({"step": step + 1, "decision_accuracy": got["decision_accuracy"],
                               "decision_loss": got["decision_loss"], "row_exact": got["row_exact"]})
@@ -471,6 +433,7 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
         "base_model": {**base, "model_type": model.config.model_type,
                        "parameters": sum(p.numel() for p in model.parameters())},
         "tokenizer_vocab": len(tokenizer),
+        "format": fmt.name,
         "seed": config.seed,
         "libraries": _libraries(device),
         "precision": "bfloat16 autocast, float32 weights" if bf16 else "float32",
@@ -486,8 +449,6 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
     if curve:
         provenance["decision_curve"] = {"rows": len(monitor), "points": curve}
     if config.fit_rows:
-        from gencoord_env.train.fit import shout, teacher_forced, verdict
-
         measured = sorted(encoded)[: config.fit_rows]
         fit = teacher_forced(model, tokenizer, [rows[i] for i in measured], encoded=[encoded[i] for i in measured])
         provenance["fit"] = {"teacher_forced": fit, **verdict(fit, None)}
@@ -509,6 +470,7 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
             "token_exposure": provenance["token_exposure"], "subword_dropout": [config.subword_dropout, config.subword_dropout_rows],
         }
         record = {
+            "format": fmt.name,
             "lineage": [*(previous or {}).get("lineage", []), entry],
             "seen_token_ids": sorted(seen | set((previous or {}).get("seen_token_ids", []))),
         }
@@ -604,9 +566,6 @@ class _Renamer:
     """Per drawn sample, seeded by (run seed, sample position): keep it, or rename its codes (``code_renaming``)."""
 
     def __init__(self, rows: Sequence[Row], tokenizer: PreTrainedTokenizerBase, config: SFTConfig) -> None:
-        from gencoord_env.train.fit import twin_key
-        from gencoord_env.train.renaming import public_codes
-
         self.rows, self.tokenizer, self.config = rows, tokenizer, config
         self.codes = public_codes()
         self.twins: dict[tuple[str, str, str], list[int]] = {}
@@ -614,9 +573,6 @@ class _Renamer:
             self.twins.setdefault(twin_key(r.episode, r.stage), []).append(i)
 
     def __call__(self, position: int, index: int) -> Encoded | None:
-        from gencoord_env.train.fit import twin_key
-        from gencoord_env.train.renaming import rename_row, renaming_for, row_codes
-
         rng = random.Random(f"rename:{self.config.seed}:{position}")
         if rng.random() >= self.config.code_renaming:
             return None
@@ -631,8 +587,6 @@ class _Renamer:
 
 def _monitor_rows(rows: Sequence[Row], encoded: Mapping[int, Encoded], used: Sequence[int], total: int = 128) -> list[int]:
     """A fixed sample for the decision curve: ``total`` rows dealt round-robin over the stage x template cells."""
-    from gencoord_env.train.fit import cell_of
-
     cells: dict[str, list[int]] = {}
     for i in used:
         if encoded[i].decisions:
@@ -646,9 +600,7 @@ def _monitor_rows(rows: Sequence[Row], encoded: Mapping[int, Encoded], used: Seq
     return sorted(out)
 
 
-def _progress(enabled: bool):  # type: ignore[no-untyped-def]
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
+def _progress(enabled: bool) -> Progress:
     return Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
         TextColumn("loss {task.fields[loss]:.4f}"), TimeElapsedColumn(), TimeRemainingColumn(),

@@ -74,6 +74,7 @@ from gencoord_env.commands.experiments.specs import (
     DECISIONS, GOAL_CAPABILITY, HORIZON, NATURALIZED, REPRESENTATION, REQUEST, SUCCESS, VISIBILITY, WIRE,
     Condition, Experiment,
 )
+from gencoord_env.train.data import DATASETS
 from gencoord_env.train.lanes import device_name, git_commit, lane_device, run_lanes, threads_per_lane, versions
 
 __all__ = [
@@ -226,7 +227,7 @@ class Budget:
 
 #: Sets whose rows name their codes where renaming can find them all (the forward route's prompts list them
 #: as ``codebook=``; the free-form surface says them in words and Goal x Capability rows carry response codes).
-RENAMED_SETS: frozenset[str] = frozenset({"forward", "forward_json", "factor_code", "single_step"})
+RENAMED_SETS: frozenset[str] = frozenset(name for name, spec in DATASETS.items() if spec.code_renaming)
 
 #: ``tiny``: the whole pipeline on a CPU in well under a minute (a 1-layer model, 4 steps, 4 episodes a
 #: condition). ``full``: the 6M-parameter model of the transfer runs (hidden 256 x 6 layers), 32 epochs of
@@ -628,9 +629,9 @@ def _lane_inputs(config: TablesConfig, manifest: Mapping[str, Any], tokenizer: M
 def lanes_for(config: TablesConfig, inputs: Mapping[str, str] | str, tokenizer: Path | None) -> list[Lane]:
     """One lane per (seed, model), the longest trainings first so they are not left for last. ``inputs``: each
     model's input digest (a run record of an earlier version holds one digest for every lane)."""
-    from gencoord_env.train.data import EXPECTED_ROWS
+    from gencoord_env.train.data import expected_rows
 
-    models = sorted(config.models(), key=lambda m: -EXPECTED_ROWS[MODELS[m].data] * MODELS[m].epochs)
+    models = sorted(config.models(), key=lambda m: -expected_rows(MODELS[m].data, config.data_seed) * MODELS[m].epochs)
     threads = config.budget.threads or threads_per_lane(config.jobs)
     order = [(seed, m) for m in models for seed in config.seeds]
     return [Lane(seed, m, tuple(t for t in config.tables if m in TABLES[t].models.values()), str(config.work_dir),

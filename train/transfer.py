@@ -87,6 +87,7 @@ from pathlib import Path
 from typing import Any
 
 from gencoord_env.caches import cache
+from gencoord_env.tasks.episode import parse_episode_id
 from gencoord_env.train.lanes import device_name, git_commit, lane_device, run_lanes, threads_per_lane, versions
 
 __all__ = [
@@ -657,7 +658,7 @@ def _run_lanes(lanes: Sequence[Lane], jobs: int, log: Callable[[str], None], aft
 
 
 def _cluster_of(episode_id: str) -> str:
-    return episode_id.rsplit("-R", 1)[0]
+    return parse_episode_id(episode_id).cluster
 
 
 def _cluster_means(evals: Sequence[Mapping[str, Any]]) -> dict[str, float]:

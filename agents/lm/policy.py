@@ -1,14 +1,16 @@
 """Learned policies behind the rule agents' interface: ``act(observation, info) -> str``.
 
-- :class:`DirectDSLPolicy` (Direct Short DSL): the prompt is the agent's local context (the observation
-  text) laid out by :func:`prompt_text` (the shared prior as the system turn, the rest as the user
-  turn of the tokenizer's chat template; training builds the same); greedy decoding with the 256-token cap; the completion is
-  the action, parsed by the env like any other agent's.
-- :class:`FactorCodePolicy` (Factor-Code + Rule): the model emits only the stage's binding code
-  (``active_binding_id=<code>`` at the sender, ``accepted_binding_id=<code>`` at the receiver); the public
-  composer (:func:`gencoord_env.tasks.context_view.compose`, the same expansion as ``tasks.compose.role_paths``)
-  turns it into the same peer-facing Short DSL. A code outside the context's codebook is passed on as
-  the raw completion, so the env records the mistake as a parse failure instead of the policy hiding it.
+An :class:`LMPolicy` is a model with a generator and an output format
+(:class:`gencoord_env.agents.formats.OutputFormat`): the prompt is the agent's local context (the observation
+text) laid out by :func:`prompt_text` (the shared prior as the system turn, the rest as the user turn of the
+tokenizer's chat template; training builds the same); greedy decoding with the 256-token cap; the completion
+goes through the format's decoder. Direct Short DSL passes it on as the action, parsed by the env like any
+other agent's; Factor-Code + Rule reads the stage's binding code and lets the public composer
+(:func:`gencoord_env.tasks.context_view.compose`) write the same peer-facing Short DSL. A completion the decoder
+cannot read is passed on as it is, so the env records the mistake as a parse failure.
+
+:func:`load_policy` plays a checkpoint in the format it records (``training_record.json``); asking for
+another raises :class:`gencoord_env.agents.formats.FormatMismatchError` naming both.
 
 Every model call is kept as a :class:`CallRecord` (episode, stage, agent, input and output tokens,
 latency). ``act_batch`` answers many envs in one batched generation; ``last_records`` holds the
@@ -17,29 +19,25 @@ and tokens to episodes.
 
 Example::
 
-    policy = load_policy("runs/sft/final", kind="direct")
+    policy = load_policy("runs/sft/final")          # the checkpoint's own format
     action = policy.act(observation, info)
-    policy.records[-1].output_tokens
+    policy.format.name, policy.records[-1].output_tokens
 """
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from gencoord_env.tasks.context_view import compose, roles
+from gencoord_env.agents import formats
+from gencoord_env.agents.formats import CODE_FIELDS, OutputFormat, expand_code
 from gencoord_env.agents.lm.generate import GenerationConfig, GenerationRecord, Generator
 from gencoord_env.agents.lm.loading import load_model
 from gencoord_env.agents.lm.prompt import prompt_text
-from gencoord_env import dsl
-from gencoord_env.lifecycle import DecisionStage
-from gencoord_env.tasks.contexts import Context
-from gencoord_env.types import PeerRequest, Proposal
 
 __all__ = [
     "CODE_FIELDS",
@@ -49,12 +47,9 @@ __all__ = [
     "LMPolicy",
     "expand_code",
     "load_policy",
+    "make_policy",
     "prompt_text",
 ]
-
-#: The binding-code field the Factor-Code model emits at each learned stage.
-CODE_FIELDS: dict[str, str] = {DecisionStage.SENDER_INITIAL: "active_binding_id", DecisionStage.RECEIVER_AFTER_REQUEST: "accepted_binding_id"}
-_CODE = re.compile(r"^\s*(?:(active_binding_id|accepted_binding_id)\s*=\s*)?([A-Za-z0-9_]+)\s*$")
 
 
 @dataclass(frozen=True)
@@ -72,14 +67,17 @@ class CallRecord:
 
 
 class LMPolicy:
-    """Shared machinery: batched greedy generation and call records; subclasses map text to actions."""
+    """A model that answers in one output format: batched greedy generation, the format's decoder, call records."""
 
-    name = "lm"
-
-    def __init__(self, generator: Generator) -> None:
+    def __init__(self, generator: Generator, output_format: str | OutputFormat = "direct") -> None:
         self.generator = generator
+        self.format = formats.output_format(output_format)
         self.records: list[CallRecord] = []
         self.last_records: list[CallRecord] = []
+
+    @property
+    def name(self) -> str:
+        return self.format.name
 
     @property
     def model_calls(self) -> int:
@@ -96,7 +94,7 @@ class LMPolicy:
             return []
         generated = self.generator.generate(list(observations))
         actions, batch = [], []
-        for record, observation, info in zip(generated, observations, infos):
+        for record, info in zip(generated, infos):
             actions.append(self.to_action(record.text, info))
             batch.append(self._record(record, info))
         self.last_records = batch
@@ -104,7 +102,7 @@ class LMPolicy:
         return actions
 
     def to_action(self, completion: str, info: Mapping[str, Any]) -> str:
-        raise NotImplementedError
+        return self.format.decode(completion, info)
 
     @staticmethod
     def _record(record: GenerationRecord, info: Mapping[str, Any]) -> CallRecord:
@@ -117,69 +115,39 @@ class LMPolicy:
 
 
 class DirectDSLPolicy(LMPolicy):
-    """Direct Short DSL: the completion is the action."""
+    """``LMPolicy(generator, "direct")``: the completion is the action."""
 
-    name = "direct"
-
-    def to_action(self, completion: str, info: Mapping[str, Any]) -> str:
-        return completion
-
-
-def expand_code(completion: str, context: Context) -> str | None:
-    """The Short DSL action a binding code stands for in ``context``; None when it names no admissible branch.
-
-    Sender (``active_binding_id``): its own path plus the REQ with the peer's path. Receiver
-    (``accepted_binding_id``): its own path of that branch and ``REQ -``.
-    """
-    m = _CODE.match(completion)
-    if not m or m.group(2) not in context.prior.codebook:
-        return None
-    field, code = m.groups()
-    first, second = roles(context)
-    mine, theirs = compose(context, code, first, second)
-    stage = context.stage
-    expected = CODE_FIELDS.get(stage)
-    if field is not None and expected is not None and field != expected:
-        return None
-    if stage == DecisionStage.RECEIVER_AFTER_REQUEST:
-        return dsl.format(Proposal(theirs, ()))
-    return dsl.format(Proposal(mine, (PeerRequest(context.peer, theirs),)))
+    def __init__(self, generator: Generator) -> None:
+        super().__init__(generator, "direct")
 
 
 class FactorCodePolicy(LMPolicy):
-    """Factor-Code + Rule: the model picks the binding code, the public composer writes the DSL."""
+    """``LMPolicy(generator, "factor_code")``: the model picks the binding code, the public composer writes the DSL."""
 
-    name = "factor_code"
-
-    def to_action(self, completion: str, info: Mapping[str, Any]) -> str:
-        context = info.get("context")
-        if context is None:
-            return completion
-        return expand_code(completion, context) or completion
-
-
-POLICY_KINDS: dict[str, type[LMPolicy]] = {"direct": DirectDSLPolicy, "factor_code": FactorCodePolicy}
+    def __init__(self, generator: Generator) -> None:
+        super().__init__(generator, "factor_code")
 
 
 def make_policy(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
-    kind: Literal["direct", "factor_code"] = "direct",
+    output_format: str | OutputFormat = "direct",
     config: GenerationConfig | None = None,
 ) -> LMPolicy:
-    """A learned policy around an already loaded model."""
-    if kind not in POLICY_KINDS:
-        raise ValueError(f"unknown learned policy kind {kind!r}; expected one of {sorted(POLICY_KINDS)}")
-    return POLICY_KINDS[kind](Generator(model, tokenizer, config or GenerationConfig()))
+    """A learned policy around an already loaded model, answering in ``output_format`` (a ``gencoord_env.agents.formats.FORMATS`` name)."""
+    return LMPolicy(Generator(model, tokenizer, config or GenerationConfig()), output_format)
 
 
 def load_policy(
     source: str | os.PathLike[str],
-    kind: Literal["direct", "factor_code"] = "direct",
+    output_format: str | OutputFormat | None = None,
     *,
     device: str | torch.device | None = None,
     config: GenerationConfig | None = None,
 ) -> LMPolicy:
-    """Load a checkpoint directory or hub id (see :func:`gencoord_env.agents.lm.loading.load_model`) as a policy."""
+    """Load a checkpoint directory or hub id (see :func:`gencoord_env.agents.lm.loading.load_model`) as a policy
+    in the format the checkpoint records; ``output_format`` checks it (a mismatch raises, naming both) or, for a
+    checkpoint that records none, chooses it (default: Direct Short DSL)."""
+    chosen = formats.resolve_format(source, output_format)
     lm = load_model(source, device=device)
-    return make_policy(lm.model, lm.tokenizer, kind, config)
+    return make_policy(lm.model, lm.tokenizer, chosen, config)

@@ -286,15 +286,13 @@ _LOADED_LOCK = threading.Lock()
 
 def make_named_policy(name: str) -> Any:
     """A rule agent by name, or the learned checkpoint of ``model:PATH`` (loaded once per process)."""
-    if name.startswith("model:"):
+    from gencoord_env.agents.registry import learned_checkpoint, make_policy
+
+    if learned_checkpoint(name) is not None:
         with _LOADED_LOCK:
             if name not in _LOADED:
-                from gencoord_env.agents.lm.policy import load_policy  # type: ignore[import-not-found]
-
-                _LOADED[name] = load_policy(name.split(":", 1)[1])
+                _LOADED[name] = make_policy(name)
             return _LOADED[name]
-    from gencoord_env.agents import make_policy
-
     return make_policy(name)
 
 

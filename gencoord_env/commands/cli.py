@@ -344,11 +344,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _policy(args: argparse.Namespace, make_policy: Any) -> Any:
-    if args.policy.startswith("model:"):
-        from gencoord_env.agents.lm.policy import load_policy  # type: ignore[import-not-found]
-
-        return load_policy(args.policy.split(":", 1)[1])
-    return make_policy(args.policy)
+    return make_policy(args.policy)  # a rule agent, or model:PATH in the format the checkpoint records
 
 
 def build_parser() -> argparse.ArgumentParser:

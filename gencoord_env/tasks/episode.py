@@ -54,6 +54,38 @@ EPISODE_MEMO = 8192
 _LAYOUTS = Memo("tasks.episode.layouts")
 
 
+@dataclass(frozen=True)
+class EpisodeRef:
+    """What an episode id says, read back (:func:`parse_episode_id`): ids are made by ``Cluster.id`` and
+    ``Episode.id`` above and read nowhere else.
+
+    ``cluster`` is the cluster's id (the unit the bootstrap resamples), ``pair`` the public instance (the
+    cluster id without its opaque tag: equal for the two clusters of a matched pair), ``perm`` the role
+    permutation.
+    """
+
+    episode: str
+    cluster: str
+    pair: str
+    pool: str
+    template: str
+    perm: int
+
+
+def parse_episode_id(episode_id: str) -> EpisodeRef:
+    """``<pool>-<template>-q<q>-<variant>-<decoy>-<tag>-R<perm>`` as its parts.
+
+    >>> ref = parse_episode_id("heldout-chest_ab-q3-W1-D0-1a2b3c-R1")
+    >>> ref.cluster, ref.pair, ref.pool, ref.template, ref.perm
+    ('heldout-chest_ab-q3-W1-D0-1a2b3c', 'heldout-chest_ab-q3-W1-D0', 'heldout', 'chest_ab', 1)
+    """
+    cluster, sep, perm = episode_id.rpartition("-R")
+    parts = cluster.split("-")
+    if not sep or not perm.isdigit() or len(parts) < 2:
+        raise ValueError(f"{episode_id!r} is not an episode id; expected <pool>-<template>-q<q>-<variant>-<decoy>-<tag>-R<perm>")
+    return EpisodeRef(episode_id, cluster, "-".join(parts[:-1]), parts[0], parts[1], int(perm))
+
+
 def agents_for(n: int) -> tuple[str, ...]:
     """The agent ids of a team of ``n`` (two: ``AGENTS``)."""
     if not 2 <= n <= len(TEAM_AGENTS):

@@ -15,10 +15,10 @@ from gencoord_env.tasks import Episode, pool
 from gencoord_env.tasks.contexts import build_context, render
 from gencoord_env.tasks.references import binding_of
 from gencoord_env.train.data import (
-    EXPECTED_ROWS,
     Row,
     build_all,
     build_set,
+    expected_rows,
     file_sha256,
     gc_train_episodes,
     load_rows,
@@ -45,7 +45,7 @@ def test_row_counts_match_the_paper(data_dir: Path) -> None:
     }
     for name, stages in PAPER_STAGES.items():
         assert manifest["files"][name]["stages"] == stages
-        assert len(load_rows(data_dir / f"{name}.jsonl")) == EXPECTED_ROWS[name]
+        assert len(load_rows(data_dir / f"{name}.jsonl")) == expected_rows(name)  # derived from tasks.json
 
 
 def test_manifest_hashes_are_the_file_hashes_and_builds_are_deterministic(data_dir: Path, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import pytest
 from gencoord_env.agents import make_policy
 from gencoord_env.commands.experiments.runner import episode_indices, run_condition
 from gencoord_env.train import cli
-from gencoord_env.train.data import EXPECTED_ROWS
+from gencoord_env.train.data import expected_rows
 from gencoord_env.train.sft import CONTINUE_LR, SCRATCH_LR, read_record
 from gencoord_env.train.tables import BUDGETS, MODELS, TABLES, TIMING_CLUSTERS, TablesConfig, batched_rows
 
@@ -103,7 +103,7 @@ def test_provenance_names_data_models_versions_and_seconds(run: tuple[Path, Path
         assert set(p["models"]) == models and p["lanes"] == {"expected": len(models), "done": len(models)}
         for m in models:
             f = p["data"]["files"][MODELS[m].data]
-            assert f["rows"] == EXPECTED_ROWS[MODELS[m].data] and re.fullmatch(r"[0-9a-f]{64}", f["sha256"])
+            assert f["rows"] == expected_rows(MODELS[m].data) and re.fullmatch(r"[0-9a-f]{64}", f["sha256"])
             run_ = p["models"][m]["seeds"][str(SEED)]
             assert run_["optimizer_steps"] == TINY.steps and run_["parameters"] > 0 and run_["lr"] == SCRATCH_LR
             assert run_["data_files"][0]["sha256"] == f["sha256"] and len(run_["checkpoint_sha256"]) == 64

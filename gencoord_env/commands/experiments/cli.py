@@ -29,6 +29,7 @@ from gencoord_env.commands.experiments.specs import EXPERIMENTS, Condition, Expe
 def policy_factory(policy: str | None) -> tuple[Any, Any]:
     """``(make, name_of)``: build the policy of a condition, and say which one it is."""
     from gencoord_env.agents import make_policy
+    from gencoord_env.agents.registry import learned_checkpoint
 
     learned: list[Any] = []
 
@@ -37,11 +38,9 @@ def policy_factory(policy: str | None) -> tuple[Any, Any]:
 
     def make(c: Condition) -> Any:
         name = chosen(c)
-        if name.startswith("model:"):
+        if learned_checkpoint(name) is not None:
             if not learned:  # load a checkpoint once for every condition that uses it
-                from gencoord_env.agents.lm.policy import load_policy
-
-                learned.append(load_policy(name.split(":", 1)[1]))
+                learned.append(make_policy(name))
             return learned[0]
         return make_policy(name)
 
