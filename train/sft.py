@@ -149,6 +149,10 @@ class SFTConfig:
     # The output format the model learns (gencoord_env.agents.formats), recorded in the checkpoint; None: the
     # data sets' own (rows of one format; rows rebuilt around another target, the commit tool's, name theirs).
     format: str | None = None
+    # Packed steps (gencoord_env.train.packed; Qwen3.5 hybrid models): each step's rows concatenated into
+    # sequences of at most pack_tokens tokens, no padding, instead of micro_batch rows padded to the longest.
+    packing: bool = False
+    pack_tokens: int = 16384
 
     def __post_init__(self) -> None:
         if (self.base_model is None) == (self.scratch is None):
@@ -160,6 +164,8 @@ class SFTConfig:
         if self.decision_weight <= 0 or not 0.0 <= self.code_renaming <= 1.0:
             raise ValueError(f"decision_weight must be > 0 and code_renaming in [0, 1], got {self.decision_weight} "
                              f"and {self.code_renaming}")
+        if self.pack_tokens < 1:
+            raise ValueError(f"pack_tokens must be >= 1, got {self.pack_tokens}")
         if self.resume_every < 0:
             raise ValueError(f"resume_every must be >= 0 (0: no resumable state), got {self.resume_every}")
         if not (0.0 <= self.subword_dropout < 1.0 and 0.0 <= self.subword_dropout_rows <= 1.0):
@@ -218,6 +224,18 @@ def _collate(items: Sequence[Encoded], pad_id: int, device: torch.device,
                 weights[i, e.prompt_tokens + k] = decision_weight
     return (ids.to(device, non_blocking=True), labels.to(device, non_blocking=True),
             None if weights is None else weights.to(device, non_blocking=True))
+
+
+def _micro_batches(batch: Sequence[Encoded], config: SFTConfig) -> list[list[Encoded]]:
+    """A step's samples as the micro-batches it runs: packed sequences (``packing``), or ``micro_batch`` rows at
+    a time in order of length, so that rows of like length share their padding (the step's loss, a sum over
+    its micro-batches divided by its target tokens, does not depend on how they are grouped)."""
+    if config.packing:
+        from gencoord_env.train.packed import pack
+
+        return pack(batch, config.pack_tokens)
+    ordered = sorted(batch, key=lambda e: len(e.input_ids)) if config.grad_accum > 1 else list(batch)
+    return [ordered[k : k + config.micro_batch] for k in range(0, len(ordered), config.micro_batch)]
 
 
 def masked_loss(model: PreTrainedModel, input_ids: torch.Tensor, labels: torch.Tensor, n_items: int | None = None,
@@ -360,6 +378,12 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
     bf16 = config.bf16 if config.bf16 is not None else (device.type == "cuda" and torch.cuda.is_bf16_supported())
     torch.manual_seed(config.seed)
     model, tokenizer, base = _build_model(config, rows, device)
+    if config.packing:
+        from gencoord_env.train.packed import supports_packing
+
+        if not supports_packing(model):
+            raise ValueError(f"packing=True trains the Qwen3.5 hybrid decoder; this run's model is {model.config.model_type}: "
+                             "train it with packing=False (padded micro-batches)")
     model.train()
     lr = default_lr(config.base_model, config.scratch) if config.lr is None else config.lr
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -393,11 +417,15 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
             exposure["renamed_samples"] += sum(e.row_id.endswith("#renamed") for e in batch)
             n_items = sum(e.target_tokens for e in batch)
             total = torch.zeros((), device=device)
-            for k in range(0, per_step, config.micro_batch):
-                micro = batch[k : k + config.micro_batch]
-                ids, labels, weights = _collate(micro, pad_id, device, config.decision_weight)
+            for micro in _micro_batches(batch, config):
                 with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                    loss = masked_loss(model, ids, labels, n_items, weights)
+                    if config.packing:
+                        from gencoord_env.train.packed import collate, packed_loss
+
+                        loss = packed_loss(model, collate(micro, device, config.decision_weight), n_items)
+                    else:
+                        ids, labels, weights = _collate(micro, pad_id, device, config.decision_weight)
+                        loss = masked_loss(model, ids, labels, n_items, weights)
                 loss.backward()
                 total += loss.detach()
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
@@ -437,6 +465,7 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
         "seed": config.seed,
         "libraries": _libraries(device),
         "precision": "bfloat16 autocast, float32 weights" if bf16 else "float32",
+        "batches": _batching(config, device),
         "optimizer_steps": steps,
         "epochs": steps * per_step / len(rows),
         "token_exposure": {**exposure, "total_tokens": exposure["prompt_tokens"] + exposure["target_tokens"]},
@@ -522,6 +551,14 @@ def _determinism(on: bool, device: torch.device) -> Iterator[list[str]]:
             found.append(str(w.message).splitlines()[0][:300])
         else:  # not ours to swallow
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _batching(config: SFTConfig, device: torch.device) -> dict[str, Any]:
+    if not config.packing:
+        return {"packing": False, "micro_batch": config.micro_batch, "grad_accum": config.grad_accum}
+    from gencoord_env.train.packed import kernels_used
+
+    return {"packing": True, "pack_tokens": config.pack_tokens, "kernels": kernels_used(device)}
 
 
 class _Resume:
