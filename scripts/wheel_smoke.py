@@ -10,6 +10,9 @@ Runs everything outside the checkout (so nothing is imported from it) with a pri
    episodes with rule agents, ``gencoord --version``; the commands that need an extra say which one;
 2. ``gencoord setup`` and a 2-episode Minecraft rollout; nothing was written into site-packages, the log
    is in the cache, a second setup is a no-op;
+   then the README's Python blocks, run where the Quick start leaves a reader: in the clone root, whose
+   ``gencoord_env/`` comes ahead of the installed package on ``sys.path`` (a block that needs an extra not
+   installed yet is skipped, saying which module it lacks);
 3. the ``experiments`` extra: ``gencoord experiment request --backend sim --episodes 8 --out DIR``;
 4. with ``--lm`` (``pip install torch==2.13.0`` first): ``gencoord train data`` / ``sft`` (a tiny scratch
    model, two steps) / ``evaluate``, and ``gencoord rollout --policy model:...`` on the sim.
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,6 +35,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 TORCH = "torch==2.13.0"
+#: the checkout this script belongs to (its README's blocks run in it)
+CHECKOUT = Path(__file__).resolve().parents[1]
 SIM_ROLLOUT = """
 import gencoord_env
 from gencoord_env.agents import make_policy
@@ -60,16 +66,18 @@ class Smoke:
         self.env["PATH"] = str(self.bin) + os.pathsep + self.env.get("PATH", "")
         self.timings: list[tuple[str, float]] = []
 
-    def run(self, *cmd: str | Path, expect: int = 0, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    def run(self, *cmd: str | Path, expect: int | None = 0, timeout: float = 900,
+            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        """Run ``cmd`` (in the smoke folder unless ``cwd``); an exit code other than ``expect`` (None: any) fails."""
         argv = [str(c) for c in cmd]
         shown = " ".join(a.replace(str(self.root), "$SMOKE") if "\n" not in a else "'<script>'" for a in argv)
         t0 = time.monotonic()
-        proc = subprocess.run(argv, cwd=self.root, env=self.env, capture_output=True, text=True, timeout=timeout,
+        proc = subprocess.run(argv, cwd=cwd or self.root, env=self.env, capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)
         elapsed = time.monotonic() - t0
         self.timings.append((shown, elapsed))
         print(f"[{elapsed:6.1f} s] {shown} -> {proc.returncode}", flush=True)
-        if proc.returncode != expect:
+        if expect is not None and proc.returncode != expect:
             raise SmokeFailure(f"`{shown}` exited {proc.returncode}, expected {expect}\n"
                                f"--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}")
         return proc
@@ -77,8 +85,8 @@ class Smoke:
     def gencoord(self, *args: str | Path, expect: int = 0) -> subprocess.CompletedProcess[str]:
         return self.run(self.bin / "gencoord", *args, expect=expect)
 
-    def python(self, code: str) -> subprocess.CompletedProcess[str]:
-        return self.run(self.bin / "python", "-c", code)
+    def python(self, code: str, *, cwd: Path | None = None, expect: int = 0) -> subprocess.CompletedProcess[str]:
+        return self.run(self.bin / "python", "-c", code, cwd=cwd, expect=expect)
 
     def pip(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
         return self.run(self.bin / "python", "-m", "pip", "install", "-q", *args)
@@ -135,6 +143,27 @@ def minecraft(smoke: Smoke) -> None:
     check(bool(logs) and all(b"\x1b" not in p.read_bytes() for p in logs), "sidecar logs in the cache, without escapes")
 
 
+def readme_blocks(smoke: Smoke) -> None:
+    """Every Python block of the README, run as ``python -c`` in the clone root (as a saved script would run:
+    the clone root first on ``sys.path``), against the wheel installed without ``-e``."""
+    readme = (CHECKOUT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python\n(.*?)^```", readme, re.S | re.M)
+    check(len(blocks) >= 1, "the README has no Python block")
+    ran = 0
+    for block in blocks:
+        code = "import gencoord_env, sys; print('imported from', gencoord_env.__file__, file=sys.stderr)\n" + block
+        proc = smoke.python(code, cwd=CHECKOUT, expect=None)
+        missing = re.search(r"ModuleNotFoundError: No module named '([\w.]+)'", proc.stderr)
+        if proc.returncode and missing and not missing[1].startswith("gencoord"):
+            print(f"    skipped (needs {missing[1]}, an extra not installed yet): {block.splitlines()[0]}", flush=True)
+            continue
+        check(proc.returncode == 0, f"README block failed in the clone root:\n{block}\n{proc.stderr[-3000:]}")
+        # the run really met the checkout's package first (what shadowed the installed one)
+        check(f"imported from {CHECKOUT / 'gencoord_env' / '__init__.py'}" in proc.stderr, proc.stderr[-1000:])
+        ran += 1
+    check(ran >= 1, "no README block ran")
+
+
 def experiments(smoke: Smoke, wheel: Path) -> None:
     smoke.pip(f"{wheel}[experiments]")
     out = smoke.root / "experiment"
@@ -172,6 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     smoke = Smoke(root)
     t0 = time.monotonic()
     steps = [("core install", lambda: core(smoke, wheel)), ("minecraft", lambda: minecraft(smoke)),
+             ("README blocks in the clone root", lambda: readme_blocks(smoke)),
              ("experiments extra", lambda: experiments(smoke, wheel))]
     if args.lm:
         steps.append(("lm extra", lambda: lm(smoke, wheel)))

@@ -133,3 +133,25 @@ def test_no_script_puts_the_checkout_ahead_of_the_installed_package() -> None:
                  for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
                  if re.search(r"sys\.path\s*(\.insert|\.append|\[|\+?=)", line)]
     assert offenders == []
+
+
+def test_the_checkouts_package_holds_every_grafted_folder() -> None:
+    """Python run in the clone root imports the checkout's ``gencoord_env/`` ahead of any installed one (the
+    script's folder or the current one comes first on ``sys.path``); the folders ``package_dir`` grafts into the
+    package are linked into it, so the checkout's package is whole: the README's snippet, saved and run there
+    after ``pip install .``, failed with ``No module named 'gencoord_env.agents'`` before. Found by the plain
+    path search alone (no installed finder), as such a run finds them."""
+    import importlib.machinery
+
+    grafts = {package: folder for package, folder in SOURCE_ROOTS.items() if package != "gencoord_env"}
+    for package, folder in grafts.items():
+        link = ROOT / "gencoord_env" / package.rpartition(".")[2]
+        assert link.is_symlink() and link.resolve() == (ROOT / folder).resolve(), f"{link} is not a link to {folder}/"
+        spec = importlib.machinery.PathFinder.find_spec(package, [str(ROOT / "gencoord_env")])
+        assert spec is not None and Path(spec.origin).resolve() == (ROOT / folder / "__init__.py").resolve(), package
+
+
+def test_source_roots_are_setup_cfgs_package_dir() -> None:
+    lines = _config()["options"]["package_dir"].strip().splitlines()
+    grafts = dict((part.strip() for part in line.split("=")) for line in lines)
+    assert {"gencoord_env": "gencoord_env", **grafts} == SOURCE_ROOTS
