@@ -9,7 +9,9 @@ always had, ``"stage"`` first among them - and each reads as that mapping (``rec
 these the same.
 
 ``jsonable`` turns any trace value into plain JSON types and ``dumps`` writes one JSONL line; the trace
-recorder, replay, accounting and the arena runner all go through them:
+recorder, replay, accounting and the arena runner all go through them. ``what_happened`` is the one rule for
+comparing two runs of one episode (a replay against its record, arenas or workers against a serial run): the
+JSON less what measures time or motion rather than the world. The records:
 
 - a ``Task`` becomes its Short DSL text; a value with a ``trace_record()`` method (these records;
   commitments, resolutions and dispatch plans) the object it returns;
@@ -209,6 +211,50 @@ def jsonable(value: Any) -> Any:
     raise TypeError(f"cannot write a {type(value).__name__} into a trace record: {value!r:.120}")
 
 
+#: Keys whose values are wall-clock measurements, wherever they sit in a record or an info (an episode's seconds,
+#: its time to commitment, the ``timings`` that carry them).
+WALL_CLOCK: frozenset[str] = frozenset({"episode_seconds", "time_to_commitment", "timings"})
+#: What a world event says about how its skill ran rather than what it did to the world: the executor's action
+#: counts (walks, clicks: pathfinding takes another route on another run; ``WorldEvent.actions``) and, in its
+#: data, the call's duration in milliseconds.
+EVENT_MEASURES: frozenset[str] = frozenset({"actions"})
+EVENT_DATA_MEASURES: frozenset[str] = frozenset({"ms"})
+
+
+def what_happened(value: Any) -> Any:
+    """``value`` (a trace record, an info, a trace) as JSON less what differs between two runs of one episode
+    that did the same to the world: ``WALL_CLOCK`` keys at any depth, each event's ``EVENT_MEASURES`` and
+    ``EVENT_DATA_MEASURES``, and the order of one execution's events (two bots' calls finish in either order:
+    they are put in call order). Outcomes, metrics, observations, every stage, every event's call, actor, op,
+    result, reason and data, and the final ground truth are all kept.
+
+    >>> what_happened({"events": [{"call_id": "c2", "kind": "skill", "ok": True, "data": {"ms": 40}, "actions": {}},
+    ...                           {"call_id": "c1", "kind": "skill", "ok": True, "data": {"ms": 9}}],
+    ...                "timings": {"episode_seconds": 1.5}})
+    {'events': [{'call_id': 'c1', 'kind': 'skill', 'ok': True, 'data': {}}, {'call_id': 'c2', 'kind': 'skill', 'ok': True, 'data': {}}]}
+    """
+    return _untimed(jsonable(value))
+
+
+def _untimed(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: _untimed(v) for k, v in value.items() if k not in WALL_CLOCK}
+    events = out.get("events")
+    if isinstance(events, list) and all(isinstance(e, dict) and "call_id" in e for e in events):
+        out["events"] = sorted((_event(e) for e in events), key=lambda e: (str(e["call_id"]), str(e.get("kind"))))
+    return out
+
+
+def _event(event: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in event.items() if k not in EVENT_MEASURES}
+    if isinstance(out.get("data"), dict):
+        out["data"] = {k: v for k, v in out["data"].items() if k not in EVENT_DATA_MEASURES}
+    return out
+
+
 def dumps(record: Mapping[str, Any]) -> str:
     """One JSONL line: sorted keys, no whitespace, ASCII-only."""
     return json.dumps(jsonable(record), sort_keys=True, separators=(",", ":"))
@@ -217,5 +263,5 @@ def dumps(record: Mapping[str, Any]) -> str:
 __all__ = [
     "ABSENT", "CheckRecord", "CompileRecord", "DecisionRecord", "DeliverRecord", "ExecuteRecord", "ExtractRecord",
     "FaultRecord", "InterventionRecord", "MaterializeRecord", "ResolveRecord", "RespondRecord", "TraceRecord",
-    "VerifyRecord", "dumps", "jsonable",
+    "VerifyRecord", "EVENT_DATA_MEASURES", "EVENT_MEASURES", "WALL_CLOCK", "dumps", "jsonable", "what_happened",
 ]

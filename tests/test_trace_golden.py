@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from gencoord_env.accounting import account, table
-from gencoord_env.commands.replay import VOLATILE, read_records, replay
-from gencoord_env.trace import dumps
+from gencoord_env.commands.replay import read_records, replay
+from gencoord_env.trace import WALL_CLOCK, dumps
 
 GOLDEN = Path(__file__).parent / "golden" / "traces_v1.jsonl"
 RECORDS = list(read_records(GOLDEN))
@@ -21,7 +21,7 @@ RECORDS = list(read_records(GOLDEN))
 
 def _without_volatile(value):
     if isinstance(value, dict):
-        return {k: _without_volatile(v) for k, v in value.items() if k not in VOLATILE}
+        return {k: _without_volatile(v) for k, v in value.items() if k not in WALL_CLOCK}
     if isinstance(value, list):
         return [_without_volatile(v) for v in value]
     return value

@@ -322,36 +322,20 @@ def play_rollout(slot: Slot, index: int) -> dict[str, Any]:
 
 # ---- what must be equal between two runs of one episode ---------------------------------------------
 
-#: Event data that measures time rather than the world.
-_TIMED_DATA = ("ms",)
-
-
 def comparable(info: Mapping[str, Any]) -> dict[str, Any]:
     """The parts of an episode's final info that must be equal between two runs of it: outcome, reason,
-    metrics and every trace stage (the final ground truth included), with event timings (``data.ms``) and
-    executor action counts (walks, clicks: how the bots moved, which pathfinding may vary) left out and
-    the events of one execution in call order (two bots' calls finish in either order)."""
-    from gencoord_env.trace import jsonable
+    metrics and every trace stage (the final ground truth included), less what measures time or motion
+    rather than the world (``gencoord_env.trace.what_happened``: event timings, executor action counts, the
+    order in which two bots' calls finished)."""
+    from gencoord_env.trace import what_happened
 
-    def stage(entry: Mapping[str, Any]) -> Any:
-        out = dict(entry)
-        if "events" in out:  # concurrent bots finish in either order: events compare by call
-            out["events"] = sorted((_event(e) for e in out["events"]), key=lambda e: (e["call_id"], e["kind"]))
-        return jsonable(out)
-
-    return {
+    return what_happened({
         "outcome": str(info.get("outcome")),
         "reason": info.get("reason"),
         "episode_id": info.get("episode_id"),
         "metrics": dict(info.get("metrics") or {}),
-        "trace": [stage(t) for t in info.get("trace") or ()],
-    }
-
-
-def _event(event: Any) -> dict[str, Any]:
-    data = {k: v for k, v in dict(event.data).items() if k not in _TIMED_DATA}
-    return {"call_id": event.call_id, "actor": event.actor, "op": event.op, "ok": event.ok, "kind": event.kind,
-            "reason": event.reason, "data": data}
+        "trace": list(info.get("trace") or ()),
+    })
 
 
 __all__ = ["ArenaRunner", "EpisodeLost", "Played", "Retry", "RolloutSpec", "SharedPolicy", "Slot", "comparable",

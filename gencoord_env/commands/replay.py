@@ -4,9 +4,16 @@ A ``TraceRecorder`` record names the episode (cluster and role permutation), the
 intervention stack and the deciding agents' actions. ``replay`` rebuilds that env on that single episode,
 feeds the recorded actions in order and compares what comes out with what was recorded: the deciding
 agent at every step, the outcome, the reason, the metrics and every stage record of the trace (including
-each observation the agents saw). Wall-clock measurements (``VOLATILE``) are not compared, nor the hash of an
-overlong action, which the record keeps as prefix, length and hash: it replays as its prefix padded to its
-length, refused for that length as the original was.
+each observation the agents saw), less what measures time or motion rather than the world, by the one rule
+the arena runner's check uses too (``gencoord_env.trace.what_happened``: wall-clock values, each event's
+duration and executor action counts, the order in which two bots' calls finished), so a Minecraft trace
+replays as matching when the bots did the same to the world. Nor is the hash of an overlong action compared,
+which the record keeps as prefix, length and hash: it replays as its prefix padded to its length, refused for
+that length as the original was.
+
+A trace is read in bounded pieces before anything is parsed: a line over ``MAX_RECORD_BYTES``, a file over
+``MAX_TRACE_BYTES`` or an overlong action claiming over ``MAX_REPLAYED_CHARACTERS`` is a ``ReplayError``
+naming where and the bound, not memory spent on a crafted record.
 
 ``gencoord replay --show TRACE.jsonl [--episode ID]`` re-runs nothing: it prints one recorded episode's
 runtime accounting (:mod:`gencoord_env.accounting`).
@@ -22,17 +29,23 @@ import difflib
 import json
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from gencoord_env.tasks.episode import Cluster, Episode
 from gencoord_env.wrappers import apply
-from gencoord_env.trace import jsonable
+from gencoord_env.trace import jsonable, what_happened
 from gencoord_env.wrappers.trace_recorder import RECORD_VERSION, episode_record
 
-#: Keys whose values are wall-clock measurements and differ between runs.
-VOLATILE: frozenset[str] = frozenset({"episode_seconds", "time_to_commitment", "timings"})
+#: The largest trace line read (one episode's record: a Minecraft record of the heldout pool is about 11 KB,
+#: a team pool's under 100 KB; JSON of small values costs up to ~25 times its bytes once parsed).
+MAX_RECORD_BYTES = 4 * 2**20
+#: The largest trace file read (records are read and replayed one at a time; this bounds the time spent).
+MAX_TRACE_BYTES = 4 * 2**30
+#: The longest overlong action a replay rebuilds (it is refused unread, but must be that long to be refused
+#: for its length as the original was).
+MAX_REPLAYED_CHARACTERS = 16 * 2**20
 
 
 class ReplayError(ValueError):
@@ -47,23 +60,42 @@ class ReplayResult:
     record: Mapping[str, Any] = field(default_factory=dict, repr=False)  # the re-run's own record
 
 
-def read_records(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """The records of a JSONL trace file, one per non-empty line."""
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise ReplayError(f"{os.fspath(path)}:{n}: not a JSON record ({e.msg})") from None
+def read_records(path: str | os.PathLike[str], *, max_record_bytes: int = MAX_RECORD_BYTES,
+                 max_trace_bytes: int = MAX_TRACE_BYTES) -> Iterator[dict[str, Any]]:
+    """The records of a JSONL trace file, one per non-empty line, read one at a time; a file or line over its
+    bound, or a line that is not one JSON object, is a ``ReplayError`` naming the file and line."""
+    where = os.fspath(path)
+    try:
+        size = os.path.getsize(path)
+    except OSError as e:
+        raise ReplayError(f"cannot read the trace {where}: {e.strerror}") from None
+    if size > max_trace_bytes:
+        raise ReplayError(f"{where} is {size:,} bytes; a trace is read up to {max_trace_bytes:,} bytes: "
+                          "split it (one JSON record per line) and replay the parts")
+    with open(path, "rb") as f:
+        n = 0
+        while line := f.readline(max_record_bytes + 1):
+            n += 1
+            if len(line) > max_record_bytes:
+                raise ReplayError(f"{where}:{n}: a line over {max_record_bytes:,} bytes; a trace record "
+                                  "(one episode) is far smaller: this is not a trace written by TraceRecorder")
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError) as e:  # bad JSON or UTF-8, an over-long integer, deep nesting
+                raise ReplayError(f"{where}:{n}: not a JSON record ({getattr(e, 'msg', None) or e})") from None
+            if not isinstance(record, dict):
+                raise ReplayError(f"{where}:{n}: a JSON {type(record).__name__}, not a record (an object)")
+            yield record
 
 
 def episode_of(record: Mapping[str, Any]) -> Episode:
     """The episode a record names."""
     try:
         return Episode(Cluster(**record["episode"]["cluster"]), int(record["episode"]["perm"]))
-    except (KeyError, TypeError) as e:
-        raise ReplayError(f"record {record.get('episode_id')!r} does not name an episode: {e}") from None
+    except (KeyError, TypeError, ValueError) as e:
+        raise ReplayError(f"record {record.get('episode_id')!r:.80} does not name an episode: {e!s:.200}") from None
 
 
 def replay(record: Mapping[str, Any], backend: str | None = None, world: Any = None) -> ReplayResult:
@@ -73,19 +105,28 @@ def replay(record: Mapping[str, Any], backend: str | None = None, world: Any = N
     if record.get("version") != RECORD_VERSION:
         raise ReplayError(f"trace record version {record.get('version')!r} is not supported; expected {RECORD_VERSION}")
     episode = episode_of(record)
-    cfg = record["env"]
-    env = gencoord_env.parallel_env(
-        pool=[episode], backend=backend or cfg["backend"], route=cfg["route"], view=cfg["view"],
-        surface=cfg["surface"], private_fact=cfg["private_fact"], world=world, actions=cfg.get("actions", "text"),
-        reward=cfg.get("reward", "binary"),
-    )
+    cfg, steps = record.get("env"), record.get("actions")
+    if not isinstance(cfg, dict) or not isinstance(steps, list) or \
+            not all(isinstance(s, dict) and {"agent", "action"} <= set(s) for s in steps):
+        raise ReplayError(f"record {record.get('episode_id')!r:.80} needs env (a map of the env's arguments) and "
+                          "actions (a list of {agent, action})")
+    for k, step in enumerate(steps):  # before any env starts
+        _check_overlong(step["action"], f"record {record.get('episode_id')!r:.80}, action {k}")
+    try:
+        env = gencoord_env.parallel_env(
+            pool=[episode], backend=backend or cfg["backend"], route=cfg["route"], view=cfg["view"],
+            surface=cfg["surface"], private_fact=cfg["private_fact"], world=world, actions=cfg.get("actions", "text"),
+            reward=cfg.get("reward", "binary"),
+        )
+    except KeyError as e:
+        raise ReplayError(f"record {record.get('episode_id')!r:.80}: its env lacks {e}") from None
     env = apply(env, list(record.get("interventions", [])))
     mismatches: list[str] = []
     actions: list[dict[str, Any]] = []
     obs, infos = env.reset(options={"episode": episode})
-    for k, step in enumerate(record["actions"]):
+    for k, step in enumerate(steps):
         if not env.agents:
-            mismatches.append(f"the episode ended after {k} actions; the record has {len(record['actions'])}")
+            mismatches.append(f"the episode ended after {k} actions; the record has {len(steps)}")
             break
         turn = next((a for a, i in infos.items() if i.get("deciding")), None)
         if turn != step["agent"]:
@@ -94,14 +135,14 @@ def replay(record: Mapping[str, Any], backend: str | None = None, world: Any = N
         action = _unfolded(step["action"])
         obs, _, _, _, infos = env.step({a: (action if a == turn else "") for a in env.agents})
     if env.agents:
-        mismatches.append(f"the episode did not end after the {len(record['actions'])} recorded actions")
+        mismatches.append(f"the episode did not end after the {len(steps)} recorded actions")
         env.close()
         return ReplayResult(str(record.get("episode_id")), False, tuple(mismatches))
     again = jsonable(episode_record(env, actions, infos[env.possible_agents[0]]))
     env.close()
     # The replay runs a one-episode pool, so the pool name is not compared; nor is the backend when overridden.
     labels = ("pool", "backend") if backend else ("pool",)
-    recorded, replayed = _strip(jsonable(record)), _strip(again)
+    recorded, replayed = what_happened(_strip(jsonable(record))), what_happened(_strip(again))
     for r in (recorded, replayed):
         r["env"] = {k: v for k, v in r["env"].items() if k not in labels}
     mismatches += compare(recorded, replayed)
@@ -109,20 +150,40 @@ def replay(record: Mapping[str, Any], backend: str | None = None, world: Any = N
 
 
 def replay_file(path: str | os.PathLike[str], backend: str | None = None) -> list[ReplayResult]:
-    """Replay every record of a JSONL trace file (one fresh env per record)."""
-    return [replay(r, backend) for r in read_records(path)]
+    """Replay every record of a JSONL trace file, one fresh env per record; the records replayed on Minecraft
+    share one sidecar (each its own world on a fresh arena), started at the first of them."""
+    results = []
+    pool = None
+    try:
+        for record in read_records(path):
+            world = None
+            if (backend or (record.get("env") or {}).get("backend")) == "minecraft":
+                from gencoord_env.world.minecraft import MinecraftWorld, SidecarPool
+
+                pool = pool or SidecarPool()
+                world = MinecraftWorld(pool=pool)
+            try:
+                results.append(replay(record, backend, world))
+            finally:
+                if world is not None:
+                    world.close()
+    finally:
+        if pool is not None:
+            pool.close()
+    return results
 
 
-def pick_record(records: list[dict[str, Any]], episode_id: str | None) -> dict[str, Any]:
-    """The record of ``episode_id`` (the first one when ``None``); ``ReplayError`` naming close ids if absent."""
-    if not records:
-        raise ReplayError("the trace holds no records")
-    if episode_id is None:
-        return records[0]
+def pick_record(records: Iterable[dict[str, Any]], episode_id: str | None) -> dict[str, Any]:
+    """The record of ``episode_id`` (the first one when ``None``); ``ReplayError`` naming close ids if absent.
+    Records are read until the one asked for: a trace need not fit in memory."""
+    ids = []
     for r in records:
-        if r.get("episode_id") == episode_id:
+        if episode_id is None or r.get("episode_id") == episode_id:
             return r
-    ids = [str(r.get("episode_id")) for r in records]
+        if len(ids) < 10_000:  # enough for a suggestion
+            ids.append(str(r.get("episode_id"))[:200])
+    if episode_id is None or not ids:
+        raise ReplayError("the trace holds no records")
     close = difflib.get_close_matches(episode_id, ids, n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else f"; it holds {ids[:3]}{' ...' if len(ids) > 3 else ''}"
     raise ReplayError(f"the trace has no episode {episode_id!r}{hint}")
@@ -133,18 +194,28 @@ def _overlong(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == {"prefix", "characters", "sha256"}
 
 
+def _check_overlong(action: Any, where: str) -> None:
+    """An overlong action's length must be one a replay can rebuild."""
+    if _overlong(action):
+        characters = action["characters"]
+        if type(characters) is not int or not len(str(action["prefix"])) <= characters <= MAX_REPLAYED_CHARACTERS:
+            raise ReplayError(f"{where}: an overlong action of {characters!r:.40} characters; a replay rebuilds one "
+                              f"of at most {MAX_REPLAYED_CHARACTERS:,} characters, no shorter than its prefix")
+
+
 def _unfolded(action: Any) -> Any:
     """A recorded action as the env is to get it again: an overlong one as its prefix padded to its length."""
     if _overlong(action):
-        return str(action["prefix"]).ljust(int(action["characters"]))
+        return str(action["prefix"]).ljust(action["characters"])
     return action
 
 
 def _strip(value: Any) -> Any:
+    """``value`` less the hashes of overlong actions (a replay rebuilds only prefix and length)."""
     if _overlong(value):
-        return {k: v for k, v in value.items() if k != "sha256"}  # a replay rebuilds only prefix and length
+        return {k: v for k, v in value.items() if k != "sha256"}
     if isinstance(value, dict):
-        return {k: _strip(v) for k, v in value.items() if k not in VOLATILE}
+        return {k: _strip(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_strip(v) for v in value]
     return value
@@ -170,7 +241,7 @@ def compare(recorded: Any, replayed: Any, where: str = "") -> list[str]:
     return [] if recorded == replayed else [f"{where}: {recorded!r:.80} != {replayed!r:.80}"]
 
 
-__all__ = ["ReplayError", "ReplayResult", "VOLATILE", "compare", "episode_of", "pick_record", "read_records", "replay",
+__all__ = ["MAX_RECORD_BYTES", "MAX_REPLAYED_CHARACTERS", "MAX_TRACE_BYTES", "ReplayError", "ReplayResult", "compare", "episode_of", "pick_record", "read_records", "replay",
            "replay_file"]
 
 
@@ -195,15 +266,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.episode is not None and not args.show:
         ap.error("--episode selects the episode for --show")
     if args.show:
-        records = list(read_records(args.trace))
+        records = read_records(args.trace)
         try:
             record = pick_record(records, args.episode)
+            more = args.episode is None and sum(1 for _ in records)
         except ReplayError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         console.print(table(account(record)))
-        if args.episode is None and len(records) > 1:
-            console.print(f"record 1 of {len(records)}; choose another with --episode ID")
+        if more:
+            console.print(f"record 1 of {more + 1}; choose another with --episode ID")
         return 0
     results = replay_file(args.trace, backend=args.backend)
     bad = [r for r in results if not r.ok]

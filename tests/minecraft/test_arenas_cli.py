@@ -1,8 +1,8 @@
 """``gencoord rollout --arenas 4`` and ``--workers 2`` on Minecraft give the serial run's results for the same seeds.
 
 Compared: the summary (less wall-clock values and the run's own settings), and every trace record in order
-with wall-clock values, event timings and executor action counts left out and each execution's events in
-call order (``gencoord_env.commands.arenas.comparable`` applies the same rule to infos).
+less what measures time or motion (``gencoord_env.trace.what_happened``, the rule replay and
+``gencoord_env.commands.arenas.comparable`` apply too).
 """
 from __future__ import annotations
 
@@ -15,28 +15,18 @@ from typing import Any
 import pytest
 
 from gencoord_env.commands.cli import main as gencoord
+from gencoord_env.trace import what_happened
 from sidecar_installed import needs_sidecar
 
 
 pytestmark = needs_sidecar
 
 COMMON = ["rollout", "--backend", "minecraft", "--pool", "heldout", "--episodes", "8", "--seed", "2"]
-WALL_CLOCK = ("timings", "episode_seconds_p50", "time_to_commitment_p50", "arenas", "workers", "retries")
+SUMMARY_ONLY = ("timings", "episode_seconds_p50", "time_to_commitment_p50", "arenas", "workers", "retries")
 
 
 def untimed(record: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in record.items() if k not in WALL_CLOCK}
-    if "trace" in out:
-        out["trace"] = [_stage(s) for s in out["trace"]]
-    return out
-
-
-def _stage(stage: dict[str, Any]) -> dict[str, Any]:
-    if "events" not in stage:
-        return stage
-    events = [{**{k: v for k, v in e.items() if k != "actions"}, "data": {k: v for k, v in e["data"].items() if k != "ms"}}
-              for e in stage["events"]]
-    return {**stage, "events": sorted(events, key=lambda e: (e["call_id"], e["kind"]))}
+    return what_happened({k: v for k, v in record.items() if k not in SUMMARY_ONLY})
 
 
 def rollout(tmp: Path, name: str, *extra: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
