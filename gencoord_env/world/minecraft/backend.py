@@ -167,13 +167,23 @@ class MinecraftWorld:
         """How often the sidecar was replaced after dying or hanging."""
         return self.pool.restarts
 
-    def _ensure_arena(self, agents: tuple[str, ...]) -> SidecarClient:
+    def _sidecar_up(self) -> int:
+        """Recover a sidecar this world saw fail, start one if none runs; returns its generation. A sidecar
+        that fails to start raises from here."""
         if self._broken:
             self._drop_client()
-            self._generation = self.pool.recover(self._generation)
+            seen = self._generation
+            self._generation = self.pool.recover(seen)
+            if self._generation != seen:
+                # our arena went with the sidecar we saw fail; a world that reset first may hold the arena of
+                # that name on the new one: ask for it by name no more, open whichever is free
+                self.arena = None
             self._broken = False
             self._needs_rebuild = True
-        generation = self.pool.start()
+        return self.pool.start()
+
+    def _arena_client(self, generation: int, agents: tuple[str, ...]) -> SidecarClient:
+        """The client through which this world holds its arena on the sidecar of ``generation``."""
         if self._client_ is not None and generation == self._generation and self.arena is not None:
             return self._client_
         self._drop_client()
@@ -222,17 +232,21 @@ class MinecraftWorld:
             self._broken = True
 
     def reset(self, spec: WorldSpec) -> None:
-        """Arrange this world's arena for one episode; starts (or restarts) the sidecar when needed."""
+        """Arrange this world's arena for one episode; starts (or restarts) the sidecar when needed.
+
+        A sidecar that had started, found dead during the reset (it died between episodes, unseen until now),
+        is replaced and the reset made again, once: nothing of an episode had run on it.
+        """
         self._spec = None
         self._lost = False
-        client = self._ensure_arena(tuple(spec.agents))
-        assert self.arena is not None
-        try:
-            result = client.call("reset", reset_args(self.arena, spec, rebuild=self._needs_rebuild))
-        except Exception as e:
-            self._guard(e)
-            raise
-        self._needs_rebuild = False
+        for attempt in range(2):
+            generation = self._sidecar_up()  # a sidecar that fails to start is not started twice
+            try:
+                result = self._arena_reset(generation, spec)
+                break
+            except SidecarDied:
+                if attempt:
+                    raise
         rejoined = result.get("rejoined", []) if isinstance(result, dict) else []
         self.rejoined = tuple(str(a) for a in rejoined) if isinstance(rejoined, list) else ()
         self.rebuilt = bool(result.get("rebuilt")) if isinstance(result, dict) else False
@@ -302,6 +316,17 @@ class MinecraftWorld:
                 self._drop_client()  # a fresh socket at the next reset, so those replies never arrive
             raise
         return events
+
+    def _arena_reset(self, generation: int, spec: WorldSpec) -> object:
+        client = self._arena_client(generation, tuple(spec.agents))
+        assert self.arena is not None
+        try:
+            result = client.call("reset", reset_args(self.arena, spec, rebuild=self._needs_rebuild))
+        except Exception as e:
+            self._guard(e)
+            raise
+        self._needs_rebuild = False
+        return result
 
     def observe(self) -> GroundTruth:
         """Ground truth read from the server after every earlier click has been applied."""
