@@ -7,7 +7,8 @@
 // A client opens an arena (`open_arena`) before using it and closes it when done; an open arena belongs
 // to the connection that opened it (its ZeroMQ routing id, `owner`): only that connection may reset, drive,
 // observe or close it, and it is refused to every other. An arena whose episode failed (ArenaFault) is rebuilt at its
-// next reset: its bots rejoin and its region is cleared, while the other arenas go on.
+// next reset: its bots rejoin and its region is cleared, while the other arenas go on. The arenas of a connection
+// that went away without closing them (its process died) are released (socket.js watchDepartures).
 
 const { World } = require('./world')
 const { ProtocolError, badRequest } = require('./protocol')
@@ -30,9 +31,10 @@ class ArenaPool {
     this.entries = new Map() // name -> {name, slot, world, owner (routing id of the holder, or null), broken}
   }
 
-  /** Every arena, in slot order: `{name, slot, origin, held, agents}`. */
-  list () {
-    return [...this.entries.values()].sort((a, b) => a.slot - b.slot).map(e => ({
+  /** Every arena (or those the connection `heldBy` holds), in slot order: `{name, slot, origin, held, agents}`. */
+  list ({ heldBy } = {}) {
+    const entries = [...this.entries.values()].filter(e => heldBy === undefined || (e.owner !== null && e.owner === heldBy))
+    return entries.sort((a, b) => a.slot - b.slot).map(e => ({
       name: e.name, slot: e.slot, origin: [e.world.origin.x, 0, e.world.origin.z], held: e.owner !== null, agents: e.world.agents()
     }))
   }
@@ -115,6 +117,27 @@ class ArenaPool {
     const entry = this.get(name)
     if (entry.owner !== null) this.owned(name, owner).owner = null
     return true
+  }
+
+  /** The routing ids of the connections holding arenas. */
+  holders () {
+    return new Set([...this.entries.values()].map(e => e.owner).filter(o => o !== null))
+  }
+
+  /**
+   * Let go of every arena the connection `owner` holds, that connection being gone (its process died without
+   * closing them). Calls of theirs may still run, so each is rebuilt at its next reset. Returns their names.
+   */
+  release (owner) {
+    const names = []
+    for (const entry of this.entries.values()) {
+      if (entry.owner !== owner) continue
+      entry.owner = null
+      entry.broken = entry.broken || 'the connection that held it went away'
+      names.push(entry.name)
+    }
+    if (names.length) this.log('arenas', `released ${names.join(', ')}: the connection that held them is gone`)
+    return names
   }
 
   async closeAll () {

@@ -15,6 +15,7 @@
 const { PROTOCOL_VERSION, ProtocolError, SERVER_FAULTS, badRequest, isMap } = require('./protocol')
 const { check } = require('./validate')
 const { describeStalls } = require('./stall')
+const { isOwner } = require('./socket')
 const { MINECRAFT_VERSION } = require('./server')
 const { version: SIDECAR_VERSION } = require('../package.json')
 
@@ -26,9 +27,10 @@ function noArgs (op, args) {
 /**
  * Build the dispatch table over an ArenaPool. `onShutdown` runs after the shutdown reply is sent.
  * `testOps` enables ops that exist only so tests can inject faults (`drop_bot`); otherwise they are refused.
- * `stalls`: the process's StallMonitor (stall.js), or null to judge no episode by stalls.
+ * `stalls`: the process's StallMonitor (stall.js), or null to judge no episode by stalls. `token`: the launch
+ * token (socket.js ownerToken); `shutdown` and the full arena list of `hello` need it in `args.token`.
  */
-function createOps (pool, onShutdown, { testOps = false, stalls = null } = {}) {
+function createOps (pool, onShutdown, { testOps = false, stalls = null, token = null } = {}) {
   /** `Stalled` if the sidecar stalled since the arena's episode began (its reset finished). */
   function unstalled (op, entry) {
     if (!stalls || entry.episodeStart === undefined) return
@@ -65,13 +67,15 @@ function createOps (pool, onShutdown, { testOps = false, stalls = null } = {}) {
   }
 
   return {
-    hello (args) {
-      noArgs('hello', args)
+    /** Versions and arenas: every arena for the process that started the sidecar (`token`), else this connection's. */
+    hello (args, { owner } = {}) {
+      check.keys(args, ['token'], 'hello args')
+      const all = token !== null && isOwner(token, args.token)
       return {
         protocol: PROTOCOL_VERSION,
         minecraft: MINECRAFT_VERSION,
         sidecar: SIDECAR_VERSION,
-        arenas: pool.list(),
+        arenas: all ? pool.list() : pool.list({ heldBy: owner }),
         max_arenas: pool.maxArenas
       }
     },
@@ -126,7 +130,16 @@ function createOps (pool, onShutdown, { testOps = false, stalls = null } = {}) {
     barrier (args, { owner }) {
       return onArena('barrier', args, owner, [], async entry => { intact(entry); const done = await entry.world.barrier(); unstalled('barrier', entry); return done })
     },
-    shutdown (args) { noArgs('shutdown', args); setImmediate(onShutdown); return true },
+    /** Stop the sidecar: only for the process that started it (`token`), whose other worlds it would end too. */
+    shutdown (args) {
+      check.keys(args, ['token'], 'shutdown args')
+      if (token === null || !isOwner(token, args.token)) {
+        throw badRequest('shutdown is for the process that started this sidecar (it holds the launch token); ' +
+          'let go of your arenas with close_arena')
+      }
+      setImmediate(onShutdown)
+      return true
+    },
     /** Test-only fault: cut one bot's connection, from any connection (as a network fault would); `{dropped}` is false when it was already gone. */
     async drop_bot (args) {
       if (!testOps) throw badRequest('drop_bot is a test-only op; start the sidecar with --test-ops to allow it')

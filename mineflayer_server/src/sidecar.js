@@ -10,7 +10,9 @@
 //
 // The server holds `--arenas` arenas from the start (each with the `--agents` bots connected), and up to
 // `--max-arenas` once clients open more (arenaPool.js). Who may use the socket and how large a message may
-// be: socket.js. With `--parent-pid` the sidecar exits by itself once that process is gone.
+// be, who may shut it down or list every arena (the process holding the launch token), and how the arenas of a
+// departed connection are released: socket.js. With `--parent-pid` the sidecar exits by itself once that process is
+// gone, removing its ipc socket's folder.
 
 // stdout belongs to the READY line alone: flying-squid's console prompt and any library chatter go to stderr.
 const writeStdout = process.stdout.write.bind(process.stdout)
@@ -27,7 +29,7 @@ const { parseArgs } = require('./cli')
 const { loadRules } = require('./rules')
 const { MAX_AGENTS } = require('./spec')
 const { PROTOCOL_VERSION, SERVER_FAULTS, ProtocolError, decodeRequest, encodeResult, encodeError, wireLimits } = require('./protocol')
-const { bindSocket } = require('./socket')
+const { bindSocket, ownerToken, watchDepartures, removeIpcFolder, PROBE_ID } = require('./socket')
 const { SerialQueue } = require('./util')
 const { StallMonitor } = require('./stall')
 
@@ -60,9 +62,15 @@ async function main () {
   const started = Date.now()
   const opts = parseArgs(process.argv.slice(2))
   const log = createLogger()
+  const token = ownerToken()
   // until there is something to shut down, stopping is just exiting
-  let shutdown = async (code = 0) => process.exit(code)
-  if (opts.parentPid) watchParent(opts.parentPid, log, () => shutdown(0))
+  let shutdown = async (code = 0) => { removeIpcFolder(opts.endpoint); process.exit(code) }
+  if (opts.parentPid) {
+    watchParent(opts.parentPid, log, () => {
+      removeIpcFolder(opts.endpoint) // first: nobody is left to connect, and a hung shutdown must not keep it
+      shutdown(0)
+    })
+  }
   const rules = loadRules(opts.rulesDir)
   const limits = wireLimits(rules.limits)
   log('sidecar', `rule tables from ${rules.dir}`)
@@ -99,11 +107,15 @@ async function main () {
     await sendQueue.run(() => {})
     await pool.closeAll()
     if (serv) await Promise.race([stopServer(serv), new Promise(resolve => setTimeout(resolve, 1000))])
+    departures.stop()
     socket.close()
+    removeIpcFolder(endpoint)
     process.exit(code)
   }
   const stalls = new StallMonitor({ log }).start()
-  const ops = createOps(pool, () => shutdown(0), { testOps: opts.testOps, stalls })
+  const ops = createOps(pool, () => shutdown(0), { testOps: opts.testOps, stalls, token })
+  const send = frames => sendQueue.run(() => sock.send(frames))
+  const departures = watchDepartures({ sock, send, pool, log, probe: encodeResult(PROBE_ID, null) })
   process.on('SIGTERM', () => shutdown(0))
   process.on('SIGINT', () => shutdown(0))
 
@@ -139,12 +151,16 @@ async function main () {
     ...(socket.serverKey ? { curve_server_key: socket.serverKey } : {})
   }) + '\n')
 
+  let unsent = 0
+  /** A reply that could not be sent (its connection is gone, or reads nothing): counted, logged once per 100. */
+  const noteUnsent = err => { if (unsent++ % 100 === 0) log('sidecar', `could not send a reply (${unsent} so far): ${err && err.message}`) }
+
   for await (const frames of sock) {
     // DEALER peers send [identity, payload]; REQ peers add an empty delimiter frame.
     const envelope = frames.slice(0, -1)
     const payload = frames[frames.length - 1]
-    handle(payload, Buffer.from(frames[0]).toString('hex')).then(reply => sendQueue.run(() => sock.send([...envelope, reply])))
-      .catch(err => log('sidecar', `could not send a reply: ${err && err.message}`))
+    handle(payload, Buffer.from(frames[0]).toString('hex')).then(reply => send([...envelope, reply]))
+      .catch(err => noteUnsent(err))
   }
 }
 

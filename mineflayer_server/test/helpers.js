@@ -76,15 +76,18 @@ function dealer (ready, keys, options = {}) {
 
 /**
  * Start `src/sidecar.js` on tcp with a fresh client key pair (the sidecar admits only it) and connect a DEALER
- * with it; `call(op, args)` returns the decoded reply. `keys` is that pair, for tests that open more sockets.
+ * with it; `call(op, args)` returns the decoded reply. `keys` is that pair, for tests that open more sockets;
+ * `token` the launch token, which `shutdown` and the full arena list of `hello` need.
  */
 async function startSidecar (extraArgs = []) {
   const started = Date.now()
   const keys = zmq.curveKeyPair()
   const argv = [path.join(__dirname, '..', 'src', 'sidecar.js'), '--endpoint', 'tcp://127.0.0.1:0', '--rules', RULES_DIR,
     '--client-key', z85Decode(keys.publicKey).toString('hex'), ...extraArgs]
+  // the launch token (socket.js): this test process is the one that started the sidecar
+  const token = require('crypto').randomBytes(16).toString('hex')
   const child = spawn(process.execPath, argv, {
-    stdio: ['ignore', 'pipe', 'pipe']
+    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GENCOORD_SIDECAR_TOKEN: token }
   })
   const stderr = []
   child.stderr.on('data', d => stderr.push(d.toString()))
@@ -118,11 +121,11 @@ async function startSidecar (extraArgs = []) {
     return sendRaw(encode({ v, id, op, args }), id)
   }
   return {
-    child, ready, startupMs, stderr, call, sendRaw, keys,
+    child, ready, startupMs, stderr, call, sendRaw, keys, token,
     nextId: () => ++nextId,
     async close () {
       if (child.exitCode === null) {
-        await Promise.race([call('shutdown'), new Promise(resolve => setTimeout(resolve, 3000))])
+        await Promise.race([call('shutdown', { token }), new Promise(resolve => setTimeout(resolve, 3000))])
         await new Promise(resolve => { if (child.exitCode !== null) resolve(); else child.on('exit', resolve) })
       }
       sock.close()

@@ -25,8 +25,8 @@ const SPEC = {
 
 // the arena every test here uses: the first of the sidecar's --arenas (sidecar-arenas.test.js runs several)
 const A = 'a0'
-/** Args of an arena op: reset takes {arena, spec}; observe, barrier and drop_bot {arena, ...}. */
-const onArena = (op, args = {}) => (op === 'reset' ? { arena: A, spec: args } : (['observe', 'barrier', 'drop_bot'].includes(op) ? { arena: A, ...args } : args))
+/** Args of an arena op: reset takes {arena, spec}; observe, barrier and drop_bot {arena, ...}; hello the launch token. */
+const onArena = (op, args = {}) => (op === 'reset' ? { arena: A, spec: args } : (['observe', 'barrier', 'drop_bot'].includes(op) ? { arena: A, ...args } : (op === 'hello' ? { token: sc.token, ...args } : args)))
 
 /** A ping request of exactly `bytes` bytes (its args padded); `padded.id` is its id. */
 function padded (bytes) {

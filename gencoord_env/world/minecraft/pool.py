@@ -247,12 +247,16 @@ class SidecarPool:
             return sidecar.new_client(identity)
 
     def hello(self) -> dict[str, Any]:
-        """The sidecar's ``hello``: versions and its arenas (``{name, slot, origin, held, agents}`` each)."""
+        """The sidecar's ``hello``: versions and its arenas (``{name, slot, origin, held, agents}`` each): every
+        arena for a pool that started the sidecar, none for one attached to another process's (the sidecar lists
+        a connection only the arenas it holds, and this pool's own connection holds none)."""
         with self._lock:
             self.start()
-            owner = self._attached if self.attached else (self._sidecar.client if self._sidecar else None)
-            assert owner is not None
-            return check_hello(owner.call("hello"))
+            if self.attached:
+                assert self._attached is not None
+                return check_hello(self._attached.call("hello"))
+            assert self._sidecar is not None and self._sidecar.client is not None
+            return check_hello(self._sidecar.client.call("hello", self._sidecar.owner_args()))
 
 
     def _options(self) -> SidecarOptions:

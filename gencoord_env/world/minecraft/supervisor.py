@@ -11,12 +11,17 @@ collected (SIGTERM at once, then a background thread reaps it, with SIGKILL afte
 blocks), and any still running at interpreter exit are stopped then (SIGTERM, SIGKILL after 2 s). Nothing
 that stops or describes the process refers back to its Sidecar, so a dropped one is freed by reference
 counting alone. The sidecar is also told our pid (``--parent-pid``) and exits by itself within a second if
-this process dies without stopping it (SIGKILL, a crash); the folder such a parent leaves behind (named
-after its pid) is removed by the next sidecar start of this user (``remove_orphaned_workdirs``).
+this process dies without stopping it (SIGKILL, a crash), removing its socket's folder first; a folder left
+all the same (the sidecar killed too) is removed by the next sidecar start of this user
+(``remove_orphaned_workdirs``).
 
 Security of the socket: on ipc it lies in a per-launch folder only this user can enter (mode 0700); on tcp
 (loopback only) the sidecar admits nothing but a CURVE client holding the key pair generated here for this
-launch (``--client-key`` names its public key; the sidecar reports its own public key in READY).
+launch (``--client-key`` names its public key; the sidecar reports its own public key in READY). The sidecar
+belongs to this process: a per-launch token, given in its environment (``GENCOORD_SIDECAR_TOKEN``; a command
+line is readable by every local user), is what ``shutdown`` and a ``hello`` listing every arena must carry, so
+the other clients of a shared sidecar (worlds of other processes attached by its endpoint) can neither stop it
+nor see arenas not theirs.
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ import functools
 import json
 import os
 import re
+import secrets
 import shutil
 import socket
 import subprocess
@@ -45,6 +51,8 @@ from .runtime import Runtime, cache_dir
 READY_PREFIX = "READY "
 #: A sidecar whose first arenas' bots the server failed prints ``FAULT {"type", "message"}`` before it exits.
 FAULT_PREFIX = "FAULT "
+#: The environment variable that gives the sidecar its launch token.
+TOKEN_ENV = "GENCOORD_SIDECAR_TOKEN"
 #: A sidecar's private folder (its ipc socket) is ``<temp dir>/gencoord-sidecar-<owner pid>-<random>``.
 WORKDIR_PREFIX = "gencoord-sidecar-"
 LOG_TAIL_LINES = 15
@@ -382,6 +390,8 @@ class Sidecar:
         self.client: SidecarClient | None = None
         #: The CURVE keys of this launch (tcp); None on ipc.
         self.curve: CurveKeys | None = None
+        #: This launch's token: what ``shutdown`` and a full ``hello`` carry (``owner_args``). Never log it.
+        self.token = secrets.token_hex(16)
         self._ready = threading.Event()
         self._pumps: list[threading.Thread] = []
         self._running = _Running(proc, sock_path, workdir, self._pumps)
@@ -413,7 +423,8 @@ class Sidecar:
         log = log_path.open("ab", buffering=0)
         shown_env = "".join(f"{k}={v} " for k, v in runtime.env().items())
         log.write(f"$ {shown_env}{' '.join(argv)}\n".encode())
-        env = {**os.environ, **runtime.env(), **options.env}
+        token = secrets.token_hex(16)
+        env = {**os.environ, **runtime.env(), **options.env, TOKEN_ENV: token}
         try:
             proc = subprocess.Popen(
                 argv, cwd=runtime.sidecar_dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -428,6 +439,7 @@ class Sidecar:
         finally:
             log.close()
         sidecar = cls(proc, endpoint, log_path, options, sock_path, str(workdir))
+        sidecar.token = token
         # The pumps get no reference to the Sidecar, so an abandoned Sidecar can still be collected.
         sidecar._pumps += [
             threading.Thread(target=_pump_stdout, args=(proc.stdout, log_path, sidecar._ready, sidecar.ready_info),
@@ -441,7 +453,7 @@ class Sidecar:
             if curve is not None:
                 sidecar.curve = curve.with_server(sidecar._server_key())
             sidecar.client = sidecar.new_client()
-            sidecar.hello = check_hello(sidecar.client.call("hello"))
+            sidecar.hello = check_hello(sidecar.client.call("hello", sidecar.owner_args()))
         except BaseException:
             sidecar.kill()
             raise
@@ -489,6 +501,10 @@ class Sidecar:
             )
         return key
 
+    def owner_args(self) -> dict[str, str]:
+        """The args that mark a request as this process's, the one that started the sidecar."""
+        return {"token": self.token}
+
     def new_client(self, identity: Identity | None = None) -> SidecarClient:
         """A client with its own socket (under ``identity``, else a fresh one); it refers to this Sidecar's process
         and log, not to the Sidecar."""
@@ -518,7 +534,7 @@ class Sidecar:
         if self.client is not None and not self.client.closed:
             if self.alive:
                 try:
-                    self.client.call("shutdown", timeout=min(self.options.kill_after_s, 3.0))
+                    self.client.call("shutdown", self.owner_args(), timeout=min(self.options.kill_after_s, 3.0))
                     self.process.wait(self.options.kill_after_s)
                 except Exception:
                     pass  # stopped below regardless

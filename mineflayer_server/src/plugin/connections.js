@@ -9,16 +9,28 @@
 // - whatever the splitting, or a packet listener it calls synchronously, throws becomes an 'error' of that
 //   client (minecraft-protocol's server ends a client on its first error) instead of escaping the socket;
 // - a client whose packet listener throws, or whose framing failed, has its socket destroyed.
+// - what a connection may hold before it plays is bounded, since anyone on this machine may connect: a frame
+//   over PRELOGIN_FRAME_BYTES before the play state (handshake, login and configuration packets are a few
+//   hundred bytes; vanilla's 2 MiB frames each held ~2.5 MB, 300 half-open ones 845 MB) closes the connection
+//   when its length arrives, before its bytes are gathered; at most MAX_PENDING connections other than our own
+//   bots' wait for their login at once (a new one closes the oldest), and none waits over LOGIN_DEADLINE_MS.
 // Logged lines are bounded (LOG_BURST per LOG_WINDOW_MS, then a count), so a flood cannot fill the log.
 // Each client's socket sends the packets of one turn of the event loop together (batchWrites.js).
 
 const { createSplitter } = require('minecraft-protocol/src/transforms/framing')
 const { batchWrites } = require('../batchWrites')
+const { botOn } = require('../botSockets')
 
 /** Vanilla's limit on a frame: its length is a VarInt of at most 3 bytes. */
 const MAX_FRAME_BYTES = (1 << 21) - 1
 const MAX_LENGTH_BYTES = 3
 const LEGACY_PING = 0xfe
+/** The largest frame a connection may send before it plays. */
+const PRELOGIN_FRAME_BYTES = 1 << 16
+/** Connections other than our bots' that may wait for their login at once; a new one beyond closes the oldest. */
+const MAX_PENDING = 32
+/** How long a connection other than our bots' may take to reach the play state. */
+const LOGIN_DEADLINE_MS = 30000
 const LOG_BURST = 20
 const LOG_WINDOW_MS = 10000
 
@@ -33,14 +45,14 @@ class FramingError extends Error {
  * The frame length at `offset`: `{value, size}`, or null while its bytes have not all arrived. Throws a
  * FramingError for a length that is negative, over MAX_FRAME_BYTES or longer than 3 bytes.
  */
-function readFrameLength (buf, offset) {
+function readFrameLength (buf, offset, maxBytes = MAX_FRAME_BYTES) {
   let value = 0
   for (let i = 0; i < MAX_LENGTH_BYTES; i++) {
     if (offset + i >= buf.length) return null
     const byte = buf[offset + i]
     value |= (byte & 0x7f) << (7 * i)
     if ((byte & 0x80) === 0) {
-      if (value > MAX_FRAME_BYTES) throw new FramingError(`frame length ${value} exceeds ${MAX_FRAME_BYTES} bytes`)
+      if (value > maxBytes) throw new FramingError(`frame length ${value} exceeds ${maxBytes} bytes`)
       return { value, size: i + 1 }
     }
   }
@@ -49,13 +61,13 @@ function readFrameLength (buf, offset) {
 
 /**
  * Split `buf` into whole frames: `{frames, rest}`, `rest` the bytes of an incomplete frame. Throws a
- * FramingError for an unusable length.
+ * FramingError for an unusable length, or one over `maxBytes`.
  */
-function splitFrames (buf) {
+function splitFrames (buf, maxBytes = MAX_FRAME_BYTES) {
   const frames = []
   let offset = 0
   for (;;) {
-    const length = readFrameLength(buf, offset)
+    const length = readFrameLength(buf, offset, maxBytes)
     if (length === null || buf.length < offset + length.size + length.value) break
     frames.push(buf.subarray(offset + length.size, offset + length.size + length.value))
     offset += length.size + length.value
@@ -74,7 +86,7 @@ function guardedTransform (chunk, enc, cb) {
       this.push(Buffer.concat([Buffer.from([LEGACY_PING, 0x01]), payload]))
       return cb()
     }
-    const { frames, rest } = splitFrames(this.buffer)
+    const { frames, rest } = splitFrames(this.buffer, this.maxFrameBytes || MAX_FRAME_BYTES)
     this.buffer = rest
     for (const frame of frames) this.push(frame)
   } catch (err) {
@@ -110,13 +122,32 @@ function boundedLog (log) {
 function server (serv, api) {
   guardSplitter()
   const note = boundedLog(api.log)
+  const pending = new Map() // clients not yet playing, in the order they connected -> {close, timer}
+  const settle = client => { clearTimeout(pending.get(client)?.timer); pending.delete(client) }
   serv._server.on('connection', client => {
     const socket = batchWrites(client.socket)
     const peer = `${socket.remoteAddress}:${socket.remotePort}`
     const close = why => {
       note(`closed ${peer} (${client.username || 'not logged in'}): ${why}`)
+      settle(client)
       socket.destroy()
     }
+    client.splitter.maxFrameBytes = PRELOGIN_FRAME_BYTES
+    client.on('state', state => {
+      if (state !== 'play') return
+      settle(client)
+      client.splitter.maxFrameBytes = MAX_FRAME_BYTES
+    })
+    socket.once('close', () => settle(client))
+    // our bots are known by their socket (botSockets.js) once their connect listeners ran: older waiting
+    // connections are looked up now; the newest may be a bot not yet registered, so it is never the one closed
+    const strangers = [...pending].filter(([c]) => botOn(c.socket) === null)
+    if (strangers.length >= MAX_PENDING) strangers[0][1].close(`${MAX_PENDING} other connections were waiting to log in`)
+    const timer = setTimeout(() => {
+      if (botOn(socket) === null) close(`not logged in within ${LOGIN_DEADLINE_MS / 1000} s`)
+    }, LOGIN_DEADLINE_MS)
+    timer.unref()
+    pending.set(client, { close, timer })
     client.on('error', err => { if (err instanceof FramingError || err.code === 'ERR_OUT_OF_RANGE') close(err.message) })
     // A listener that throws while handling this client's packet ends this client only.
     const emit = client.emit
@@ -132,4 +163,6 @@ function server (serv, api) {
   })
 }
 
-module.exports = { server, splitFrames, readFrameLength, FramingError, MAX_FRAME_BYTES }
+module.exports = {
+  server, splitFrames, readFrameLength, FramingError, MAX_FRAME_BYTES, PRELOGIN_FRAME_BYTES, MAX_PENDING, LOGIN_DEADLINE_MS
+}

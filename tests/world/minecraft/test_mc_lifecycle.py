@@ -87,20 +87,25 @@ ORPHAN = """
 import time
 from gencoord_env.world.minecraft.runtime import locate
 from gencoord_env.world.minecraft.supervisor import Sidecar, SidecarOptions
-sidecar = Sidecar.start(locate(), SidecarOptions(arenas=0))
+sidecar = Sidecar.start(locate(), SidecarOptions(arenas=0, transport="ipc"))
 print(sidecar.process.pid, flush=True)
+print(sidecar.endpoint, flush=True)
 time.sleep(120)
 """
 
 
-def test_a_sidecar_exits_when_its_parent_is_killed() -> None:
+def test_a_sidecar_exits_when_its_parent_is_killed_and_removes_its_socket_folder() -> None:
     parent = _spawn(ORPHAN)
     sidecar = _read_pid(parent)
+    assert parent.stdout is not None
+    folder = Path(parent.stdout.readline().strip()[len("ipc://"):]).parent
     try:
-        assert _running(sidecar)
+        assert _running(sidecar) and folder.is_dir()
         parent.send_signal(signal.SIGKILL)  # no finalizer, no atexit: only the sidecar's own watch can stop it
         # the parent stays an unreaped zombie meanwhile, which kill(pid, 0) would still find
         assert _gone_within(sidecar, 5.0), "the sidecar outlived its killed parent"
+        # nothing is left for the next start to sweep up (it used to wait for it: remove_orphaned_workdirs)
+        assert not folder.exists(), f"the killed parent's socket folder is left: {sorted(folder.iterdir())}"
     finally:
         parent.kill()
         parent.communicate(timeout=10)
