@@ -1,7 +1,9 @@
-"""A menu slot is its record sent as text: the same step, outcome, infos and trace; token and bag
-observations are those of the rendered text; what the env memoizes never leaks into what it returns."""
+"""A menu slot is its record sent as text: the same step, outcome, infos and trace; the menu's observation
+is the text one with a ``MENU`` line for each usable slot; token and bag observations are those of the
+rendered text; what the env memoizes never leaks into what it returns."""
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
@@ -20,6 +22,29 @@ def _deciding(infos: dict) -> str:
     return next(a for a, i in infos.items() if i["deciding"])
 
 
+def _without_menu(obs: dict) -> dict:
+    """The observations' texts without their MENU lines, after checking that those name the usable slots."""
+    out = {}
+    for a, o in obs.items():
+        lines = o["observation"].split("\n")
+        menu = [line for line in lines if line.startswith("MENU ")]
+        assert [int(line.split()[1]) for line in menu] == np.flatnonzero(o["action_mask"]).tolist() or not menu
+        assert not menu or o["action_mask"][1:].any()  # only the deciding agent has a menu
+        out[a] = "\n".join(line for line in lines if not line.startswith("MENU "))
+    return out
+
+
+def _traced_without_menu(trace: list) -> list:
+    out = []
+    for record in trace:
+        seen = getattr(record, "observation", None)
+        if isinstance(seen, str):
+            assert "\nMENU 0 empty\n" in seen
+            record = dataclasses.replace(record, observation="\n".join(x for x in seen.split("\n") if not x.startswith("MENU ")))
+        out.append(record)
+    return out
+
+
 @pytest.mark.parametrize("pool,route,surface", CASES, ids=["-".join(c) for c in CASES])
 def test_a_menu_slot_steps_as_its_record_sent_as_text(pool: str, route: str, surface: str) -> None:
     kw = dict(backend="sim", pool=pool, route=route, surface=surface)
@@ -30,7 +55,8 @@ def test_a_menu_slot_steps_as_its_record_sent_as_text(pool: str, route: str, sur
         m_obs, m_infos = menu.reset(options={"index": k})
         t_obs, t_infos = text.reset(options={"index": k})
         while menu.agents:
-            assert {a: o["observation"] for a, o in m_obs.items()} == t_obs
+            assert _without_menu(m_obs) == t_obs
+            assert "\nMENU 0 empty\n" in m_obs[_deciding(m_infos)]["observation"]
             assert {a: {key: v for key, v in i.items() if key != "candidates"} for a, i in m_infos.items()} == t_infos
             turn = _deciding(m_infos)
             candidates = m_infos[turn]["candidates"]
@@ -38,8 +64,9 @@ def test_a_menu_slot_steps_as_its_record_sent_as_text(pool: str, route: str, sur
             m_obs, *m_rest, m_infos = menu.step({turn: slot})
             t_obs, *t_rest, t_infos = text.step({turn: candidates[slot]})
             assert m_rest == t_rest  # rewards, terminations, truncations
-        assert {a: o["observation"] for a, o in m_obs.items()} == t_obs
-        assert m_infos == t_infos  # outcome, reason, metrics and the whole trace
+        assert _without_menu(m_obs) == t_obs
+        # outcome, reason, metrics and the whole trace, whose decision records hold what the agent saw
+        assert {a: {**i, "trace": _traced_without_menu(i["trace"])} for a, i in m_infos.items()} == t_infos
         outcomes.add(str(m_infos[menu.possible_agents[0]]["outcome"]))
     assert len(outcomes) > 1  # random slots reach more than one outcome
 
@@ -63,9 +90,11 @@ def test_token_and_bag_observations_are_those_of_the_rendered_text(route: str) -
                 assert len(ids) < 2048 and t_obs[a]["observation_mask"].sum() == len(ids)
                 assert t_obs[a]["observation"][: len(ids)].tolist() == ids and not t_obs[a]["observation"][len(ids):].any()
                 context = b_infos[a].get("context")
-                if context is not None and context.peer_view is None:  # the prior is counted apart
+                if context is not None and context.peer_view is None:  # the prior is counted apart, the menu not
                     local, prior = "\n".join(render_parts(context)[:3]), context.prior.text
                     assert seen.startswith(local) and prior in seen
+                    local = seen[: seen.index(prior) - 1]
+                    assert local.split("\n")[-1].startswith("MENU ")  # the menu block, between messages and prior
                 else:
                     local, prior = seen, ""
                 expected = np.concatenate([np.bincount(tok.encode(local), minlength=v), np.bincount(tok.encode(prior), minlength=v)])

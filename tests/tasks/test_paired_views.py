@@ -2,7 +2,9 @@
 
 For every pool, the agent without the deciding fact (forward route: the receiver before any request;
 Goal x Capability: the requester) must see byte-identical observations - text, dict context and infos -
-under the two bindings of each matched pair, so that nothing it reads predicts the binding.
+under the two bindings of each matched pair, so that nothing it reads predicts the binding. With menu
+actions too: the ``branches`` menu's slot labels (``MENU`` lines, ``menu_labels`` token ids), the token
+view and the action mask.
 """
 from __future__ import annotations
 
@@ -20,16 +22,28 @@ from gencoord_env.wrappers import RequestRemoval
 FORWARD_POOLS = [p for p in sorted(POOL_SIZES) if p != "goal_capability"]
 
 
-def _uninformed_views(pool: str) -> list[tuple[str, str, str]]:
+#: the observation interfaces the views are taken under
+INTERFACES = {"text": {}, "menu": {"actions": "menu", "menu": "branches", "observations": "tokens"}}
+
+
+def _seen(observation: Any) -> str:
+    """An observation as one string (a dict's arrays as lists)."""
+    if isinstance(observation, str):
+        return observation
+    return json.dumps({k: v.tolist() if hasattr(v, "tolist") else v for k, v in sorted(observation.items())})
+
+
+def _uninformed_views(pool: str, interface: str = "text") -> list[tuple[str, str, str]]:
     """(binding, observation text, infos JSON) of the uninformed agent at its decision, every episode.
 
     Forward pools: the receiver's decision with the request removed (what it sees before any message).
     Goal x Capability: the requester's first decision (its peer's workcell mode is the hidden fact).
     """
+    kw = INTERFACES[interface]
     if pool == "goal_capability":
-        env: Any = gencoord_env.parallel_env(pool=pool, backend="sim", route="feedback")
+        env: Any = gencoord_env.parallel_env(pool=pool, backend="sim", route="feedback", **kw)
     else:
-        env = RequestRemoval(gencoord_env.parallel_env(pool=pool, backend="sim"))
+        env = RequestRemoval(gencoord_env.parallel_env(pool=pool, backend="sim", **kw))
     policy = make_policy("rule")
     out = []
     for k in range(len(env.unwrapped.episodes)):
@@ -40,23 +54,22 @@ def _uninformed_views(pool: str) -> list[tuple[str, str, str]]:
             turn = next(a for a, i in infos.items() if i["deciding"])
             if turn == uninformed:
                 info = {key: v for key, v in infos[turn].items() if key != "episode_id"}
-                out.append((episode.binding, obs[turn], json.dumps(info, sort_keys=True, default=str)))
+                text = env.unwrapped.observation_text(turn)
+                out.append((episode.binding, text + "\n" + _seen(obs[turn]), json.dumps(info, sort_keys=True, default=str)))
                 break
-            obs, _, _, _, infos = env.step({turn: policy.act(obs[turn], infos[turn])})
+            obs, _, _, _, infos = env.step({turn: policy.act(env.unwrapped.observation_text(turn), infos[turn])})
     return out
 
 
-@pytest.fixture(scope="module")
-def views() -> dict[str, list[tuple[str, str, str]]]:
-    return {p: _uninformed_views(p) for p in sorted(POOL_SIZES)}
-
-
+@pytest.mark.parametrize("interface", sorted(INTERFACES))
 @pytest.mark.parametrize("pool", sorted(POOL_SIZES))
-def test_each_uninformed_view_occurs_equally_under_both_bindings(pool: str, views: dict) -> None:
+def test_each_uninformed_view_occurs_equally_under_both_bindings(pool: str, interface: str) -> None:
+    views = _uninformed_views(pool, interface)
     groups: dict[str, list[str]] = defaultdict(list)
-    for binding, text, info in views[pool]:
+    for binding, text, info in views:
         groups[text + "\n" + info].append(binding)
-    assert len(views[pool]) == 2 * POOL_SIZES[pool]
+        assert ("\nMENU 1 branch=" in text) == (interface == "menu")  # the menu's labels are in the view
+    assert len(views) == 2 * POOL_SIZES[pool]
     for bindings in groups.values():
         counts = {b: bindings.count(b) for b in set(bindings)}
         assert len(counts) == 2 and len(set(counts.values())) == 1, counts

@@ -8,7 +8,7 @@
 | AEC API | Yes (``gencoord_env.env()``: turn-based, ``agent_selection`` is always the deciding agent) |
 | Agents | `agents = ["agent_a", "agent_b"]`; a team pool: `["agent_a", ..., ]`, n from its templates |
 | Action space | `Text(max_length=4096, charset=printable ASCII + LF)`, or `Discrete(N)` |
-| Observation space | `Text(max_length=32768, ...)`, or a `Dict` with `observation` (text or int64 token ids), `observation_mask` (tokens) and `action_mask` (menu) |
+| Observation space | `Text(max_length=32768, ...)`, or a `Dict` with `observation` (text or int64 token ids), `observation_mask` (tokens), `action_mask` and `menu_labels` (menu) |
 
 Two agents must fulfil a Minecraft order. The fact that decides who crafts, what is handed off and where
 it goes is private to one of them. Each step exactly one agent decides (``infos[agent]["turn"]``); its
@@ -57,7 +57,10 @@ max_cycles=None, menu="default")``
   for both bindings of a pair and unlike the codebook's, so the receiver must map the request's content to
   its branch: a fixed slot succeeds in 1 / (number of branches) of the episodes. In neither menu does a
   slot index predict the binding before the request arrives (the menu is built from the agent's own
-  view). The sender's shortcut, in both, is the fact itself: it holds it (see ``menu.py``).
+  view). The sender's shortcut, in both, is the fact itself: it holds it (see ``menu.py``). The deciding
+  agent's observation names each usable slot's branch (``MENU 2 branch=SITE_B self=1`` lines in its text
+  and token views, ``menu_labels`` token ids beside a bag), so the slots can be read without
+  ``infos["candidates"]``; a label is built from the public view only.
 - ``observations``: ``text``, ``tokens`` (fixed-length int64 ids of the text, ``max_tokens`` long, from
   ``tokenizer``: the package's offline word tokenizer by default, or any Hugging Face tokenizer object) or
   ``bag`` (float32 counts of each vocabulary word: a bag of words, for MLP learners).
@@ -133,6 +136,8 @@ metrics.
 
 ### Version history
 - v0: initial release; team pools (n agents, several REQ lines per record, per-edge resolution and accounting).
+- v0 (menu labels): a deciding agent's menu observation names the branch of each usable slot (``MENU`` lines,
+  ``menu_labels``); the text of a menu env's observation and trace records gains those lines.
 """
 from __future__ import annotations
 
@@ -144,7 +149,7 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from gencoord_env.envs.gencoord.dialogue import DialogueSession
-from gencoord_env.envs.gencoord.interface import ACTIONS, OBSERVATION_FORMS, WAITING, Interface, Menu, brief
+from gencoord_env.envs.gencoord.interface import ACTIONS, OBSERVATION_FORMS, WAITING, Interface, Menu, brief, with_menu
 from gencoord_env.envs.gencoord.menu import MENUS
 from gencoord_env.envs.gencoord.routes import ROUTES, pools_running, routes_running, stages_running
 from gencoord_env.envs.gencoord.session import EpisodeSession, Setup
@@ -406,16 +411,18 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         s = self.session
         assert s is not None
         self._context = None if s.done else s.context(s.turn)
+        interface = self.interface
+        self._menu = interface.menu(self._context) if interface.actions == "menu" else WAITING
         parts = render_parts(self._context) if self._context is not None else None  # render(), in blocks
+        if parts is not None and interface.actions == "menu":
+            parts = with_menu(parts, self._menu)
         deciding_text = "\n".join(parts) if parts is not None else None
         self._last_text = {a: deciding_text if deciding_text is not None and a == s.turn else s.observation(a)
                            for a in s.episode.agents}
         if self._context is not None:
             s.observed()
-        interface = self.interface
         if not interface.structured:
             return dict(self._last_text)
-        self._menu = interface.menu(self._context) if interface.actions == "menu" else WAITING
         deciding = None if self._context is None else s.turn
         return {a: interface.observe(text, self._menu, self._context, parts) if a == deciding
                 else interface.observe(text, None)

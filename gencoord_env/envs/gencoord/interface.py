@@ -6,13 +6,17 @@
 | | ``tokens`` | ``observation``: int64 ids, ``observation_mask``: int8, both of length ``max_tokens`` | |
 | | ``bag`` | ``observation``: float32 word counts over the tokenizer's vocabulary (bag of words), the local context's and the shared prior's side by side (2 x vocabulary) | |
 | ``actions`` | ``text`` (default) | | a record as text (``Text``) |
-| | ``menu`` | adds ``action_mask`` (int8, length N) | ``Discrete(N)``: a slot of the candidate menu |
+| | ``menu`` | adds ``action_mask`` (int8, length N); the text gains a ``MENU <slot> <label>`` line per usable slot; with tokens or a bag also ``menu_labels`` (int64, N x ``LABEL_TOKENS``: each slot's label as token ids, padding where masked) | ``Discrete(N)``: a slot of the candidate menu |
 
 Any action value is handled: a text action that is not a ``str``, or a menu action that names no
 unmasked slot, is refused with a reason (the session ends the episode with ``PARSE_FAILURE``); a ``str``
 over ``MAX_ACTION`` characters is refused by the session before it is parsed.
 
-The centralized state (``state()``, ``state_space``) is encoded the same way without an action mask: text as
+A slot's label (``menu.labels``: ``branch=SITE_B self=1``) says which branch the slot holds in the terms of
+the agent's public view; it never depends on the private field.
+
+The centralized state (``state()``, ``state_space``) is encoded the same way without the menu (no action
+mask, no labels): text as
 ``Text``, tokens as a ``Dict`` of ``observation`` and ``observation_mask``, a bag as its ``Box`` (the shared
 prior counted apart, as for an agent's view).
 
@@ -31,11 +35,11 @@ import gymnasium
 import numpy as np
 
 from gencoord_env.caches import Memo
-from gencoord_env.envs.gencoord.menu import MENUS, candidates, menu_key, menu_size
+from gencoord_env.envs.gencoord.menu import MENUS, candidates, labels, menu_key, menu_size
 from gencoord_env.envs.gencoord.surfaces import Surface
 from gencoord_env.tasks.contexts import Context
 from gencoord_env.tasks.contexts import render_parts
-from gencoord_env.tokens import Tokenizer, bag_of_words, encode_fixed
+from gencoord_env.tokens import Tokenizer, WordTokenizer, bag_of_words, encode_fixed
 from gencoord_env.types import Proposal
 
 CHARSET = frozenset(string.printable) - frozenset("\r\x0b\x0c")
@@ -46,12 +50,20 @@ ACTIONS: tuple[str, ...] = ("text", "menu")
 
 @dataclass(frozen=True)
 class Menu:
-    """One decision's menu: the candidate records and their texts in the env's surface (``None``: masked);
-    ``mask`` the action mask of its slots (read-only; observations get a copy)."""
+    """One decision's menu: the candidate records and their texts in the env's surface (``None``: masked),
+    each slot's label (``menu.labels``); ``mask`` the action mask of its slots (read-only; observations get a
+    copy)."""
 
     records: tuple[Proposal | None, ...]
     texts: tuple[str | None, ...]
     mask: np.ndarray | None = field(default=None, compare=False, repr=False)
+    labels: tuple[str | None, ...] = ()
+
+    @property
+    def block(self) -> str:
+        """The menu as the deciding agent's text shows it: ``MENU <slot> <label>`` for every usable slot."""
+        return "\n".join(f"MENU {k} {label}" for k, label in enumerate(self.labels)
+                         if label is not None and (k == 0 or self.texts[k] is not None))
 
 
 def brief(value: Any, limit: int = 80) -> str:
@@ -103,9 +115,11 @@ def _bag_spaces(i: Interface) -> dict[str, gymnasium.spaces.Space]:
 def _bag(i: Interface, text: str, context: Context | None, parts: tuple[str, ...]) -> dict[str, Any]:
     assert i.tokenizer is not None
     # The prior is the same for every decision of a template; counted apart, the local words (private
-    # field, messages, history) are not drowned in it.
-    shared = context is not None and context.peer_view is None
-    return {"observation": bag_of_words(i.tokenizer, parts[:3] if shared else parts, parts[3] if shared else None)}
+    # field, messages, history, the menu) are not drowned in it.
+    if context is None or context.peer_view is not None:
+        return {"observation": bag_of_words(i.tokenizer, parts)}
+    at = parts.index(context.prior.text)
+    return {"observation": bag_of_words(i.tokenizer, parts[:at], parts[at])}
 
 
 #: The observation forms by name, as ``SURFACES`` holds the surfaces: a new form is one entry here.
@@ -117,9 +131,36 @@ OBSERVATION_FORMS: dict[str, ObservationForm] = {f.name: f for f in (
 
 #: A waiting agent's menu: slot 0 only, whose action is ignored.
 WAITING = Menu((None,), (None,))
+#: token ids kept of each slot's label in ``menu_labels`` (a label is a few words: ``branch=SITE_B self=1``)
+LABEL_TOKENS = 16
+_LABEL_IDS = Memo("envs.interface.label_ids", maxsize=1 << 12)
 #: menus by (surface, N, ``menu_key``): a decision met again (every reset meets its first one) reuses its menu
 _MENUS = Memo("envs.interface.menus", maxsize=1 << 15)
 _IDLE_MASKS = Memo("envs.interface.idle_masks", maxsize=64)
+
+
+def with_menu(parts: tuple[str, ...], menu: Menu) -> tuple[str, ...]:
+    """A deciding agent's ``render_parts`` with its menu's block after the history and messages, before the
+    shared prior (so token views keep it when they cut the tail)."""
+    return (*parts[:3], menu.block, *parts[3:]) if menu.labels else parts
+
+
+def _label_ids(i: Interface, menu: Menu | None) -> np.ndarray:
+    """(N, LABEL_TOKENS) int64: the token ids of each usable slot's label, padding elsewhere (read-only)."""
+    assert i.tokenizer is not None
+    labels = menu.labels if menu is not None else ()
+    key = (i.tokenizer.serial, i.n, labels) if isinstance(i.tokenizer, WordTokenizer) else None
+    found = _LABEL_IDS.get(key) if key is not None else None
+    if found is None:
+        found = np.full((i.n, LABEL_TOKENS), i.tokenizer.pad_id, dtype=np.int64)
+        for k, label in enumerate(labels[: i.n]):
+            if label is not None and menu is not None and (k == 0 or menu.texts[k] is not None):
+                ids = i.tokenizer.encode(label)[:LABEL_TOKENS]
+                found[k, : len(ids)] = ids
+        found.flags.writeable = False
+        if key is not None:
+            _LABEL_IDS.put(key, found)
+    return found  # type: ignore[no-any-return]
 
 
 def _mask(records: tuple[Proposal | None, ...], n: int) -> np.ndarray:
@@ -166,16 +207,19 @@ class Interface:
         parts = self.form.spaces(self)
         if self.actions == "menu":
             parts["action_mask"] = gymnasium.spaces.Box(0, 1, (self.n,), np.int8)
+            if self.form.needs_tokenizer:
+                assert self.tokenizer is not None
+                parts["menu_labels"] = gymnasium.spaces.Box(0, self.tokenizer.vocab_size - 1, (self.n, LABEL_TOKENS), np.int64)
         if not self.structured:
             return parts["observation"]
         return gymnasium.spaces.Dict(parts)
 
     def state_space(self) -> gymnasium.spaces.Space:
-        """The space of the centralized state: the observation's, without the action mask."""
+        """The space of the centralized state: the observation's, without the menu (mask and labels)."""
         space = self.observation_space()
         if not isinstance(space, gymnasium.spaces.Dict):
             return space
-        parts = {k: v for k, v in space.spaces.items() if k != "action_mask"}
+        parts = {k: v for k, v in space.spaces.items() if k not in ("action_mask", "menu_labels")}
         return gymnasium.spaces.Dict(parts) if len(parts) > 1 else parts["observation"]
 
     def state(self, parts: tuple[str, ...]) -> Any:
@@ -206,7 +250,8 @@ class Interface:
             records = candidates(context, key, self.menu_kind)
             peers = max(1, len(context.team) - 1)  # a team's records may address every other agent
             texts = tuple(self.surface.write(c, peers) if c is not None else None for c in records)
-            menu = _MENUS.put((self.surface.name, self.n, key), Menu(records, texts, _mask(records, self.n)))
+            menu = _MENUS.put((self.surface.name, self.n, key),
+                              Menu(records, texts, _mask(records, self.n), labels(context, key, self.menu_kind)[: self.n]))
         return menu  # type: ignore[no-any-return]
 
     def observe(self, text: str, menu: Menu | None, context: Context | None = None,
@@ -225,6 +270,8 @@ class Interface:
                 if mask is None:
                     mask = _IDLE_MASKS.put(self.n, _mask((), self.n))
             out["action_mask"] = mask.copy()
+            if self.form.needs_tokenizer:
+                out["menu_labels"] = _label_ids(self, menu).copy()
         return out
 
     # --- actions ------------------------------------------------------------------------------------
@@ -247,5 +294,5 @@ class Interface:
         return text, ""
 
 
-__all__ = ["ACTIONS", "CHARSET", "Interface", "MAX_ACTION", "MAX_OBSERVATION", "Menu", "OBSERVATION_FORMS",
-           "ObservationForm", "WAITING", "brief"]
+__all__ = ["ACTIONS", "CHARSET", "Interface", "LABEL_TOKENS", "MAX_ACTION", "MAX_OBSERVATION", "Menu", "OBSERVATION_FORMS",
+           "ObservationForm", "WAITING", "brief", "with_menu"]

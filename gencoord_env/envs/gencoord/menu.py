@@ -26,6 +26,18 @@ branch that realizes it; before a request arrives no slot index tells the bindin
 (``tests/rl/test_menus.py``). A team agent's menu drops its copy slot (slot 1 stays masked) and keeps one
 record per combination of the fact values it acts on, in the same hashed order.
 
+Labels. Each usable slot also has a label, in the public terms of the agent's view: ``empty`` (slot 0),
+``request`` / ``requests`` (a copy slot), ``branch=<id>`` (a receiver's path, a team's combination
+``branch=<id>+<id>``), ``branch=<id> self=<k>`` (a joint record whose SELF takes the first k tasks of that
+branch's joint path), ``branch=<id> task=<i>`` (a single-step task, the i-th of the agent's path). The
+deciding agent's observation carries them (``interface``: a ``MENU <slot> <label>`` line per usable slot in
+its text, between the messages and the prior, so also in its token ids and bag of words; with a tokenizer,
+``menu_labels``, each slot's label as token ids), so a learner can tell which slot holds which branch
+without ``infos["candidates"]``. A label is a function of the menu's key (the prior, stage, route, history
+and requests: ``menu_key``) and never of the private field, so it is the same for every binding behind
+one observation (``tests/tasks/test_paired_views.py``): it names branches the codebook already lists and
+says which slot holds each; which branch is *true* stays with the fact's holder and the request.
+
 Slots that a decision does not use are masked (``action_mask`` 0). ``N`` (``menu_size``) is the most
 any two-branch template can need under the Short DSL's path limit, the same for every pool. An agent that is not deciding gets a mask with slot 0 only;
 its action is ignored.
@@ -88,10 +100,29 @@ def menu_key(context: Context, menu: str = "default") -> tuple[object, ...]:
 
 def candidates(context: Context, key: tuple[object, ...] | None = None, menu: str = "default") -> tuple[Proposal | None, ...]:
     """The decision's candidate records in slot order (``None``: an unused slot), before padding."""
+    return _entries(context, key, menu)[0]
+
+
+def labels(context: Context, key: tuple[object, ...] | None = None, menu: str = "default") -> tuple[str | None, ...]:
+    """Each slot's label, aligned with ``candidates`` (``None`` where that is ``None``): what the slot is in
+    the public terms of the agent's view (module docstring, Labels). Built from the same walk as the
+    records, never from the private field.
+
+    >>> from gencoord_env.tasks import Episode, pool
+    >>> from gencoord_env.tasks.contexts import build_context
+    >>> episode = Episode(pool("train")[0], perm=0)
+    >>> labels(build_context(episode, episode.first, "sender_initial"), menu="branches")[:2]
+    ('empty', 'branch=SITE_B self=1')
+    """
+    return _entries(context, key, menu)[1]
+
+
+def _entries(context: Context, key: tuple[object, ...] | None, menu: str) -> tuple[tuple[Proposal | None, ...], tuple[str | None, ...]]:
     key = key or menu_key(context, menu)
     found = _MENUS.get(key)
     if found is None:
-        found = _MENUS.put(key, _candidates(context, menu))
+        entries = _candidates(context, menu)
+        found = _MENUS.put(key, (tuple(r for r, _ in entries), tuple(label if r is not None else None for r, label in entries)))
     return found  # type: ignore[no-any-return]
 
 
@@ -102,52 +133,53 @@ def _public_order(prior_text: str, branches: Sequence[str]) -> list[str]:
 
 
 _MENUS = Memo("envs.menu.candidates", maxsize=1 << 15)
+Entry = tuple[Proposal | None, str]
 
 
-def _candidates(context: Context, menu: str = "default") -> tuple[Proposal | None, ...]:
+def _candidates(context: Context, menu: str = "default") -> list[Entry]:
     if context.team:
         return _team_candidates(context, menu)
     view, stage, peer = context.prior, context.stage, context.peer
     branches = view.codebook if menu == "default" else _public_order(view.text, view.codebook)
-    out: list[Proposal | None] = [EMPTY]
+    out: list[Entry] = [(EMPTY, "empty")]
     shape = _shape(context)
     if shape == "self_only":  # the receiver after the request
         if menu == "default":
             request = context.request
-            out.append(Proposal(request.requested_plan, ()) if request is not None else None)
-        out += [Proposal(_branch_path(view, b)[1], ()) for b in branches]
+            out.append((Proposal(request.requested_plan, ()) if request is not None else None, "request"))
+        out += [(Proposal(_branch_path(view, b)[1], ()), f"branch={b}") for b in branches]
     elif shape == "one_task":  # single-step's first decision
         for b in branches:
-            out += [Proposal((t,), ()) for t in _branch_path(view, b)[0]]
+            out += [(Proposal((t,), ()), f"branch={b} task={i}") for i, t in enumerate(_branch_path(view, b)[0], 1)]
     elif shape == "one_request":  # a joint record
         done = len(context.history)
         for b in branches:
             first, second = _branch_path(view, b)
-            out += _cuts(first[done:] + second, peer)
+            out += [(record, f"branch={b} self={k}") for k, record in enumerate(_cuts(first[done:] + second, peer), 1)]
     else:
         raise ValueError(f"stage {stage!r} has no menu (menus are for the structured surfaces)")
-    return tuple(out)
+    return out
 
 
-def _team_candidates(context: Context, menu: str = "default") -> tuple[Proposal | None, ...]:
+def _team_candidates(context: Context, menu: str = "default") -> list[Entry]:
     shape = team(context)
     joint = context.stage in JOINT_STAGES
     factors = range(len(shape.factors)) if joint else sorted(shape.known(context.role))
     requests = delivered(context)
-    out: list[Proposal | None] = [EMPTY]
+    out: list[Entry] = [(EMPTY, "empty")]
     if requests and not joint and menu == "default":
         binds = {b for m in requests for t in m.request.requested_plan if isinstance(b := t.args.get("bind"), str)}
         passed = team_record(context, binds)
-        out.append(Proposal(tuple(t for m in requests for t in m.request.requested_plan), passed.peer_requests))
+        out.append((Proposal(tuple(t for m in requests for t in m.request.requested_plan), passed.peer_requests), "requests"))
     else:
-        out.append(None)
+        out.append((None, "requests"))
     combos = list(itertools.product(*(shape.factors[k][1] for k in factors)))
     if menu != "default":
         order = _public_order(context.prior.text, ["+".join(c) for c in combos])
         combos.sort(key=lambda c: order.index("+".join(c)))
     for combo in combos:
-        out.append(team_record(context, set(combo), joint=joint))
-    return tuple(out)
+        out.append((team_record(context, set(combo), joint=joint), f"branch={'+'.join(combo)}"))
+    return out
 
 
 def menu_size(bindings: int | None = None) -> int:
@@ -165,4 +197,4 @@ def _largest_codebook() -> int:
     return max(len(t.bindings) for t in (*p.templates.values(), p.goal_capability.template))
 
 
-__all__ = ["EMPTY", "MENUS", "candidates", "menu_key", "menu_size"]
+__all__ = ["EMPTY", "MENUS", "candidates", "labels", "menu_key", "menu_size"]
