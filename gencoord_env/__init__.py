@@ -6,37 +6,40 @@
 """
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from gencoord_env.outcomes import FailureCode
 from gencoord_env.pickling import install as _install_pickling
+
+if TYPE_CHECKING:
+    from gencoord_env.agents.single_agent import GenCoordGym
+    from gencoord_env.envs.gencoord_v0 import env, parallel_env, raw_env
 
 _install_pickling()  # a live sim env pickles and deep-copies (gencoord_env.pickling)
 
 __version__ = "0.2.0"
 
-
-def parallel_env(**kwargs: Any):  # type: ignore[no-untyped-def]
-    """``gencoord_v0.parallel_env``: see ``gencoord_env.envs.gencoord.gencoord`` for the arguments."""
-    from gencoord_env.envs.gencoord_v0 import parallel_env as make
-
-    return make(**kwargs)
-
-
-def env(**kwargs: Any):  # type: ignore[no-untyped-def]
-    """The AEC form of the environment."""
-    from gencoord_env.envs.gencoord_v0 import env as make
-
-    return make(**kwargs)
+#: The environment's constructors, re-exported from ``envs.gencoord_v0`` as PettingZoo's ``rps_v2`` re-exports its
+#: module, but loaded on first use (PEP 562): importing any module of the package runs this file, and loading the
+#: env here would load the whole pipeline for ``gencoord --help`` or a table lookup. The names are the real
+#: functions, so ``help(gencoord_env.parallel_env)`` shows their typed arguments and the Arguments section.
+_ENV_NAMES = ("env", "parallel_env", "raw_env")
 
 
-def raw_env(**kwargs: Any):  # type: ignore[no-untyped-def]
-    from gencoord_env.envs.gencoord_v0 import raw_env as make
+def __getattr__(name: str) -> Any:
+    if name in _ENV_NAMES:
+        value = getattr(importlib.import_module("gencoord_env.envs.gencoord_v0"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-    return make(**kwargs)
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_ENV_NAMES})
 
 
-def gym_env(role: str | int = "first", partner: Any = "rule", **kwargs: Any):  # type: ignore[no-untyped-def]
+def gym_env(role: str | int = "first", partner: Any = "rule", **kwargs: Any) -> GenCoordGym:
     """The single-agent Gymnasium view: the learner plays ``role``, ``partner`` the other role
     (``gencoord_env.agents.single_agent``; registered as ``gencoord_env/GenCoord-v0``)."""
     from gencoord_env.agents.single_agent import gym_env as make

@@ -57,6 +57,36 @@ def test_default_backend_is_minecraft() -> None:
     assert env.backend == "minecraft" and env._world is None
 
 
+def test_help_shows_every_argument_typed_and_documented() -> None:
+    """``help(gencoord_env.parallel_env)`` (and ``env``) shows raw_env's own arguments with their types and
+    defaults, and the module docstring's Arguments section, which names every one of them."""
+    import inspect
+    import pydoc
+    import subprocess
+    import sys
+
+    from gencoord_env.envs.gencoord import gencoord
+
+    own = inspect.signature(gencoord.raw_env)
+    assert len(own.parameters) == 22
+    for make in (gencoord_env.parallel_env, gencoord_env.env, gencoord_v0.parallel_env):
+        assert inspect.signature(make).parameters == own.parameters
+        page = pydoc.render_doc(make, renderer=pydoc.plaintext)
+        assert "**kwargs" not in page and "### Arguments" in page
+        for name, p in own.parameters.items():
+            assert f"{name}: {p.annotation!r} = {p.default!r}" in page, name
+            assert f"``{name}``" in gencoord.arguments_section(), f"the Arguments section never names {name}"
+    # the docstring's own signature line lists the same arguments and defaults
+    line = re.search(r"``parallel_env\((.*?)\)``", gencoord.__doc__ or "", re.S)
+    assert line is not None
+    written = dict(part.strip().split("=", 1) for part in line[1].split(","))
+    assert written == {name: repr(p.default).replace("'", '"') for name, p in own.parameters.items()}
+    assert inspect.signature(gencoord_env.parallel_env).return_annotation == "raw_env"
+    # and importing the package does not load the env: the constructors load on first use
+    code = "import sys, gencoord_env; print('gencoord_env.envs.gencoord.gencoord' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
 def test_step_before_reset_raises_a_clear_error() -> None:
     env = gencoord_env.parallel_env(backend="sim")
     with pytest.raises(RuntimeError, match="call reset"):

@@ -28,7 +28,7 @@ import gymnasium
 from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
-from gencoord_env.envs.gencoord.gencoord import raw_env
+from gencoord_env.envs.gencoord.gencoord import raw_env, with_arguments_of
 
 
 class TurnBasedAEC(parallel_to_aec_wrapper):
@@ -90,9 +90,10 @@ class TurnBasedAEC(parallel_to_aec_wrapper):
         self.env.close()
 
 
-def env(**kwargs: Any) -> OrderEnforcingWrapper:
-    """The turn-based AEC form of ``raw_env(**kwargs)``, order-enforced."""
-    return OrderEnforcingWrapper(TurnBasedAEC(raw_env(**kwargs)))
+@with_arguments_of(raw_env)
+def env(*args: Any, **kwargs: Any) -> OrderEnforcingWrapper:
+    """The turn-based AEC form of ``raw_env(...)``, order-enforced: ``raw_env``'s arguments, below."""
+    return OrderEnforcingWrapper(TurnBasedAEC(raw_env(*args, **kwargs)))
 
 
 __all__ = ["TurnBasedAEC", "env"]

@@ -29,12 +29,15 @@ with a feedback form) ``feedback`` routes on the ``dsl`` and ``json`` surfaces.
 ``parallel_env(pool="heldout", backend="minecraft", route="forward", view="full", surface="dsl", seed=0,
 pool_seed=0, private_fact="id", actions="text", observations="text", tokenizer=None, max_tokens=1024,
 reward="binary", infos="full", timings=False, on_fault="raise", world=None, stages=None, render_mode=None,
-max_cycles=None, menu="default")``
+backend_options=None, max_cycles=None, menu="default")`` (``help(gencoord_env.parallel_env)`` shows them typed,
+with this section)
 
 - ``pool``: ``train``, ``heldout``, ``request``, ``horizon``, ``crossproduct``, ``goal_capability``,
   ``visibility`` (see ``gencoord_env.tasks.pools``), a team pool (above), ``procedural`` (endless matched pairs of templates
   generated from the shared prior with ``pool_seed``, never the held-out ones: see
   ``gencoord_env.tasks.procedural``), or a sequence of ``Episode`` objects.
+- ``pool_seed``: draws the pool's episodes (its clusters and their quantities; ``procedural``: the generator's seed).
+- ``seed``: seeds the draw of an episode at each ``reset()`` given no ``options`` (``reset(seed=S)`` reseeds it).
 - ``backend``: ``minecraft`` (default: two Mineflayer bots on the embedded Minecraft 1.21.4 server; run
   ``gencoord setup`` once) or ``sim`` (the pure-Python world, held equal to Minecraft by parity tests).
 - ``backend_options``: for ``minecraft``, e.g. ``{"server": "external", "host": ..., "port": ...}``.
@@ -89,6 +92,8 @@ max_cycles=None, menu="default")``
   arena from world truth on either backend: stations and their contents, agents and what each holds, sites
   built, the handoff's items in flight: ``gencoord_env.envs.gencoord.picture``) or ``human`` (the text,
   printed at each step).
+- ``world``: a ``World`` to play in instead of one built from ``backend`` and ``backend_options`` (an arena of a
+  shared sidecar: ``gencoord_env.commands.arenas``).
 - ``stages``: a ``Stages`` value with stage functions swapped (fault injection; interventions are wrappers).
 
 ``reset(seed, options)``: ``options={"index": k}`` selects episode ``k`` of ``env.episodes`` (cluster ``k // 2``
@@ -141,8 +146,9 @@ metrics.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 import gymnasium
 import numpy as np
@@ -519,7 +525,35 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             self._world = None
 
 
-def parallel_env(**kwargs: Any) -> raw_env:
-    """The ParallelEnv (see the module docstring for arguments)."""
-    return raw_env(**kwargs)
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def arguments_section() -> str:
+    """The module docstring's ``### Arguments`` section: what ``help()`` shows for each constructor."""
+    doc = __doc__ or ""  # None under python -OO
+    start = doc.find("### Arguments")
+    return "" if start < 0 else doc[start:doc.find("\n### ", start + 1)].strip() + "\n"
+
+
+def with_arguments_of(cls: Callable[P, Any]) -> Callable[[Callable[..., R]], Callable[P, R]]:
+    """Give a constructor function ``cls``'s own arguments: type checkers read them through the ``ParamSpec``,
+    ``help()`` and ``inspect.signature`` through ``__signature__``, so they are written once, in ``raw_env``."""
+
+    def decorate(f: Callable[..., R]) -> Callable[P, R]:
+        own = inspect.signature(f)
+        f.__signature__ = inspect.signature(cls).replace(return_annotation=own.return_annotation)  # type: ignore[attr-defined]
+        f.__doc__ = f"{inspect.cleandoc(f.__doc__ or '')}\n\n{arguments_section()}"
+        return f
+
+    return decorate
+
+
+@with_arguments_of(raw_env)
+def parallel_env(*args: Any, **kwargs: Any) -> raw_env:
+    """The ParallelEnv ``gencoord_v0``.
+
+    >>> env = parallel_env(backend="sim", pool="heldout")
+    """
+    return raw_env(*args, **kwargs)
 
