@@ -14,8 +14,9 @@ name              title                     surface    the model writes -> the a
                                                        composer's Short DSL for that branch (:func:`expand_code`)
 ``json``          GenCoord-JSON             json       the record as GenCoord-JSON -> itself
 ``freeform``      controlled free-form      freeform   the utterance -> itself
-``commit_tool``   commit tool call          dsl        ``<tool_call>{"name": "commit", ...}</tool_call>`` -> the
-                                                       Short DSL record of its first commit call
+``commit_tool``   commit tool call          dsl        ``<tool_call>{"name": "commit", ...}</tool_call>`` (or
+                                                       Qwen3.5's ``<function=commit>`` call) -> the Short DSL
+                                                       record of its first commit call
 ================  ========================  =========  ==========================================================
 
 A completion a decoder cannot read reaches the env unchanged, so the env records the mistake (a parse failure)
@@ -60,7 +61,9 @@ DEFAULT_FORMAT = "direct"
 CODE_FIELDS: dict[str, str] = {DecisionStage.SENDER_INITIAL: "active_binding_id",
                                DecisionStage.RECEIVER_AFTER_REQUEST: "accepted_binding_id"}
 _CODE = re.compile(r"^\s*(?:(active_binding_id|accepted_binding_id)\s*=\s*)?([A-Za-z0-9_]+)\s*$")
-_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
+_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
+_XML_FUNCTION = re.compile(r"^<function=([^\n>]+)>\s*(.*?)\s*</function>$", re.S)
+_XML_PARAMETER = re.compile(r"<parameter=([^>\n]+)>\n?(.*?)\n?</parameter>", re.S)
 
 
 class FormatMismatchError(ValueError):
@@ -113,19 +116,36 @@ def _factor_code(completion: str, info: Mapping[str, Any]) -> str:
     return expand_code(completion, context) or completion
 
 
-def commit_record(completion: str) -> str | None:
-    """The record of the first ``commit`` tool call in ``completion``; None when it makes none.
+def commit_record(completion: str, tool: str = "commit") -> str | None:
+    """The ``record`` argument of the first tool call in ``completion`` when that call is ``tool``; None when it
+    makes no such call.
+
+    Reads both formats Qwen checkpoints write: Qwen3's JSON call and Qwen3.5's XML call (whatever the chat
+    template around it: the package's offline tool template writes the first)::
+
+        <tool_call>\n{"name": "commit", "arguments": {"record": "SELF ...\\nREQ ..."}}\n</tool_call>
+        <tool_call>\n<function=commit>\n<parameter=record>\nSELF ...\nREQ ...\n</parameter>\n</function>\n</tool_call>
 
     >>> commit_record('<tool_call>{"name": "commit", "arguments": {"record": "SELF -"}}</tool_call>')
     'SELF -'
+    >>> commit_record('<tool_call>\\n<function=commit>\\n<parameter=record>\\nSELF -\\n</parameter>\\n</function>\\n</tool_call>')
+    'SELF -'
     """
     m = _CALL.search(completion)
+    if m is None:
+        return None
+    body = m.group(1)
+    xml = _XML_FUNCTION.match(body)
+    if xml is not None:
+        if xml.group(1).strip() != tool:
+            return None
+        return {k.strip(): v for k, v in _XML_PARAMETER.findall(xml.group(2))}.get("record")
     try:
-        call = json.loads(m.group(1)) if m else None
+        call = json.loads(body)
     except json.JSONDecodeError:
         return None
     args = call.get("arguments") if isinstance(call, dict) else None
-    if not isinstance(call, dict) or call.get("name") != "commit" or not isinstance(args, dict) \
+    if not isinstance(call, dict) or call.get("name") != tool or not isinstance(args, dict) \
             or not isinstance(args.get("record"), str):
         return None
     return str(args["record"])

@@ -1,4 +1,4 @@
-"""``gencoord train data|tokenizer|sft|grpo|evaluate|transfer|tables``: SFT data, training and closed-loop evaluation
+"""``gencoord train data|tokenizer|sft|grpo|selfplay|evaluate|transfer|tables``: SFT data, training and closed-loop evaluation
 (also ``python -m gencoord_env.train <command>``).
 
 Each command is also a function taking ``argv`` (:func:`data_main`, :func:`tokenizer_main`, :func:`sft_main`,
@@ -15,6 +15,7 @@ Examples::
     gencoord train sft --data runs/data/forward.jsonl --out runs/ft --base-model runs/pre/final
     gencoord train sft --data runs/data/forward.jsonl --out runs/scratch --scratch qwen3 --lr 1e-3 --epochs 12
     gencoord train grpo --model runs/scratch/final --pool train --route forward --out runs/grpo --steps 200
+    gencoord train selfplay --out runs/selfplay --seeds 0 1 2 --jobs 3 --device cuda
     gencoord train evaluate --model runs/scratch/final --pool heldout --route forward --out runs/heldout.json
     gencoord train transfer --out runs/transfer --budget tiny
     gencoord train tables --out runs/tables --budget tiny --seeds 2026073101
@@ -375,11 +376,18 @@ def tables_main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _selfplay_main(argv: Sequence[str] | None) -> int:
+    from gencoord_env.train.selfplay import main as selfplay_main
+
+    return selfplay_main(argv)
+
+
 COMMANDS: dict[str, tuple[Callable[[Sequence[str] | None], int], str]] = {
     "data": (data_main, "write the programmatic SFT sets and their manifest"),
     "tokenizer": (tokenizer_main, "train one offline BPE tokenizer for scratch runs to share (needs the lm extra)"),
     "sft": (sft_main, "supervised fine-tuning with provenance (needs the lm extra)"),
     "grpo": (grpo_main, "GRPO from an SFT checkpoint, rewarded by env replay (needs the lm and rl extras)"),
+    "selfplay": (_selfplay_main, "self-play GRPO on whole episodes, one policy or two, held-out success before and after (lm + rl extras)"),
     "evaluate": (evaluate_main, "closed-loop evaluation of a checkpoint in the env (needs the lm extra)"),
     "transfer": (transfer_main, "procedural pretraining vs the paper's rows only, every seed and backend (lm + experiments extras)"),
     "tables": (tables_main, "learned rows of every paper table: train each condition's model per seed, evaluate (lm + experiments extras)"),

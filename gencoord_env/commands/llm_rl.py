@@ -43,11 +43,10 @@ environment (extra ``verifiers``).
 from __future__ import annotations
 
 import functools
-import json
-import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from gencoord_env.agents.formats import commit_record
 from gencoord_env.outcomes import REWARDS, FailureCode
 from gencoord_env.turns import Turn, TurnEnv
 
@@ -138,40 +137,6 @@ def tool_tokenizer(tokenizer: Any) -> Any:
             pass
     tokenizer.eos_token = "<|im_end|>"
     return tokenizer
-
-
-_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
-_XML_FUNCTION = re.compile(r"^<function=([^\n>]+)>\s*(.*?)\s*</function>$", re.S)
-_XML_PARAMETER = re.compile(r"<parameter=([^>\n]+)>\n?(.*?)\n?</parameter>", re.S)
-
-
-def commit_record(text: str, tool: str = "commit") -> str | None:
-    """The ``record`` argument of the first tool call in an assistant's text when that call is ``tool``; None
-    when the text makes no such call (an episode where the model stops so is unfinished).
-
-    Reads both formats Qwen checkpoints write: Qwen3's JSON call and Qwen3.5's XML call::
-
-        <tool_call>\n{"name": "commit", "arguments": {"record": "SELF ...\\nREQ ..."}}\n</tool_call>
-        <tool_call>\n<function=commit>\n<parameter=record>\nSELF ...\nREQ ...\n</parameter>\n</function>\n</tool_call>
-    """
-    m = _CALL.search(text)
-    if m is None:
-        return None
-    body = m.group(1)
-    xml = _XML_FUNCTION.match(body)
-    if xml is not None:
-        if xml.group(1).strip() != tool:
-            return None
-        params = {k.strip(): v for k, v in _XML_PARAMETER.findall(xml.group(2))}
-        return params.get("record")
-    try:
-        call = json.loads(body)
-    except json.JSONDecodeError:
-        return None
-    args = call.get("arguments") if isinstance(call, dict) else None
-    if call.get("name") != tool or not isinstance(args, dict) or not isinstance(args.get("record"), str):
-        return None
-    return str(args["record"])
 
 
 def tool_call_text(tokenizer: Any, record: str, tool: str = "commit") -> str:
