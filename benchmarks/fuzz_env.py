@@ -179,7 +179,7 @@ def play(env: Any, row: Row, budget: int, rng: random.Random, policy: Any) -> No
     space = env.observation_space
     while row.actions < budget or env.agents:
         try:
-            obs, infos = env.reset(options={"index": rng.randrange(1 << 30)})
+            obs, infos = env.reset(options={"index": rng.randrange(1 << 30) % len(env.unwrapped.episodes)})
         except Exception:  # noqa: BLE001 - counted, not hidden
             row.exceptions.append(traceback.format_exc())
             return

@@ -64,7 +64,7 @@ class TurnEnv:
     def reset(self, seed: int | None = None, index: int | None = None) -> Turn:
         """A new episode: ``index`` picks the pool's episode ``index`` (``options={"index": index}``), else the
         env's RNG (seeded by ``seed`` when given) draws one."""
-        _, infos = self.env.reset(seed=seed, options=None if index is None else {"index": int(index)})
+        _, infos = self.env.reset(seed=seed, options=None if index is None else {"index": index})
         self.steps = 0
         self.turn = self._turn(infos, 0.0)
         return self.turn

@@ -87,6 +87,20 @@ def test_help_shows_every_argument_typed_and_documented() -> None:
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
 
 
+@pytest.mark.parametrize("index,error,message", [
+    (-1, ValueError, "options['index']=-1 is out of range: pool 'heldout' has 256 episodes (0 to 255)"),
+    (256, ValueError, "options['index']=256 is out of range: pool 'heldout' has 256 episodes (0 to 255)"),
+    ("3", TypeError, "options['index'] takes an episode number (int), got '3'"),
+    (True, TypeError, "options['index'] takes an episode number (int), got True"),
+])
+def test_an_episode_index_outside_the_pool_is_an_error_not_another_episode(index: object, error: type, message: str) -> None:
+    env = gencoord_env.parallel_env(backend="sim", pool="heldout")
+    with pytest.raises(error, match=re.escape(message)):
+        env.reset(options={"index": index})
+    _, infos = env.reset(options={"index": 255})  # the last one is still there
+    assert infos["agent_a"]["episode_id"] == env.episodes[255].id
+
+
 def test_step_before_reset_raises_a_clear_error() -> None:
     env = gencoord_env.parallel_env(backend="sim")
     with pytest.raises(RuntimeError, match="call reset"):

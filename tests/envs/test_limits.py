@@ -41,7 +41,7 @@ def _play_hostile(env: Any, episodes: int, seed: int, policy: str = "rule") -> l
     menu = env.unwrapped.interface.actions == "menu"
     outcomes = []
     for k in range(episodes):
-        obs, infos = env.reset(options={"index": rng.randrange(10**6)})
+        obs, infos = env.reset(options={"index": rng.randrange(10**6) % len(env.unwrapped.episodes)})
         while True:
             for a, o in obs.items():
                 assert env.observation_space(a).contains(o), (a, k, len(o) if isinstance(o, str) else o)

@@ -97,8 +97,8 @@ with this section)
 - ``stages``: a ``Stages`` value with stage functions swapped (fault injection; interventions are wrappers).
 
 ``reset(seed, options)``: ``options={"index": k}`` selects episode ``k`` of ``env.episodes`` (cluster ``k // 2``
-under role permutation ``k % 2``; in a team pool of n agents cluster ``k // n`` under rotation ``k % n``);
-``options={"episode": Episode}`` runs that episode; otherwise the seeded RNG draws one.
+under role permutation ``k % 2``; in a team pool of n agents cluster ``k // n`` under rotation ``k % n``), for
+``0 <= k < len(env.episodes)`` (another ``k`` raises ``ValueError`` naming the range); ``options={"episode": Episode}`` runs that episode; otherwise the seeded RNG draws one.
 ``options={"interventions": (...)}`` is how wrappers in ``gencoord_env.wrappers`` reach an episode; one on a
 stage that no episode of the env runs (``env.stages_running``, from its route, pool and surface) is refused
 when the wrapper is built, naming where the stage runs (``check_reachable``).
@@ -352,6 +352,16 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             self._world = make_world(self.backend, **self._backend_options)
         return self._world
 
+    def _episode_index(self, index: Any) -> int:
+        """``options["index"]`` checked: an episode number of this pool (a silent wrap would play another episode)."""
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            raise TypeError(f"options['index'] takes an episode number (int), got {index!r}")
+        n = len(self.episodes)
+        if not 0 <= index < n:
+            raise ValueError(f"options['index']={int(index)} is out of range: pool {self.pool_name!r} has {n} episodes "
+                             f"(0 to {n - 1})")
+        return int(index)
+
     # --- API ---------------------------------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         if seed is not None:
@@ -360,7 +370,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         if "episode" in options:
             episode = options["episode"]
         elif "index" in options:
-            episode = self.episodes[int(options["index"]) % len(self.episodes)]
+            episode = self.episodes[self._episode_index(options["index"])]
         else:
             episode = self.episodes[int(self._rng.integers(len(self.episodes)))]
         interventions = tuple(options.get("interventions", ()))[::-1]  # wrappers add themselves outermost first
