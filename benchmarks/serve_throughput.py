@@ -1,20 +1,27 @@
-"""Episodes per second through ``gencoord serve`` (OpenEnv over WebSocket) and in-process, same run.
+"""Requests per second through ``gencoord serve`` (OpenEnv over WebSocket) beside in-process play, same run.
 
-The rule agent's actions for each episode of ``heldout`` are recorded once on a local env; then, for each
-number of sessions S, S threads play them: over the server (one ``GenericEnvClient(...).sync()`` session
-each, the server started here with ``--max-sessions`` = the largest S) and in-process (one env each,
-played turn by turn as the server plays it). Both pay the same env work; the difference is the
-protocol (JSON over a WebSocket, a thread hop per message) and the server's process.
+The rule agent's actions for every episode of ``--pool`` are recorded once on a local env. Then, for each
+number of sessions S: S sessions are open at once on one ``gencoord serve`` (started here with
+``--max-sessions`` S), each an OpenEnv ``GenericEnvClient`` in one asyncio loop of this process, each playing
+``--episodes-per-session`` episodes of recorded actions (a request is a reset or a step); and the same
+episodes are played in-process, turn by turn as the server plays them (``TurnEnv``), one after another.
+Every session's episodes must equal in-process play (observations, rewards, outcomes, metrics), or the row
+fails. Both pay the same env work; the server also pays JSON over a WebSocket, the client's side of it (on
+the same machine), and the protocol's bookkeeping.
 
-    python benchmarks/serve_throughput.py [--backend sim] [--sessions 1 4 8] [--episodes 64]
+    python benchmarks/serve_throughput.py [--sessions 1 64 2048] [--episodes-per-session 2] [--pool heldout]
+
+The load average (``os.getloadavg``) is printed before and after: on a shared machine it says how much of
+the CPU others took.
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from typing import Any
@@ -23,112 +30,126 @@ import gencoord_env
 from gencoord_env.agents import make_policy
 from gencoord_env.turns import TurnEnv
 
+Episode = tuple[int, list[str]]
 
-def record(indices: list[int], backend_kwargs: dict[str, Any]) -> list[tuple[int, list[str]]]:
-    """The rule agent's actions for each episode (the sim plays them: actions depend on the observations only)."""
-    env = gencoord_env.parallel_env(**{**backend_kwargs, "backend": "sim"})
+
+def record(pool: str) -> list[Episode]:
+    """The rule agent's actions for each episode of ``pool`` (the sim plays them: actions depend on the observations only)."""
+    game = TurnEnv(gencoord_env.parallel_env(backend="sim", pool=pool))
     policy = make_policy("rule")
     out = []
-    for k in indices:
-        obs, infos = env.reset(options={"index": k})
-        actions = []
-        while env.agents:
-            agent = next(a for a, i in infos.items() if i["deciding"])
-            actions.append(policy.act(obs[agent], infos[agent]))
-            obs, _, _, _, infos = env.step({**{a: "" for a in env.agents}, agent: actions[-1]})
+    for k in range(len(game.env.episodes)):
+        turn, actions = game.reset(index=k), []
+        while not turn.done:
+            actions.append(policy.act(turn.text, game.info))
+            turn = game.act(actions[-1])
         out.append((k, actions))
     return out
 
 
-def rate(sessions: int, episodes: list[tuple[int, list[str]]], play: Any) -> float:
-    """Episodes per second with ``sessions`` threads, each playing every ``sessions``-th episode."""
-    errors: list[BaseException] = []
+def transcript(turns: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """What must match between the server and in-process play: each turn's text, agent, stage, reward, end."""
+    return [(t["text"], t["agent"], t["stage"], t["reward"], t["done"], t["outcome"], t["metrics"]) for t in turns]
 
-    def worker(s: int) -> None:
-        try:
-            play(episodes[s::sessions])
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
 
-    threads = [threading.Thread(target=worker, args=(s,)) for s in range(sessions)]
+def local(plan: list[list[Episode]], pool: str) -> tuple[float, int, list[list[Any]]]:
+    """Play every session's episodes in-process, one after another; (seconds, requests, transcripts)."""
+    games = [TurnEnv(gencoord_env.parallel_env(backend="sim", pool=pool)) for _ in plan]
+    out, requests = [], 0
     t0 = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-    return len(episodes) / (time.perf_counter() - t0)
+    for game, episodes in zip(games, plan):
+        mine = []
+        for k, actions in episodes:
+            turns = [game.reset(index=k)]
+            for a in actions:
+                turns.append(game.act(a))
+            requests += 1 + len(actions)
+            mine.append(transcript([{**vars(t), "reward": None if i == 0 else t.reward} for i, t in enumerate(turns)]))
+        out.append(mine)
+    return time.perf_counter() - t0, requests, out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--backend", default="sim", choices=("sim", "minecraft"))
-    ap.add_argument("--pool", default="heldout")
-    ap.add_argument("--sessions", type=int, nargs="+", default=[1, 4, 8])
-    ap.add_argument("--episodes", type=int, default=64, help="episodes per measurement (default: 64)")
-    args = ap.parse_args()
-    env_kwargs = {"backend": args.backend, "pool": args.pool}
-    episodes = record(list(range(args.episodes)), env_kwargs)
+async def remote(url: str, plan: list[list[Episode]]) -> tuple[float, int, list[list[Any]]]:
+    """Every session at once, one OpenEnv client each; (seconds, requests, transcripts)."""
     from openenv.core import GenericEnvClient
 
+    clients = [GenericEnvClient(base_url=url, message_timeout_s=600, connect_timeout_s=600) for _ in plan]
+    for i in range(0, len(clients), 64):  # connect (a session each) before the clock starts
+        await asyncio.gather(*(c.connect() for c in clients[i:i + 64]))
+
+    async def session(client: Any, episodes: list[Episode]) -> list[Any]:
+        mine = []
+        for k, actions in episodes:
+            results = [await client.reset(index=k)]
+            for a in actions:
+                results.append(await client.step({"text": a}))
+            mine.append(transcript([{**r.observation, "reward": r.reward, "done": r.done} for r in results]))
+        return mine
+
+    t0 = time.perf_counter()
+    out = await asyncio.gather(*(session(c, e) for c, e in zip(clients, plan)))
+    seconds = time.perf_counter() - t0
+    await asyncio.gather(*(c.close() for c in clients))
+    return seconds, sum(1 + len(a) for episodes in plan for _, a in episodes), list(out)
+
+
+def start(pool: str, sessions: int) -> tuple[subprocess.Popen[bytes], str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen([sys.executable, "-m", "gencoord_env.commands.cli", "serve", "--port", str(port), "--backend", args.backend,
-                               "--pool", args.pool, "--max-sessions", str(max(args.sessions))], stderr=subprocess.DEVNULL)
-    try:
-        end = time.monotonic() + 180
-        while True:
-            try:
-                urllib.request.urlopen(url + "/health", timeout=2).close()
-                break
-            except OSError:
-                if time.monotonic() > end or server.poll() is not None:
-                    raise SystemExit("gencoord serve did not start")
-                time.sleep(0.2)
+    server = subprocess.Popen([sys.executable, "-m", "gencoord_env.commands.cli", "serve", "--port", str(port), "--backend", "sim",
+                               "--pool", pool, "--max-sessions", str(sessions), "--idle-timeout", "0"], stderr=subprocess.DEVNULL)
+    end = time.monotonic() + 300
+    while True:
+        try:
+            urllib.request.urlopen(url + "/health", timeout=2).close()
+            return server, url
+        except OSError:
+            if time.monotonic() > end or server.poll() is not None:
+                server.kill()
+                raise SystemExit("gencoord serve did not start") from None
+            time.sleep(0.2)
 
-        def remote(mine: list[tuple[int, list[str]]]) -> None:
-            with GenericEnvClient(base_url=url, message_timeout_s=600).sync() as client:
-                for k, actions in mine:
-                    result = client.reset(index=k)
-                    for a in actions:
-                        result = client.step({"text": a})
-                    assert result.observation["outcome"] == "SUCCESS", result.observation
 
-        pool = None
-        if args.backend == "minecraft":
-            from gencoord_env.world.minecraft import SidecarPool
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux /proc)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-            pool = SidecarPool(arenas=max(args.sessions), max_arenas=max(16, max(args.sessions)))
 
-        def local(mine: list[tuple[int, list[str]]]) -> None:
-            world = None
-            if pool is not None:
-                from gencoord_env.world.minecraft import MinecraftWorld
-
-                world = MinecraftWorld(pool=pool)
-            game = TurnEnv(gencoord_env.parallel_env(**env_kwargs, world=world))
-            for k, actions in mine:
-                game.reset(index=k)
-                for a in actions:
-                    turn = game.act(a)
-                assert turn.outcome == "SUCCESS", turn
-            game.close()
-
-        rate(1, episodes[:4], remote)  # warm-up: imports, first sessions
-        rate(1, episodes[:4], local)
-        print(f"serve_throughput: {args.pool} on {args.backend}, rule actions, {args.episodes} episodes per row")
-        print(f"{'sessions':>8}  {'server ep/s':>11}  {'in-process ep/s':>15}  {'server/in-process':>17}")
-        for n in args.sessions:
-            r, l = rate(n, episodes, remote), rate(n, episodes, local)
-            print(f"{n:>8}  {r:>11.1f}  {l:>15.1f}  {r / l:>17.2f}")
-        if pool is not None:
-            pool.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pool", default="heldout")
+    ap.add_argument("--sessions", type=int, nargs="+", default=[1, 64, 2048])
+    ap.add_argument("--episodes-per-session", type=int, default=2)
+    args = ap.parse_args()
+    episodes = record(args.pool)
+    load = os.getloadavg()
+    print(f"serve_throughput: {args.pool} on the sim, rule actions, {args.episodes_per_session} episodes per session, "
+          f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"{'sessions':>8}  {'requests':>8}  {'server req/s':>12}  {'in-process req/s':>16}  {'server/in-process':>17}  "
+          f"{'server CPU-s':>12}")
+    for n in args.sessions:
+        plan = [[episodes[(s * args.episodes_per_session + e) % len(episodes)] for e in range(args.episodes_per_session)]
+                for s in range(n)]
+        server, url = start(args.pool, n)
+        try:
+            cpu0 = cpu_seconds(server.pid)
+            seconds, requests, got = asyncio.run(remote(url, plan))
+            cpu = cpu_seconds(server.pid) - cpu0
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+        local_seconds, local_requests, want = local(plan, args.pool)
+        assert local_requests == requests
+        bad = [s for s in range(n) if got[s] != want[s]]
+        if bad:
+            raise SystemExit(f"{len(bad)} of {n} sessions played otherwise than in-process (the first: session {bad[0]})")
+        r, lr = requests / seconds, local_requests / local_seconds
+        print(f"{n:>8}  {requests:>8}  {r:>12.0f}  {lr:>16.0f}  {r / lr:>17.2f}  {cpu:>12.1f}")
+    load = os.getloadavg()
+    print(f"every session's episodes equal in-process play; load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
 
 if __name__ == "__main__":

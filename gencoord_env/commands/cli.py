@@ -8,7 +8,8 @@
     gencoord replay TRACE.jsonl             re-run recorded episodes and check they match
     gencoord replay --show TRACE.jsonl [--episode ID]   print one episode's runtime accounting
     gencoord experiment NAME [--backend sim|minecraft] [--out DIR]
-    gencoord serve --port 8000 [--host 127.0.0.1] [--max-sessions 4] [--backend sim --pool heldout ...]
+    gencoord serve --port 8000 [--host 127.0.0.1] [--max-sessions 4] [--queue Q] [--idle-timeout S]
+                   [--plays sender --partner rule] [--backend sim --pool heldout ...]
                                             the env as an OpenEnv server (needs the openenv extra)
     gencoord train ...                      SFT data, training and closed-loop evaluation
     gencoord --version
@@ -43,7 +44,7 @@ DELEGATED: dict[str, tuple[str, str]] = {
 DEBUG_FLAG = "--debug"
 DEBUG_ENV = "GENCOORD_DEBUG"
 #: Import names whose distribution is named otherwise (for finding the extra that installs a module).
-_DISTRIBUTIONS = {"sklearn": "scikit-learn", "openenv": "openenv-core"}
+_DISTRIBUTIONS = {"sklearn": "scikit-learn"}
 
 
 # ---- shared argument helpers (the other commands use them too) ------------------------------------
@@ -136,6 +137,28 @@ def positive_int(value: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
     return n
+
+
+def nonnegative_int(value: str) -> int:
+    """An argparse ``type``: an integer of at least 0 (``--queue``)."""
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer of 0 or more, got {value!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {n}")
+    return n
+
+
+def seconds(value: str) -> float:
+    """An argparse ``type``: a duration in seconds, 0 or more (``--idle-timeout``)."""
+    try:
+        t = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds (a number of 0 or more), got {value!r}") from None
+    if not t >= 0 or t == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of 0 or more, got {value!r}")
+    return t
 
 
 # ---- errors -----------------------------------------------------------------------------------------
@@ -329,17 +352,26 @@ def _rollout_at_once(args: argparse.Namespace, env_kwargs: dict[str, Any], indic
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from gencoord_env.commands.serve import serve
+    from gencoord_env.commands.serve import ENV_NAME, GencoordEnvironment, ServeConfig, serve
 
     env_kwargs = dict(backend=args.backend, pool=args.pool, route=args.route, view=args.view, surface=args.surface,
                       private_fact=args.private_fact, actions=args.actions, reward=args.reward, seed=args.seed,
                       pool_seed=args.pool_seed, on_fault=args.on_fault)
-    import gencoord_env
-
-    gencoord_env.parallel_env(**{**env_kwargs, "backend": "sim"}).close()  # a bad combination fails before the port opens
-    print(f"serving gencoord_v0 ({args.backend}, {args.pool}, {args.route}) on http://{args.host}:{args.port} "
-          f"for up to {args.max_sessions} sessions", file=sys.stderr)
-    serve(env_kwargs, host=args.host, port=args.port, max_sessions=args.max_sessions)
+    if args.plays == "both" and args.partner is not None:
+        raise ValueError(f"--partner {args.partner} plays the roles a session does not, but --plays both has every session "
+                         "play every role: give --plays a role (sender, receiver, ...) or leave --partner out")
+    if args.backend == "minecraft" and args.max_sessions > 64:
+        raise ValueError(f"--max-sessions {args.max_sessions}: on minecraft each session holds an arena of one Minecraft "
+                         "server, which holds at most 64")
+    config = ServeConfig(env=env_kwargs, max_sessions=args.max_sessions, queue=args.queue, queue_timeout_s=args.queue_timeout,
+                         idle_timeout_s=args.idle_timeout or None, plays=args.plays, partner=args.partner or "rule")
+    # a bad combination (env arguments, a role the pool has not, an unknown partner) fails before the port opens
+    GencoordEnvironment({**env_kwargs, "backend": "sim"}, plays=config.plays,
+                        partner=config.partner if config.plays != "both" else None).close()
+    plays = "every role" if config.plays == "both" else f"{config.plays}, beside a {config.partner} partner"
+    print(f"serving {ENV_NAME} ({args.backend}, {args.pool}, {args.route}; sessions play {plays}) on "
+          f"http://{args.host}:{args.port} for up to {args.max_sessions} sessions", file=sys.stderr)
+    serve(config, host=args.host, port=args.port)
     return 0
 
 
@@ -376,14 +408,28 @@ def build_parser() -> argparse.ArgumentParser:
     add_scale_arguments(r)
     r.set_defaults(func=_rollout)
     v = sub.add_parser("serve", help="serve the env over OpenEnv's HTTP/WebSocket protocol (needs the openenv extra)",
-                       description="An OpenEnv server: one WebSocket session plays one env (on minecraft, one arena of "
-                                   "one shared sidecar). Action {'text': record} or {'slot': k}; reset(seed=S) or "
-                                   "reset(index=K).")
+                       description="An OpenEnv server: one session plays one env (on minecraft, one arena of one shared "
+                                   "sidecar), over a WebSocket (/ws) or HTTP (/reset, /step with a session_id). Action "
+                                   "{'text': record} or {'slot': k}; reset(seed=S) or reset(index=K).")
     v.add_argument("--port", type=int, required=True)
     v.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default: 127.0.0.1, this machine only; the server has no authentication)")
     v.add_argument("--max-sessions", type=positive_int, default=4, metavar="N",
-                   help="concurrent sessions (on minecraft: arenas of one server) (default: 4)")
+                   help="concurrent sessions, WebSocket and HTTP together (on minecraft: arenas of one server, at most 64) "
+                        "(default: 4)")
+    v.add_argument("--queue", type=nonnegative_int, default=0, metavar="Q",
+                   help="newcomers that may wait for a session when all are taken; beyond them a newcomer is refused at "
+                        "once with CAPACITY_REACHED (default: 0, no waiting)")
+    v.add_argument("--queue-timeout", type=seconds, default=30.0, metavar="S",
+                   help="seconds a newcomer waits in the queue before it is refused (default: 30)")
+    v.add_argument("--idle-timeout", type=seconds, default=300.0, metavar="S",
+                   help="a session that sends nothing for S seconds is closed and its env (and arena) released; its "
+                        "client is told why; 0: never (default: 300)")
+    v.add_argument("--plays", default="both", metavar="ROLE",
+                   help="the role each session plays (sender, receiver, ...; the pool's roles), the server's --partner "
+                        "playing the others; both: every decision of every agent (default: both)")
+    v.add_argument("--partner", default=None, metavar="POLICY",
+                   help=f"who plays the roles a session does not (with --plays ROLE): {policy_help()} (default: rule)")
     add_env_arguments(v, {"backend": "minecraft", "pool": "heldout", "route": "forward", "view": "full", "surface": "dsl"})
     v.add_argument("--private-fact", default="id", help="id | train | C1 | C2 | C3 (default: id)")
     v.add_argument("--actions", default="text", choices=("text", "menu"), help="text records or menu slots (default: text)")
