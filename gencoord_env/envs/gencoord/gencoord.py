@@ -90,8 +90,9 @@ with this section)
 - ``render_mode``: ``ansi`` (``render()`` returns the episode so far as text: decisions, deliveries, skill
   events, the handoff, what each agent holds, the outcome), ``rgb_array`` (a uint8 top-down picture of the
   arena from world truth on either backend: stations and their contents, agents and what each holds, sites
-  built, the handoff's items in flight: ``gencoord_env.envs.gencoord.picture``) or ``human`` (the text,
-  printed at each step).
+  built, the handoff's items in flight; around it the story: roles, the private fact marked for the viewer,
+  each plan and message, the handoff and an outcome banner: ``gencoord_env.envs.gencoord.picture``) or
+  ``human`` (the text, printed at each step).
 - ``world``: a ``World`` to play in instead of one built from ``backend`` and ``backend_options`` (an arena of a
   shared sidecar: ``gencoord_env.commands.arenas``).
 - ``stages``: a ``Stages`` value with stage functions swapped (fault injection; interventions are wrappers).
@@ -513,7 +514,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
 
     def render(self) -> str | np.ndarray | None:
         """The episode so far, from world truth (``gencoord_env.envs.gencoord.picture``): ``ansi`` as text,
-        ``rgb_array`` as a top-down picture of the arena, ``human`` printed as text; None before ``reset``."""
+        ``rgb_array`` as a picture of the arena and the story so far, ``human`` printed as text; None before ``reset``."""
         if self.session is None or self.render_mode is None:
             return None
         from gencoord_env.envs.gencoord import picture
@@ -522,7 +523,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         truth = self.world.observe()
         if self.render_mode == "rgb_array":
             handoffs = [e.data for e in s.events if e.kind == "handoff" and e.ok]
-            return picture.frame(s.episode.world, truth, handoffs, s.episode.role_agents)
+            return picture.compose(s.episode.world, truth, picture.story(s, truth), handoffs)
         text = picture.text(s, truth)
         if self.render_mode == "human":
             print(text)
