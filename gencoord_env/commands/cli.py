@@ -352,22 +352,9 @@ def _rollout_at_once(args: argparse.Namespace, env_kwargs: dict[str, Any], indic
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from gencoord_env.commands.serve import ENV_NAME, GencoordEnvironment, ServeConfig, serve
+    from gencoord_env.commands.serve import ENV_NAME, config_from_args, serve
 
-    env_kwargs = dict(backend=args.backend, pool=args.pool, route=args.route, view=args.view, surface=args.surface,
-                      private_fact=args.private_fact, actions=args.actions, reward=args.reward, seed=args.seed,
-                      pool_seed=args.pool_seed, on_fault=args.on_fault)
-    if args.plays == "both" and args.partner is not None:
-        raise ValueError(f"--partner {args.partner} plays the roles a session does not, but --plays both has every session "
-                         "play every role: give --plays a role (sender, receiver, ...) or leave --partner out")
-    if args.backend == "minecraft" and args.max_sessions > 64:
-        raise ValueError(f"--max-sessions {args.max_sessions}: on minecraft each session holds an arena of one Minecraft "
-                         "server, which holds at most 64")
-    config = ServeConfig(env=env_kwargs, max_sessions=args.max_sessions, queue=args.queue, queue_timeout_s=args.queue_timeout,
-                         idle_timeout_s=args.idle_timeout or None, plays=args.plays, partner=args.partner or "rule")
-    # a bad combination (env arguments, a role the pool has not, an unknown partner) fails before the port opens
-    GencoordEnvironment({**env_kwargs, "backend": "sim"}, plays=config.plays,
-                        partner=config.partner if config.plays != "both" else None).close()
+    config = config_from_args(args)  # a bad argument fails here, before the port opens
     plays = "every role" if config.plays == "both" else f"{config.plays}, beside a {config.partner} partner"
     print(f"serving {ENV_NAME} ({args.backend}, {args.pool}, {args.route}; sessions play {plays}) on "
           f"http://{args.host}:{args.port} for up to {args.max_sessions} sessions", file=sys.stderr)
