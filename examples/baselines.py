@@ -67,8 +67,9 @@ def run(names: list[str], seeds: list[int], budget: str, out: Path, engine: str 
             extra = ["--engine", engine] if script == "marl_ppo" else []
             result = _script(script).main([*args, *extra, "--budget", BUDGETS[budget][script], "--seed", str(seed),
                                            "--log", str(log)])
+            timing = {k: round(result[k], 1) for k in ("wall_seconds", "cpu_seconds") if k in result}
             results.setdefault(name, []).append({"seed": seed, **{m: result[m] for m in METRICS},
-                                                 "seconds": round(result["seconds"], 1), "curve": result["curve"]})
+                                                 "seconds": round(result["seconds"], 1), **timing, "curve": result["curve"]})
     return results
 
 
