@@ -65,10 +65,7 @@ def read_records(path: str | os.PathLike[str], *, max_record_bytes: int = MAX_RE
     """The records of a JSONL trace file, one per non-empty line, read one at a time; a file or line over its
     bound, or a line that is not one JSON object, is a ``ReplayError`` naming the file and line."""
     where = os.fspath(path)
-    try:
-        size = os.path.getsize(path)
-    except OSError as e:
-        raise ReplayError(f"cannot read the trace {where}: {e.strerror}") from None
+    size = os.path.getsize(path)  # a missing file is a FileNotFoundError, as for any file the commands read
     if size > max_trace_bytes:
         raise ReplayError(f"{where} is {size:,} bytes; a trace is read up to {max_trace_bytes:,} bytes: "
                           "split it (one JSON record per line) and replay the parts")

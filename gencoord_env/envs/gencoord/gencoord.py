@@ -77,7 +77,8 @@ with this section)
   ``{"stage": "max_cycles"}`` trace record). ``None`` (default): only the route bounds an episode (at most
   three decisions on the structured surfaces, ``MAX_TURNS`` utterances in a dialogue).
 - ``timings``: add wall-clock measurements to the final infos (``timings``); off by default, so that
-  infos of equal seeds are equal.
+  infos of equal seeds are equal. An episode's seconds run from its reset (the world's included) to its
+  end; starting the backend (``World.start``: the Minecraft sidecar) is done before and counted in none.
 - ``on_fault``: what an infrastructure fault of the world backend (a
   ``gencoord_env.world.minecraft.MinecraftBackendError``: the sidecar died or timed out, a bot dropped,
   ...) does. ``raise`` (default): it raises out of ``step`` / ``reset``, typed, with a message that says
@@ -382,6 +383,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         self.agents = list(episode.agents)
         session_type = DialogueSession if self.surface.dialogue else EpisodeSession
         try:
+            self._start_world()
             self.session = session_type(episode, self.setup, self.stages, self.world, interventions)
             reset_fault = None
         except self._faults as e:  # on_fault="truncate": the world's own reset recovers; once
@@ -529,6 +531,12 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             print(text)
             return None
         return text
+
+    def _start_world(self) -> None:
+        """The backend made ready before the episode's clock starts (a sidecar's start is no episode's time)."""
+        start = getattr(self.world, "start", None)  # a world written before World.start starts in its reset
+        if start is not None:
+            start()
 
     def close(self) -> None:
         if self._world is not None:
