@@ -223,43 +223,60 @@ def grpo_main(argv: Sequence[str] | None = None) -> int:
 
 
 def evaluate_main(argv: Sequence[str] | None = None) -> int:
+    from rich.console import Console
+
+    from gencoord_env.agents.by_role import ByRole
     from gencoord_env.agents.formats import FORMATS
     from gencoord_env.agents.lm.generate import GenerationConfig
     from gencoord_env.agents.lm.policy import load_policy
     from gencoord_env.agents.registry import POLICIES, make_policy
-    from gencoord_env.train.evaluate import evaluate
+    from gencoord_env.commands.experiments.report import table
+    from gencoord_env.commands.experiments.specs import Condition
+    from gencoord_env.train.pipeline import evaluation
 
-    p = Parser(prog=f"{PROG} evaluate", description="Closed-loop evaluation of a checkpoint in the env.")
+    p = Parser(prog=f"{PROG} evaluate", description="A checkpoint played closed-loop on one or more pools through the "
+                                                     "experiment harness: a table of success with 95% cluster-bootstrap "
+                                                     "intervals, decisions, tokens and bytes, one row per pool.")
     p.add_argument("--model", required=True, help="checkpoint directory or hub id")
     p.add_argument("--format", choices=list(FORMATS), metavar="FORMAT",
                    help=f"the output format the model answers in: {' | '.join(FORMATS)} (default: the one the checkpoint "
                         "records; direct for a checkpoint that records none)")
-    add_env_arguments(p, {"pool": "heldout", "route": "forward", "view": "full", "surface": "dsl", "backend": "sim"})
-    p.add_argument("--episodes", type=positive_int, help="at most this many episodes (default: the whole pool)")
-    p.add_argument("--batch-size", type=int, default=64)
+    add_env_arguments(p, {"pool": "heldout", "route": "forward", "view": "full", "surface": None, "backend": "sim"},
+                      notes={"surface": "default: the format's surface"})
+    p.add_argument("--pools", nargs="+", type=one_of("pool", env_choices()["pool"]), metavar="POOL",
+                   help="several pools, one row each (instead of --pool)")
+    p.add_argument("--episodes", type=positive_int, help="at most this many episodes a pool, the harness's selection "
+                                                         "(both roles of each picked cluster; default: the whole pool)")
+    p.add_argument("--pool-seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=64, help="envs in lockstep on the sim (0: one episode at a time, timed)")
     p.add_argument("--decode", choices=["auto", "static", "generate"], default="auto", help="generation backend")
     p.add_argument("--device")
-    p.add_argument("--out", help="write the full report (every episode) as JSON here")
+    p.add_argument("--out", help="write the report (each pool's record and every episode with its actions) as JSON here")
     p.add_argument("--roles", nargs="+", metavar="ROLE",
                    help="the roles the model plays (e.g. sender; infos' 'role'); --partner plays the others "
                         "(default: the model plays every role)")
     p.add_argument("--partner", default="rule", type=one_of("policy", tuple(POLICIES)), metavar="POLICY",
                    help=f"with --roles, the agent of the other roles: {' | '.join(POLICIES)} (default: rule)")
     a = p.parse_args(argv)
-    policy = load_policy(a.model, a.format, device=a.device, config=GenerationConfig(backend=a.decode))
+    model = load_policy(a.model, a.format, device=a.device, config=GenerationConfig(backend=a.decode))
+    policy: Any = model
     if a.roles:
-        from gencoord_env.agents.by_role import ByRole
-
-        policy = ByRole({role: policy for role in a.roles}, default=make_policy(a.partner))
-    report = evaluate(policy, a.pool, route=a.route, view=a.view, surface=a.surface, backend=a.backend,
-                      episodes=a.episodes, batch_size=a.batch_size)
-    report["model"] = a.model
-    report["roles"] = {"model": a.roles or "every role", "partner": a.partner if a.roles else None}
+        policy = ByRole({role: model for role in a.roles}, default=make_policy(a.partner))
+    surface = a.surface or model.format.surface
+    conditions = [Condition(pool, pool, f"model:{a.model}", route=a.route, view=a.view, surface=surface)
+                  for pool in (a.pools or [a.pool])]
+    experiment, records, rows = evaluation(policy, "evaluate", conditions, episodes=a.episodes, batch=a.batch_size,
+                                           backend=a.backend, pool_seed=a.pool_seed, actions=True)
+    roles = {"model": a.roles or "every role", "partner": a.partner if a.roles else None}
+    report = {"model": a.model, "format": model.format.name, "route": a.route, "view": a.view, "surface": surface,
+              "backend": a.backend, "roles": roles, "records": records, "episodes": rows}
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
-    print(json.dumps({"pool": a.pool, "route": a.route, "format": policy.format.name, "roles": report["roles"], **report["metrics"]},
-                     indent=2, default=str))
+        Path(a.out).write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
+    console = Console() if Console().is_terminal else Console(width=240)
+    console.print(table(experiment, records, a.backend))
+    print(f"model {a.model} in the {model.format.name} format, playing {roles['model']}"
+          + (f" beside {a.partner}" if a.roles else ""))
     return 0
 
 
@@ -280,7 +297,8 @@ def with_overrides(budget: Any, a: argparse.Namespace) -> Any:
 
 
 def transfer_main(argv: Sequence[str] | None = None) -> int:
-    from gencoord_env.train.transfer import BACKENDS, BUDGETS, PAPER_SEEDS, POOLS, TransferConfig, report_lines, run
+    from gencoord_env.train.transfer import BACKENDS, BUDGETS, PAPER_SEEDS, POOLS, TransferConfig
+    from gencoord_env.train.transfer_report import report_lines, run, summarize
 
     p = Parser(
         prog=f"{PROG} transfer",
@@ -315,8 +333,6 @@ def transfer_main(argv: Sequence[str] | None = None) -> int:
                             work=a.work, device=a.device, jobs=a.jobs, data_workers=a.data_workers, progress=not a.quiet,
                             chains=tuple(a.chains))
     if a.summarize_only:
-        from gencoord_env.train.transfer import summarize
-
         summary = summarize(config)
     else:
         summary = run(config, list(argv) if argv is not None else sys.argv[1:])
@@ -329,7 +345,8 @@ def transfer_main(argv: Sequence[str] | None = None) -> int:
 
 
 def tables_main(argv: Sequence[str] | None = None) -> int:
-    from gencoord_env.train.tables import BUDGETS, PAPER_SEEDS, TABLES, TablesConfig, run, summarize
+    from gencoord_env.train.table_report import run, summarize
+    from gencoord_env.train.tables import BUDGETS, PAPER_SEEDS, TABLES, TablesConfig
 
     p = Parser(
         prog=f"{PROG} tables",

@@ -62,16 +62,20 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import multiprocessing
 import os
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gencoord_env import FailureCode, dsl, freeform
 from gencoord_env.agents.formats import OutputFormat, output_format
+from gencoord_env.agents.freeform import FreeformRule
+from gencoord_env.envs.gencoord.gencoord import raw_env
 from gencoord_env.envs.gencoord.routes import ROUTES
 from gencoord_env.caches import cache
 from gencoord_env.lifecycle import DecisionStage
@@ -80,6 +84,7 @@ from gencoord_env.tasks import Cluster, Episode, pool as load_pool
 from gencoord_env.tasks import references as ref
 from gencoord_env.tasks.contexts import Context
 from gencoord_env.tasks.prior import GOAL_CAPABILITY, Prior, WorldVariant, prior
+from gencoord_env.tasks.procedural import procedural_episodes
 from gencoord_env.types import Proposal
 
 __all__ = [
@@ -181,13 +186,9 @@ def _play(episodes: Sequence[Episode], route: str, surface: str = "dsl") -> Iter
     The prompt is exactly the observation the env showed the deciding agent. Every episode must end in
     ``SUCCESS``: a reference that does not execute is a bug in the data, not a row.
     """
-    from gencoord_env.envs.gencoord.gencoord import raw_env
-
     env = raw_env(pool=list(episodes), backend="sim", route=route, surface=surface, seed=None)
     speak = None
     if surface == "freeform":
-        from gencoord_env.agents.freeform import FreeformRule
-
         speak = FreeformRule()
     for k, episode in enumerate(episodes):
         obs, infos = env.reset(options={"index": k})
@@ -350,8 +351,6 @@ def as_factor_code(rows: Sequence[Row], set_name: str) -> list[Row]:
 
 
 def _procedural_chunk(set_name: str, seed: int, start: int, stop: int) -> list[Row]:
-    from gencoord_env.tasks.procedural import procedural_episodes
-
     spec = PROCEDURAL[set_name]
     return list(_rows(set_name, procedural_episodes(seed)[start:stop], spec.route, spec.output_format))
 
@@ -376,9 +375,6 @@ def procedural_rows(rows: int = PROCEDURAL_ROWS, seed: int = 0, codes: bool = Fa
     bounds = [(a, min(a + per, episodes)) for a in range(0, episodes, per)]
     if len(bounds) == 1:
         return _procedural_chunk(name, seed, 0, episodes)
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     with ProcessPoolExecutor(len(bounds), mp_context=multiprocessing.get_context("spawn")) as pool_:
         parts = pool_.map(_procedural_chunk, *zip(*[(name, seed, a, b) for a, b in bounds]))
         return [r for part in parts for r in part]

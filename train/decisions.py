@@ -39,7 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import gencoord_env
+from gencoord_env.agents import make_policy
 from gencoord_env.agents.base import Policy
+from gencoord_env.envs.gencoord.routes import ROUTES
 from gencoord_env.outcomes import FailureCode
 
 __all__ = ["DecisionPoint", "Replay", "Replayed", "decision_points", "load_points", "write_points"]
@@ -72,8 +75,6 @@ class DecisionPoint:
 
 def _policy(partner: Policy | str) -> Policy:
     if isinstance(partner, str):
-        from gencoord_env.agents import make_policy
-
         return make_policy(partner)
     if not callable(getattr(partner, "act", None)):
         raise TypeError(f"partner must be a policy name or have act(observation, info) -> str, got {type(partner).__name__}")
@@ -101,14 +102,10 @@ def decision_points(
     every earlier action. Decisions after the reference itself ended an episode do not exist, so a
     reference that fails early yields fewer points for that episode.
     """
-    import gencoord_env
-
     policy = _policy(reference)
     env = gencoord_env.parallel_env(pool=pool, backend="sim", route=route, view=view, surface=surface, pool_seed=pool_seed)
     keep = None if stages is None else frozenset(stages)
     if keep is not None and surface != "freeform":  # dialogue turns all share the stage "dialogue"
-        from gencoord_env.envs.gencoord.routes import ROUTES
-
         known = [d.stage for d in ROUTES[route]]
         unknown = sorted(keep - set(known))
         if unknown:
@@ -189,8 +186,6 @@ class Replay:
         partial_credit: bool = False,
         partner: Policy | str = "rule",
     ) -> None:
-        import gencoord_env
-
         self.pool, self.route, self.partial_credit = pool, route, partial_credit
         self.env = gencoord_env.parallel_env(pool=pool, backend="sim", route=route, view=view, surface=surface,
                                              pool_seed=pool_seed, reward="staged" if partial_credit else "binary")

@@ -24,6 +24,7 @@ from typing import Any
 from gencoord_env.agents.lm.prompt import prompt_text
 from gencoord_env.tasks.episode import parse_episode_id
 from gencoord_env.train.data import Row, data_set
+from gencoord_env.train.subword import BPEDropout
 
 __all__ = ["Encoded", "decision_indices", "encode", "parting_positions", "twin_key"]
 
@@ -110,8 +111,6 @@ def encode(rows: Sequence[Row], tokenizer: Any, max_length: int = 2048,
     rng = random.Random(f"subword:{seed}")
     dropped: dict[int, list[int]] = {}
     if subword_dropout > 0.0 and dropout_rows > 0.0:
-        from gencoord_env.train.subword import BPEDropout
-
         dropout = BPEDropout(tokenizer)
         for i, text in enumerate(texts):
             if rng.random() < dropout_rows:

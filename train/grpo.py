@@ -39,9 +39,14 @@ from typing import Any
 
 from gencoord_env.agents.base import Policy
 from gencoord_env.agents.formats import RECORD, resolve_format
-from gencoord_env.agents.lm.policy import prompt_text
+from gencoord_env.agents.lm.loading import load_model
+from gencoord_env.agents.lm.policy import make_policy, prompt_text
+from gencoord_env.envs.gencoord.gencoord import parallel_env
 from gencoord_env.tasks.episode import parse_episode_id
+from gencoord_env.train.data import file_sha256
 from gencoord_env.train.decisions import DecisionPoint, Replay, decision_points, write_points
+from gencoord_env.train.evaluate import run_lockstep
+from gencoord_env.train.sft import read_record, tree_sha256
 
 __all__ = ["EnvReward", "GRPOResult", "GRPORunConfig", "group_stats", "prompt_dataset", "run"]
 
@@ -185,10 +190,6 @@ class GRPOResult:
 
 
 def _success_rate(model: Any, tokenizer: Any, pool: str, route: str, episodes: int | None) -> dict[str, Any]:
-    from gencoord_env.agents.lm.policy import make_policy
-    from gencoord_env.envs.gencoord.gencoord import parallel_env
-    from gencoord_env.train.evaluate import run_lockstep
-
     was_training = model.training
     policy = make_policy(model, tokenizer, "direct")
     size = len(parallel_env(pool=pool, route=route, backend="sim").episodes)
@@ -271,10 +272,6 @@ def run(config: GRPORunConfig) -> GRPOResult:
     """GRPO from ``config.model`` on the decisions of ``config.pool`` / ``config.route``; see the module docstring."""
     import torch
     from trl import GRPOConfig, GRPOTrainer
-
-    from gencoord_env.agents.lm.loading import load_model
-    from gencoord_env.train.data import file_sha256
-    from gencoord_env.train.sft import read_record, tree_sha256
 
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -16,13 +16,21 @@ Example::
 """
 from __future__ import annotations
 
+import multiprocessing
 import os
 import platform
 import subprocess
 import traceback
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, TypeVar
+
+import tokenizers
+import torch
+import transformers
+
+import gencoord_env
 
 __all__ = ["device_name", "git_commit", "lane_device", "run_lanes", "threads_per_lane", "versions"]
 
@@ -38,16 +46,12 @@ def lane_device(device: str | None, k: int) -> str | None:
     """``--device cuda`` on a machine of several GPUs spreads the lanes over them, round robin."""
     if device != "cuda":
         return device
-    import torch
-
     count = torch.cuda.device_count()
     return f"cuda:{k % count}" if count > 1 else device
 
 
 def device_name(device: str | None) -> str:
     """The name of the device a lane ran on (``cpu`` when it had no GPU)."""
-    import torch
-
     on_cuda = device.startswith("cuda") if device else torch.cuda.is_available()
     return torch.cuda.get_device_name(torch.device(device or "cuda")) if on_cuda else "cpu"
 
@@ -66,9 +70,7 @@ def _on_lane_device(work: Callable[[L], dict[str, Any]], lane: L) -> dict[str, A
     whatever uses the current device (CUDA graphs and their streams) must see the lane's."""
     device = getattr(lane, "device", None)
     if device and str(device).startswith("cuda:"):
-        import torch
-
-        torch.cuda.set_device(torch.device(device))
+            torch.cuda.set_device(torch.device(device))
     return work(lane)
 
 
@@ -96,9 +98,6 @@ def run_lanes(work: Callable[[L], dict[str, Any]], lanes: Sequence[L], jobs: int
             else:
                 finish(lane, result, None)
         return failures
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
                              initializer=_init_worker, initargs=(threads,)) as pool:
         futures = {pool.submit(_on_lane_device, work, lane): lane for lane in lanes}
@@ -115,12 +114,6 @@ def run_lanes(work: Callable[[L], dict[str, Any]], lanes: Sequence[L], jobs: int
 
 def versions() -> dict[str, str]:
     """Python, torch, transformers, tokenizers and this package's versions (and CUDA's, where present)."""
-    import tokenizers
-    import torch
-    import transformers
-
-    import gencoord_env
-
     out = {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
            "tokenizers": tokenizers.__version__, "gencoord_env": gencoord_env.__version__}
     if torch.cuda.is_available():

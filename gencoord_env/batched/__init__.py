@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from gencoord_env.batched.engine import Batch, BatchedEngine
-from gencoord_env.batched.tree import OUTCOMES, GameTree, NotDeterministic, shared_tree
+from gencoord_env.batched.tree import OUTCOMES, GameTree, NotDeterministic
 from gencoord_env.batched.vector import ParallelVectorEnv
 
-__all__ = ["Batch", "BatchedEngine", "GameTree", "NotDeterministic", "OUTCOMES", "ParallelVectorEnv", "shared_tree"]
+__all__ = ["Batch", "BatchedEngine", "GameTree", "NotDeterministic", "OUTCOMES", "ParallelVectorEnv"]

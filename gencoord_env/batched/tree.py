@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from gencoord_env.caches import cache
 from gencoord_env.outcomes import FailureCode
 
 #: outcome codes by index (``GameTree.outcome``; -1: none yet, or a truncation)
@@ -46,7 +45,8 @@ class Rows:
 
     def __init__(self) -> None:
         self._index: dict[Any, int] = {}
-        self._arrays: dict[str, np.ndarray] = {}  # each part's rows, with room to grow
+        self._parts: dict[str, list[Any]] = {}
+        self._tables: dict[str, np.ndarray] = {}
 
     def __len__(self) -> int:
         return len(self._index)
@@ -56,33 +56,34 @@ class Rows:
         key = tuple((k, v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else (k, v)
                     for k, v in parts.items())
         row = self._index.get(key)
-        if row is not None:
-            return row
-        row = len(self._index)
-        if self._arrays and parts.keys() != self._arrays.keys():
-            raise ValueError(f"an observation with the parts {sorted(parts)}, expected {sorted(self._arrays)}")
-        for k, v in parts.items():
-            table = self._arrays.get(k)
-            if table is None or row == len(table):
-                grown = (np.empty((max(64, 2 * row), *v.shape), dtype=v.dtype) if isinstance(v, np.ndarray)
-                         else np.empty(max(64, 2 * row), dtype=object))
-                if table is not None:
-                    grown[:row] = table
-                table = self._arrays[k] = grown
-            table[row] = v
-        self._index[key] = row
+        if row is None:
+            row = self._index[key] = len(self._index)
+            if not self._parts:
+                self._parts = {k: [] for k in parts}
+            if parts.keys() != self._parts.keys():
+                raise ValueError(f"an observation with the parts {sorted(parts)}, expected {sorted(self._parts)}")
+            for k, v in parts.items():
+                self._parts[k].append(v)
         return row
 
     @property
     def parts(self) -> tuple[str, ...]:
         """The parts' names (``""``: a value that is not a dict)."""
-        return tuple(self._arrays)
+        return tuple(self._parts)
 
     def table(self, part: str = "") -> np.ndarray:
-        """Every row of ``part`` (rows x the part's shape), a read-only view."""
-        view = self._arrays[part][: len(self)]
-        view.flags.writeable = False
-        return view
+        """Every row of ``part`` (rows x the part's shape), rebuilt only when rows were added."""
+        rows = self._parts[part]
+        table = self._tables.get(part)
+        if table is None or len(table) != len(rows):
+            if rows and isinstance(rows[0], np.ndarray):
+                table = np.stack(rows)
+            else:
+                table = np.empty(len(rows), dtype=object)
+                table[:] = rows
+            table.flags.writeable = False
+            self._tables[part] = table
+        return table
 
 
 class GameTree:
@@ -305,27 +306,4 @@ class GameTree:
         return node
 
 
-def shared_tree(interventions: tuple[str, ...] = (), episodes: int | None = None, state: bool = False,
-                **env_kwargs: Any) -> GameTree:
-    """The ``GameTree`` of ``parallel_env(backend="sim", actions="menu", infos="numbers", **env_kwargs)`` wrapped in
-    the ``interventions`` named (``gencoord_env.wrappers.INTERVENTIONS``, innermost first, default arguments),
-    one per process for equal arguments: runs that play the same env (seeds of a sweep, a train pool and its
-    evaluation pools) compute each node once between them. ``caches.clear()`` forgets them.
-
-    >>> shared_tree(pool="heldout", menu="branches") is shared_tree(menu="branches", pool="heldout")
-    True
-    """
-    return _shared(tuple(interventions), episodes, bool(state), tuple(sorted(env_kwargs.items())))
-
-
-@cache(maxsize=32)
-def _shared(interventions: tuple[str, ...], episodes: int | None, state: bool,
-            env_kwargs: tuple[tuple[str, Any], ...]) -> GameTree:
-    from gencoord_env.envs.gencoord_v0 import parallel_env
-    from gencoord_env.wrappers import apply
-
-    env = parallel_env(**{"backend": "sim", "actions": "menu", "infos": "numbers", **dict(env_kwargs)})
-    return GameTree(apply(env, [{"name": name} for name in interventions]), episodes=episodes, state=state)
-
-
-__all__ = ["GameTree", "NotDeterministic", "OUTCOMES", "Rows", "shared_tree"]
+__all__ = ["GameTree", "NotDeterministic", "OUTCOMES", "Rows"]

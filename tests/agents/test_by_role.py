@@ -61,8 +61,11 @@ def test_train_evaluate_plays_the_model_in_the_named_roles(tmp_path: Path, capsy
     out = tmp_path / "report.json"
     assert cli.main(["evaluate", "--model", str(tmp_path / "m"), "--pool", "heldout", "--episodes", "4", "--roles", "receiver",
                      "--partner", "rule", "--batch-size", "4", "--out", str(out)]) == 0
-    printed = json.loads(capsys.readouterr().out)
-    assert printed["roles"] == {"model": ["receiver"], "partner": "rule"}
+    printed = capsys.readouterr().out
+    assert "95% CI (cluster)" in printed and "playing ['receiver'] beside rule" in printed
     report = json.loads(out.read_text())
-    for e in report["episodes"]:  # the rule sender's request reached the untrained receiver: its one call is the model's
-        assert e["calls"] == 1 and e["actions"][0]["action"].startswith("SELF ")
+    assert report["roles"] == {"model": ["receiver"], "partner": "rule"} and report["format"] == "direct"
+    (record,) = report["records"]
+    assert record["condition"] == "heldout" and record["episodes"] == 4 and len(record["success_ci95"]) == 2
+    for e in report["episodes"]["heldout"]:  # the rule sender's request reached the untrained receiver: its one call is the model's
+        assert e["model_calls"] == 1 and e["actions"][0]["action"].startswith("SELF ")

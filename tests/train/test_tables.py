@@ -16,7 +16,8 @@ from gencoord_env.commands.experiments.runner import episode_indices, run_condit
 from gencoord_env.train import cli
 from gencoord_env.train.data import expected_rows
 from gencoord_env.train.sft import CONTINUE_LR, SCRATCH_LR, read_record
-from gencoord_env.train.tables import BUDGETS, MODELS, TABLES, TIMING_CLUSTERS, TablesConfig, batched_rows
+from gencoord_env.train.pipeline import batched_rows
+from gencoord_env.train.tables import BUDGETS, MODELS, TABLES, TIMING, TIMING_CLUSTERS, TablesConfig
 
 SEED = 2026073101
 TINY = BUDGETS["tiny"]
@@ -69,21 +70,25 @@ def test_every_table_has_its_files_and_every_condition_a_well_formed_record(run:
 def test_numbers_are_those_of_the_played_episodes(run: tuple[Path, Path, dict[str, Any]]) -> None:
     _, work, results = run
     lane = json.loads((work / "lanes" / f"{SEED}-direct.json").read_text())
-    assert lane["model"] == "direct" and lane["device"] == "cpu"
-    assert lane["timing_warm_up"] == "representation/DSL"  # its first timing pool, played once before the timed pass
-    assert json.loads((work / "lanes" / f"{SEED}-requester.json").read_text())["timing_warm_up"] is None
-    assert set(lane["conditions"]) == {f"{t}/{c}" for t, table in TABLES.items() for c, m in table.models.items() if m == "direct"}
-    for key, entry in lane["conditions"].items():
+    assert list(lane["runs"]) == ["direct"] and lane["device"] == "cpu"
+    run_ = lane["runs"]["direct"]
+    assert run_["format"] == "direct" and run_["summary"]["format"] == "direct"
+    assert run_["timing_warm_up"] == f"representation/DSL{TIMING}"  # its first timing pool, played once before the timed pass
+    assert json.loads((work / "lanes" / f"{SEED}-requester.json").read_text())["runs"]["requester"]["timing_warm_up"] is None
+    plays = run_["plays"]
+    quality = {k for k in plays if not k.endswith(TIMING)}
+    assert quality == {f"{t}/{c}" for t, table in TABLES.items() for c, m in table.models.items() if m == "direct"}
+    for key in quality:
         table, condition = key.split("/", 1)
         r = next(x for x in results[table]["conditions"] if x["condition"] == condition)
-        rows = entry["quality"]
+        rows = plays[key]["rows"]
         assert len(rows) == r["episodes"] and {x["condition"] for x in rows} == {condition}
         assert r["successes"] == sum(x["outcome"] == "SUCCESS" for x in rows)
-        costs = entry["timing"] if TABLES[table].timing else rows  # a timing table's costs: its timing pool
+        costs = plays[key + TIMING]["rows"] if TABLES[table].timing else rows  # a timing table's costs: its timing pool
         assert r["input_tokens_per_episode"] == sum(x["metrics"]["model_input_tokens"] for x in costs) / len(costs)
     # one setup in two tables (representation's DSL, backend's Direct DSL) plays once, under both names
-    a, b = lane["conditions"]["representation/DSL"], lane["conditions"]["backend/Direct DSL"]
-    assert [x["episode_id"] for x in a["quality"]] == [x["episode_id"] for x in b["quality"]]
+    a, b = plays["representation/DSL"], plays["backend/Direct DSL"]
+    assert a["key"] == b["key"] and [x["episode_id"] for x in a["rows"]] == [x["episode_id"] for x in b["rows"]]
     # the rule rows are the harness's own: the exact references hold on their subset
     by = {t: {r["condition"]: r for r in res["conditions"]} for t, res in results.items()}
     assert by["request"]["deterministic rule"]["success_rate"] == 1.0
@@ -115,7 +120,7 @@ def test_provenance_names_data_models_versions_and_seconds(run: tuple[Path, Path
     assert gc["gc_centralized"]["stages"] == {"centralized": 320}
     # one tokenizer for every scratch model
     shared = (work / "tokenizer" / "tokenizer.json").read_bytes()
-    assert all((work / "models" / str(SEED) / m / "final" / "tokenizer.json").read_bytes() == shared for m in MODELS)
+    assert all((work / "runs" / f"{SEED}-{m}" / m / "final" / "tokenizer.json").read_bytes() == shared for m in MODELS)
 
 
 def test_markdown_sets_ours_beside_the_papers_and_summarize_only_rebuilds_a_table(run: tuple[Path, Path, dict[str, Any]]) -> None:
@@ -139,15 +144,15 @@ def test_batched_rows_are_the_harness_serial_rows() -> None:
     rule = make_policy("rule")
     batched = batched_rows(condition, rule, None, 16)
     serial = run_condition(condition, rule)
-    assert [(r.episode_id, r.outcome, r.metrics["decisions"]) for r in batched] == \
+    assert [(r["episode_id"], r["outcome"], r["metrics"]["decisions"]) for r in batched] == \
            [(r.episode_id, r.outcome, r.metrics["decisions"]) for r in serial]
-    assert len(batched) == 320 and sum(r.success for r in batched) == 160  # the removal's paired 50% ceiling
+    assert len(batched) == 320 and sum(r["outcome"] == "SUCCESS" for r in batched) == 160  # the removal's paired 50% ceiling
 
 
 def test_init_starts_every_model_from_the_given_checkpoint(run: tuple[Path, Path, dict[str, Any]], tmp_path: Path,
                                                             data_dir: Path) -> None:
     _, work, _ = run
-    init = work / "models" / str(SEED) / "direct" / "final"
+    init = work / "runs" / f"{SEED}-direct" / "direct" / "final"
     (tmp_path / "work").mkdir()
     (tmp_path / "work" / "data").symlink_to(data_dir)
     assert cli.main(["tables", "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--tables", "request",
@@ -157,7 +162,7 @@ def test_init_starts_every_model_from_the_given_checkpoint(run: tuple[Path, Path
     assert p["tokenizer"] is None
     run_ = p["models"]["direct"]["seeds"][str(SEED)]
     assert run_["base"]["kind"] == "continued" and run_["lr"] == CONTINUE_LR
-    record = read_record(tmp_path / "work" / "models" / str(SEED) / "direct" / "final")
+    record = read_record(tmp_path / "work" / "runs" / f"{SEED}-direct" / "direct" / "final")
     assert record is not None and [e["from"] for e in record["lineage"]] == ["scratch", "checkpoint"]
     assert not (tmp_path / "out" / "horizon").exists()
 
@@ -177,10 +182,12 @@ def test_a_table_added_later_plays_the_trained_model_again_without_training_it(t
     second = json.loads(lane.read_text())
     assert (tmp_path / "work" / "tokenizer" / "tokenizer.json").read_bytes() == tokenizer
     assert second["key"] == first["key"]
-    assert second["run"] == first["run"] and second["seconds"]["train"] == first["seconds"]["train"]  # not trained again
-    assert {k: second["conditions"][k] for k in first["conditions"]} == first["conditions"]  # earlier rows kept as played
-    assert any(k.startswith("visibility/") for k in second["conditions"])
-    assert any(k.startswith("backend/") for k in second["conditions"])
+    a, b = first["runs"]["direct"], second["runs"]["direct"]
+    assert b["summary"] == a["summary"] and not b["retrained"]  # not trained again
+    assert b["seconds"]["train"] == a["seconds"]["train"]
+    assert {k: b["plays"][k] for k in a["plays"]} == a["plays"]  # earlier rows kept as played
+    assert any(k.startswith("visibility/") for k in b["plays"])
+    assert any(k.startswith("backend/") for k in b["plays"])
     assert (tmp_path / "out" / "visibility" / "results.json").is_file()
     assert (tmp_path / "work" / "lanes" / f"{SEED}-factor_code.json").is_file()
     # tables of separate commands summarize together: lanes and rule rows of both are in the work folder
@@ -190,11 +197,10 @@ def test_a_table_added_later_plays_the_trained_model_again_without_training_it(t
     text = (tmp_path / "out" / "TABLES.md").read_text()
     assert all(f"(`{t}`)" in text for t in ("request", "visibility", "backend")) and "| deterministic rule | rule: rule |" in text
     # a checkpoint changed since is trained again rather than trusted
-    weights = next((tmp_path / "work" / first["run"]["checkpoint"]).glob("*.safetensors"))
+    weights = next((tmp_path / "work" / a["summary"]["checkpoint"]).glob("*.safetensors"))
     weights.write_bytes(weights.read_bytes() + b"\0")
     assert cli.main(["tables", "--tables", "request", "naturalized", *args]) == 0
-    third = json.loads(lane.read_text())
-    assert third["run"]["checkpoint_sha256"] != first["run"]["checkpoint_sha256"] or third["seconds"]["train"] != first["seconds"]["train"]
+    assert json.loads(lane.read_text())["runs"]["direct"]["retrained"]
 
 
 def test_bad_arguments_say_what_was_expected(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

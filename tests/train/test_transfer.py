@@ -14,7 +14,9 @@ from gencoord_env.agents.lm.policy import prompt_text
 from gencoord_env.train import cli
 from gencoord_env.train.data import load_rows
 from gencoord_env.train.sft import CONTINUE_LR, SCRATCH_LR, default_lr, encode, read_record, unseen_tokens
-from gencoord_env.train.transfer import ARMS, BUDGETS, COVERAGE_POOLS, POOLS, TARGETS, pool_prompts
+from gencoord_env.tasks.episode import parse_episode_id
+from gencoord_env.train.transfer import ARMS, BUDGETS, COVERAGE_POOLS, POOLS, TARGETS
+from gencoord_env.train.transfer_report import pool_prompts
 
 SEED = 2026073101
 
@@ -46,8 +48,7 @@ def test_summary_has_every_arm_pool_and_provenance_field(run: tuple[Path, dict[s
         assert set(s["coverage"][backend]) == set(ARMS)
         assert set(s["coverage"][backend]["pretrained_protocol"]["unseen"]) == set(COVERAGE_POOLS)
     assert s["model"]["parameters"] > 0 and s["model"]["vocabulary"] > 256
-    assert {"pretrain", "finetune", "train_protocol_only", "eval_protocol_only", "eval_procedural_only",
-            "eval_pretrained_protocol"} == set(s["seconds"]["phases"])
+    assert {f"{phase}_{arm}" for phase in ("train", "eval") for arm in ARMS} == set(s["seconds"]["phases"])
     assert s["seconds"]["driver_wall"] > 0 and s["devices"] == ["cpu"]
     assert {"forward", "factor_code", "procedural", "procedural_factor_code"} == set(s["data"]["files"])
     assert all(len(f["sha256"]) == 64 for f in s["data"]["files"].values())
@@ -70,16 +71,19 @@ def test_summary_has_every_arm_pool_and_provenance_field(run: tuple[Path, dict[s
                 assert len(ev["success_bits"]) == ev["episodes"] and "episode_ids" not in ev
                 assert all(len(r["success_bits"]) == r["episodes"] == ev["episodes"] for r in ev.get("by_role", {}).values())
     full = json.loads((out / "lanes" / f"{SEED}-direct-pretrained.json").read_text())
-    ids = full["arms"]["pretrained_protocol"]["eval"]["heldout"]["episode_ids"]
-    assert [i.rsplit("-R", 1)[1] for i in ids] == ["0", "1"] * (len(ids) // 2)  # cluster k // 2, role k % 2
+    assert set(full["runs"]) == {"procedural_only", "pretrained_protocol"}  # one lane: pretraining, then fine-tuning
+    assert full["runs"]["pretrained_protocol"]["summary"]["base"]["kind"] == "continued"
+    ids = [r["episode_id"] for r in full["runs"]["pretrained_protocol"]["plays"]["heldout"]["rows"]]
+    assert [parse_episode_id(i).perm for i in ids] == [0, 1] * (len(ids) // 2)  # each picked cluster under both roles
 
 
 def test_pretraining_and_fine_tuning_share_the_tokenizer_and_the_fine_tune_continues_at_its_rate(
     run: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
     out, _ = run
-    base = out / "work" / str(SEED) / "direct"
-    pre, fine, scratch = base / "procedural_only" / "final", base / "pretrained_protocol" / "final", base / "protocol_only" / "final"
+    runs = out / "work" / "runs"
+    pre, fine = (runs / f"{SEED}-direct-pretrained" / arm / "final" for arm in ("procedural_only", "pretrained_protocol"))
+    scratch = runs / f"{SEED}-direct-protocol" / "protocol_only" / "final"
     shared = (out / "work" / "tokenizer" / "tokenizer.json").read_bytes()
     assert all((d / "tokenizer.json").read_bytes() == shared for d in (pre, fine, scratch))
     pre_record, fine_record = read_record(pre), read_record(fine)
@@ -126,7 +130,7 @@ def test_pretraining_inputs_and_the_papers_rows_hold_every_token_of_every_forwar
     # paper's rows never contain: the check is not vacuous.
     assert pool_ids["visibility"] - paper and unseen_tokens(paper, tokenizer, prompts["visibility"][:2])
     # The summary's per-model check reads the checkpoints' records.
-    record = read_record(out / "work" / str(SEED) / "direct" / "pretrained_protocol" / "final")
+    record = read_record(out / "work" / "runs" / f"{SEED}-direct-pretrained" / "pretrained_protocol" / "final")
     assert record is not None
     seen = set(record["seen_token_ids"])
     unseen = {name: sum(n for t, n in Counter(t for x in ids[a:z] for t in x).items() if t not in seen) for name, (a, z) in bounds.items()}
@@ -165,10 +169,14 @@ def test_every_paper_row_arm_has_a_fit_verdict_and_the_decoders_agree(run: tuple
 def test_one_backend_asked_for_gets_the_tokenizer_of_both(run: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
     """Every backend's sets train the shared tokenizer, so a Direct model does not depend on whether its command
     also asked for Factor-Code (the data, reused here, carries both either way)."""
-    from gencoord_env.train.transfer import TransferConfig, build_inputs
+    from gencoord_env.train.transfer import TransferConfig
+    from gencoord_env.train.transfer_report import build_inputs
 
     out, _ = run
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "data").symlink_to(out / "work" / "data")
     config = TransferConfig(out=str(tmp_path), seeds=(SEED,), backends=("direct",), progress=False)
-    inputs = build_inputs(config, out / "work" / "data", tmp_path / "tokenizer", lambda _: None)
-    assert (tmp_path / "tokenizer" / "tokenizer.json").read_bytes() == (out / "work" / "tokenizer" / "tokenizer.json").read_bytes()
-    assert {"forward", "procedural", "factor_code", "procedural_factor_code"} <= set(inputs["manifest"]["files"])
+    inputs, record = build_inputs(config, lambda _: None)
+    assert Path(inputs.tokenizer or "").parent == tmp_path / "work"
+    assert (tmp_path / "work" / "tokenizer" / "tokenizer.json").read_bytes() == (out / "work" / "tokenizer" / "tokenizer.json").read_bytes()
+    assert {"forward", "procedural", "factor_code", "procedural_factor_code"} <= set(record["manifest"]["files"])

@@ -1,1 +1,0 @@
-"""The server of the gencoord_v0 OpenEnv environment (``server.app:app``)."""

@@ -1,0 +1,84 @@
+"""The run spec: what a run's weights depend on (its key), what a play's rows depend on, and the studies as
+specs (each table's and the transfer experiment's lanes, runs and plays). The runner itself is exercised end to
+end by the tables and transfer tests."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from gencoord_env.commands.experiments.specs import Condition  # noqa: E402
+from gencoord_env.train import tables, transfer  # noqa: E402
+from gencoord_env.train.pipeline import After, Inputs, Lane, Play, Recipe, RunSpec, Scratch  # noqa: E402
+
+INPUTS = Inputs("data", "tokenizer", {"forward": "a" * 64, "procedural": "b" * 64}, "c" * 64)
+
+
+def _lane(*runs: RunSpec, **kw: object) -> Lane:
+    return Lane("1/x", 1, runs, INPUTS, "work", "work/lanes", **kw)  # type: ignore[arg-type]
+
+
+def test_a_runs_key_is_what_its_weights_depend_on() -> None:
+    heldout = Play("heldout", Condition("heldout", "heldout", "model"), episodes=4)
+    run = RunSpec("direct", "forward", Scratch(hidden_size=32), Recipe(steps=4), (heldout,))
+    lane = _lane(run)
+    same = [_lane(dataclasses.replace(run, plays=())),  # what it plays afterwards
+            _lane(dataclasses.replace(run, recipe=Recipe(steps=4, resume_every=10))),  # how often it saves its state
+            _lane(run, device="cuda:1", threads=8)]  # where and how fast it runs
+    assert all(other.run_key(other.runs[0]) == lane.run_key(run) for other in same)
+    other = [_lane(dataclasses.replace(run, recipe=Recipe(steps=5))), _lane(dataclasses.replace(run, data="procedural")),
+             _lane(dataclasses.replace(run, init=Scratch(hidden_size=64))),
+             Lane("1/x", 2, (run,), INPUTS, "work", "work/lanes"),
+             Lane("1/x", 1, (run,), dataclasses.replace(INPUTS, tokenizer_sha256="d" * 64), "work", "work/lanes")]
+    assert len({lane.run_key(run), *(o.run_key(o.runs[0]) for o in other)}) == 1 + len(other)
+
+
+def test_a_run_after_another_depends_on_it_and_must_follow_it() -> None:
+    pre = RunSpec("pre", "procedural", Scratch(), Recipe(steps=2))
+    fine = RunSpec("fine", "forward", After("pre"), Recipe(steps=2))
+    lane = _lane(pre, fine)
+    longer = _lane(dataclasses.replace(pre, recipe=Recipe(steps=3)), fine)
+    assert lane.run_key(fine) != longer.run_key(longer.runs[1])  # the fine-tune continues the pretraining
+    assert fine.format.name == "direct" and lane.run_dir(fine) == Path("work/runs/1-x/fine")
+    with pytest.raises(ValueError, match="starts after 'pre', which is not an earlier run of the lane"):
+        _lane(fine, pre)
+    with pytest.raises(ValueError, match="run names repeat"):
+        _lane(pre, pre)
+
+
+def test_equal_setups_play_once_whatever_they_are_called() -> None:
+    c = Condition("DSL", "heldout", "rule")
+    a, b = Play("representation/DSL", c), Play("backend/Direct DSL", dataclasses.replace(c, name="Direct DSL", policy="x"))
+    assert a.cache_key(256) == b.cache_key(256)
+    assert len({a.cache_key(256), dataclasses.replace(a, batch=0).cache_key(256), dataclasses.replace(a, role="sender").cache_key(256),
+                dataclasses.replace(a, episodes=4).cache_key(256), a.cache_key(24)}) == 5
+
+
+def test_each_table_is_one_lane_per_seed_and_model_playing_its_conditions(tmp_path: Path) -> None:
+    config = tables.TablesConfig(out=str(tmp_path), seeds=(1, 2), tables=("backend", "horizon"))
+    lanes = tables.lanes_for(config, INPUTS)
+    assert sorted(lane.name for lane in lanes) == sorted(f"{s}/{m}" for s in (1, 2) for m in ("direct", "factor_code", "single_step"))
+    direct = next(lane for lane in lanes if lane.name == "1/direct").runs[0]
+    assert [p.name for p in direct.plays] == ["backend/Direct DSL", "backend/Direct DSL#timing", "horizon/multi-step"]
+    assert direct.plays[1].batch == 0 and direct.plays[1].warm_up  # the timing pool: batch-1 calls, warmed first
+    factor = next(lane for lane in lanes if lane.name == "1/factor_code").runs[0]
+    assert factor.format.name == "factor_code" and factor.data == "factor_code"
+    full = dataclasses.replace(config, budget=tables.BUDGETS["full"], tables=("representation",))
+    renaming = {r.runs[0].data: r.runs[0].recipe.code_renaming for r in tables.lanes_for(full, INPUTS)}
+    assert renaming == {"forward": 0.5, "forward_json": 0.5, "freeform": 0.0}  # free-form says its codes in words
+
+
+def test_transfer_is_a_protocol_lane_and_a_pretrain_then_fine_tune_lane_per_seed_and_format(tmp_path: Path) -> None:
+    config = transfer.TransferConfig(out=str(tmp_path), seeds=(1,))
+    lanes = {lane.name: lane for lane in transfer.lanes_for(config, INPUTS)}
+    assert list(lanes) == ["1/direct/pretrained", "1/factor_code/pretrained", "1/direct/protocol", "1/factor_code/protocol"]
+    pre, fine = lanes["1/factor_code/pretrained"].runs
+    assert (pre.data, fine.data, fine.init) == ("procedural_factor_code", "factor_code", After("procedural_only"))
+    assert pre.recipe.subword_dropout > 0 and fine.recipe.subword_dropout == 0
+    names = [p.name for p in fine.plays]
+    assert names[:4] == ["train", "heldout", "heldout/sender", "heldout/receiver"] and "heldout/generate" in names
+    assert "heldout/generate" not in [p.name for p in pre.plays]  # only the arms trained on the paper's rows
+    assert Path(lanes["1/direct/protocol"].results) == tmp_path / "lanes"
