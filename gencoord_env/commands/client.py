@@ -29,7 +29,9 @@ from gencoord_env.commands.wire import (
     GencoordMenuAction,
     GencoordObservation,
     GencoordState,
+    agent_info,
 )
+from gencoord_env.turns import Turn
 
 __all__ = [
     "GencoordAction",
@@ -37,6 +39,7 @@ __all__ = [
     "GencoordMenuAction",
     "GencoordObservation",
     "GencoordState",
+    "RemoteTurnEnv",
     "ServerAtCapacity",
     "SessionClosed",
 ]
@@ -112,3 +115,49 @@ async def _last_word(ws: Any) -> str | None:
     except Exception:  # noqa: BLE001 - nothing buffered, or not an error message: the close frame's reason will do
         return None
     return data.get("message") if isinstance(data, dict) else None
+
+
+class RemoteTurnEnv:
+    """:class:`gencoord_env.turns.TurnEnv`'s interface (``reset``, ``act``, ``turn``, ``info``, ``steps``,
+    ``close``) over one session of a running ``gencoord serve``: what plays in-process plays against a server.
+
+    ``context=True`` asks the server for the deciding agent's typed context with each observation, so that
+    ``info`` holds it as the env's own info does (a rule agent can then decide for the client); otherwise
+    ``info`` is empty. A session the server closed while it sat idle between episodes is opened again at the
+    next ``reset``.
+    """
+
+    def __init__(self, base_url: str, context: bool = False, **client: Any) -> None:
+        self.base_url = base_url
+        self.client = GencoordEnvClient(base_url=base_url, **client)
+        self.context = context
+        self.turn: Turn | None = None
+        self.info: dict[str, Any] = {}
+        self.steps = 0
+
+    def reset(self, seed: int | None = None, index: int | None = None) -> Turn:
+        args: dict[str, Any] = {k: v for k, v in (("seed", seed), ("index", index)) if v is not None}
+        if self.context:
+            args["context"] = True
+        try:
+            result = self.client.reset(**args)
+        except SessionClosed:  # closed while idle between episodes: this reset opens a new session
+            result = self.client.reset(**args)
+        self.steps = 0
+        return self._turn(result)
+
+    def act(self, action: Any) -> Turn:
+        result = self.client.step(action)
+        self.steps += 1
+        return self._turn(result)
+
+    def _turn(self, result: Any) -> Turn:
+        o: GencoordObservation = result.observation
+        self.turn = Turn(o.text, o.agent, o.role, o.stage, o.episode_id, o.template, done=result.done,
+                         reward=float(result.reward or 0.0), candidates=o.candidates, outcome=o.outcome, reason=o.reason,
+                         metrics=o.metrics, fault=o.fault)
+        self.info = agent_info(o) if o.context is not None and not result.done else {}
+        return self.turn
+
+    def close(self) -> None:
+        self.client.close()

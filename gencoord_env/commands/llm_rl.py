@@ -37,6 +37,9 @@ Example::
                           environment_factory=GencoordToolEnv.factory(pool="train", plays="both"),
                           args=GRPOConfig(..., max_tool_calling_iterations=4))
 
+:class:`GencoordServerEnv` is the same over a running ``gencoord serve`` (one session per rollout), with the
+env's own reward (``get_reward``, which TRL reads without a reward function).
+
 :mod:`gencoord_env.commands.verifiers_env` plays the same episodes (this class's episode logic) as a ``verifiers`` 0.4
 environment (extra ``verifiers``).
 """
@@ -53,6 +56,7 @@ from gencoord_env.turns import Turn, TurnEnv
 __all__ = [
     "RESPONSE_TEMPLATE",
     "TOOL_CHAT_TEMPLATE",
+    "GencoordServerEnv",
     "GencoordToolEnv",
     "commit_record",
     "episode_dataset",
@@ -174,10 +178,13 @@ class GencoordToolEnv:
     Arguments are those of ``gencoord_env.parallel_env`` (``pool``, ``route``, ``backend``, ``surface``,
     ``private_fact``, ``pool_seed``, ...), plus ``plays`` (``"both"`` or a role name) and ``partner`` (a rule
     agent's name, or a policy with ``act(observation, info)``, for the decisions the model does not make).
+    With ``base_url`` the episodes are played on a running ``gencoord serve`` instead (one session,
+    :class:`gencoord_env.commands.client.RemoteTurnEnv`), whose arguments choose the pool and the rest; a
+    ``partner`` here decides from the typed context the server sends.
     """
 
     def __init__(self, pool: str = "train", route: str = "forward", backend: str = "sim", plays: str = "both",
-                 partner: Any = "rule", **env_kwargs: Any) -> None:
+                 partner: Any = "rule", base_url: str | None = None, **env_kwargs: Any) -> None:
         import gencoord_env
 
         if isinstance(partner, str):
@@ -186,7 +193,12 @@ class GencoordToolEnv:
             partner = make_policy(partner)
         self._plays = plays
         self._partner = partner
-        self._game = TurnEnv(gencoord_env.parallel_env(pool=pool, route=route, backend=backend, **env_kwargs))
+        if base_url is not None:
+            from gencoord_env.commands.client import RemoteTurnEnv
+
+            self._game: Any = RemoteTurnEnv(base_url, context=plays != "both")
+        else:
+            self._game = TurnEnv(gencoord_env.parallel_env(pool=pool, route=route, backend=backend, **env_kwargs))
         self._prior = ""
         #: the model's records in this episode, in order
         self.records: list[str] = []
@@ -226,8 +238,9 @@ class GencoordToolEnv:
     # --- what the reward functions read (properties: TRL makes every public method a tool) ----------
 
     @property
-    def game(self) -> TurnEnv:
-        """The turn-by-turn env the episodes are played in (its ``env`` is the ParallelEnv)."""
+    def game(self) -> Any:
+        """The turn-by-turn env the episodes are played in: a ``TurnEnv`` (its ``env`` is the ParallelEnv), or with
+        ``base_url`` a ``RemoteTurnEnv``."""
         return self._game
 
     @property
@@ -255,7 +268,42 @@ class GencoordToolEnv:
         return turn
 
     def _roles(self) -> set[str]:
-        return set(self._game.env.session.episode.role_of.values())
+        return set(self._game.info["context"].prior.roles)
+
+
+class GencoordServerEnv(GencoordToolEnv):
+    """TRL's environment class over a running ``gencoord serve``, with a reward the env owns.
+
+    Each instance holds one session of the server at ``base_url`` (TRL makes one per rollout and keeps them
+    between steps; a session the server closed while idle is opened again at the next reset), so the server
+    needs ``--max-sessions`` at least the generation batch. The server's arguments choose the pool, route,
+    backend (sim or minecraft) and reward; a server started with ``--plays ROLE`` plays the other roles with
+    its partner. ``get_reward()`` is the reward the env paid at the episode's end (the server's ``--reward``),
+    0.0 for an episode the model left unfinished: TRL adds it as a reward of its own (logged under this
+    class's name), so ``reward_funcs`` may be left out. Tools, prompts and ``plays``/``partner`` are
+    :class:`GencoordToolEnv`'s.
+
+        trainer = GRPOTrainer(model="Qwen/Qwen3-0.6B", train_dataset=GencoordServerEnv.dataset(url, range(64)),
+                              environment_factory=GencoordServerEnv.factory(base_url=url), args=GRPOConfig(...))
+    """
+
+    def __init__(self, base_url: str, plays: str = "both", partner: Any = "rule") -> None:
+        super().__init__(plays=plays, partner=partner, base_url=base_url)
+
+    def get_reward(self) -> float:
+        """The env's reward for the finished episode; 0.0 when the model left it unfinished."""
+        turn = self.turn
+        return float(turn.reward) if turn is not None and turn.done else 0.0
+
+    @classmethod
+    def dataset(cls, base_url: str, indices: Iterable[int], **kwargs: Any) -> Any:
+        """:func:`episode_dataset` of the server's pool: one row per episode index, the prior (as the server sends it)
+        as the system turn."""
+        env = cls(base_url, **kwargs)
+        try:
+            return _dataset(env, indices)
+        finally:
+            env.game.close()
 
 
 def _rewards(kind: str, environments: Sequence[GencoordToolEnv]) -> list[float]:
@@ -277,9 +325,12 @@ def episode_dataset(pool: str, indices: Iterable[int], **env_kwargs: Any) -> Any
     """A ``datasets.Dataset`` of one row per episode: ``prompt`` (the shared prior as the system turn, an empty
     user turn that ``reset`` fills) and ``index``. ``env_kwargs`` as for :class:`GencoordToolEnv` (``plays``
     decides whose first observation's prior is shown; both agents of an episode see the same prior)."""
+    return _dataset(GencoordToolEnv(pool=pool, **env_kwargs), indices)
+
+
+def _dataset(env: GencoordToolEnv, indices: Iterable[int]) -> Any:
     from datasets import Dataset
 
-    env = GencoordToolEnv(pool=pool, **env_kwargs)
     return Dataset.from_list([{"prompt": episode_prompt(env, int(k)), "index": int(k)} for k in indices])
 
 
