@@ -4,7 +4,11 @@ menus, ``examples/marl_ppo.py``) and masked PPO on the single-agent view as send
 training curve as CSV (``RunLog``), one PNG of curves per baseline and the table (Markdown, as in the
 README) go to ``--out``.
 
-    python examples/baselines.py [--budget small] [--seeds 0 1 2] [--out reports/rl]
+    python examples/baselines.py [--budget small] [--seeds 0 1 2] [--out reports/rl] [--engine batched|pipeline]
+
+``--engine`` is how the parallel-env baselines play (``marl_ppo.py --engine``): ``batched`` (default) on
+``gencoord_env.batched``, every decision point computed once by the env for all of their runs, or
+``pipeline``, one episode at a time through ``parallel_env``. The single-agent baselines play the pipeline.
 
 ``--budget full`` is what ``reports/rl`` holds: 60 PPO updates of 256 episodes (15,360 training episodes)
 per parallel-env run, 10,240 learner steps per single-agent run; ``small`` (what the test runs) is 3
@@ -51,7 +55,7 @@ def _script(name: str) -> ModuleType:
     return module
 
 
-def run(names: list[str], seeds: list[int], budget: str, out: Path) -> dict[str, list[dict[str, Any]]]:
+def run(names: list[str], seeds: list[int], budget: str, out: Path, engine: str = "batched") -> dict[str, list[dict[str, Any]]]:
     """Every run of ``names`` x ``seeds``; results (and a CSV curve per run) under ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[dict[str, Any]]] = {}
@@ -59,9 +63,12 @@ def run(names: list[str], seeds: list[int], budget: str, out: Path) -> dict[str,
         script, args = BASELINES[name]
         for seed in seeds:
             log = out / f"{name}_seed{seed}.csv"
-            result = _script(script).main([*args, "--budget", BUDGETS[budget][script], "--seed", str(seed), "--log", str(log)])
+            extra = ["--engine", engine] if script == "marl_ppo" else []
+            result = _script(script).main([*args, *extra, "--budget", BUDGETS[budget][script], "--seed", str(seed),
+                                           "--log", str(log)])
+            timing = {k: round(result[k], 1) for k in ("wall_seconds", "cpu_seconds") if k in result}
             results.setdefault(name, []).append({"seed": seed, **{m: result[m] for m in METRICS},
-                                                 "seconds": round(result["seconds"], 1), "curve": result["curve"]})
+                                                 "seconds": round(result["seconds"], 1), **timing, "curve": result["curve"]})
     return results
 
 
@@ -102,12 +109,15 @@ def main(argv: list[str] | None = None) -> dict[str, list[dict[str, Any]]]:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--only", nargs="+", choices=sorted(BASELINES), default=list(BASELINES))
     parser.add_argument("--out", default="reports/rl")
+    parser.add_argument("--engine", choices=("batched", "pipeline"), default="batched",
+                        help="how the parallel-env baselines play (marl_ppo.py --engine)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     start = time.perf_counter()
-    results = run(args.only, args.seeds, args.budget, out)
+    results = run(args.only, args.seeds, args.budget, out, args.engine)
     seconds = time.perf_counter() - start
-    (out / "baselines.json").write_text(json.dumps({"budget": args.budget, "seconds": round(seconds), "runs": results},
+    (out / "baselines.json").write_text(json.dumps({"budget": args.budget, "engine": args.engine, "seconds": round(seconds),
+                                                    "runs": results},
                                                    indent=1, sort_keys=True) + "\n", encoding="utf-8")
     (out / "baselines.md").write_text(table(results) + "\n", encoding="utf-8")
     curves(results, out)

@@ -16,6 +16,14 @@ a CSV (``RunLog``) from the parallel env's ``EpisodeStatistics``; ``--save`` wri
 checkpoint (``MenuPolicy.load``; ``gencoord experiment evaluate --first slots:PATH``).
 
     python examples/marl_ppo.py --algo mappo --menu branches [--policy slots] [--budget small] [--seed N] [--log run.csv]
+                                [--engine batched|pipeline]
+
+``--engine batched`` (default) plays the episodes on ``gencoord_env.batched``: the episodes of an update
+advance together, one array step per decision, each decision point computed once by the env and shared by
+every run of the process (``shared_tree``: the seeds of a sweep, the ippo and mappo runs of one menu); the
+learners read rows of the tree's observation tables, and the rule agent's slot at each node it plays is
+computed once (``PartnerSlots``). ``--engine pipeline`` plays them one by one through ``parallel_env``: the
+same learners, the same update, the same evaluation episodes.
 
 PPO here: an episode's reward (0 or 1, at its end) is every one of its decisions' return (episodes have
 one or two decisions; no discount); advantage = return - critic value, normalized per batch; clipped
@@ -35,6 +43,7 @@ from torch import nn
 import gencoord_env
 from gencoord_env.agents import make_policy
 from gencoord_env.agents.slots import KINDS, MenuPolicy, batch, make_net, mlp
+from gencoord_env.batched import OUTCOMES, BatchedEngine, PartnerSlots, shared_tree
 from gencoord_env.commands.run_log import RunLog
 from gencoord_env.wrappers import EpisodeStatistics, RequestRemoval
 
@@ -43,6 +52,8 @@ EPISODES, EPOCHS, MINIBATCH, LR, CLIP, ENTROPY, WIDTH = 256, 4, 128, 2e-3, 0.2, 
 AGENTS = ("agent_a", "agent_b")
 EVAL_POOLS = ("heldout", "horizon", "request_removed")
 LEARN = {"both": (0, 1), "first": (0,), "second": (1,)}
+ENGINES = ("batched", "pipeline")
+SUCCESS = next(k for k, code in enumerate(OUTCOMES) if code.value == "SUCCESS")
 
 
 def make_env(pool: str, menu: str, seed: int = 0) -> Any:
@@ -89,7 +100,7 @@ class Partner:
         return self.rule.act(self.env.observation_text(agent), self.env.full_infos()[agent])
 
 
-def collect(env: Any, learners: Learners, episodes: int, learned: tuple[int, ...] = (0, 1)) -> dict[str, dict[str, list[Any]]]:
+def collect(env: Any, learners: Learners, episodes: int, learned: tuple[int, ...] = (0, 1)) -> dict[str, dict[str, torch.Tensor]]:
     """Play ``episodes`` episodes; per agent its learned decisions' observations, actions, log-probs and returns."""
     batch_: dict[str, dict[str, list[Any]]] = {a: {k: [] for k in ("obs", "action", "logp", "critic_x", "ret")} for a in AGENTS}
     partner = Partner(env, learned)
@@ -111,18 +122,24 @@ def collect(env: Any, learners: Learners, episodes: int, learned: tuple[int, ...
             obs, rewards, _, _, infos = env.step({turn: action})
         for agent in decided:
             batch_[agent]["ret"].append(float(rewards[agent]))
-    return batch_
+    return {a: stacked(b) for a, b in batch_.items() if b["action"]}
 
 
-def update(learners: Learners, optim: torch.optim.Optimizer, batch_: dict[str, dict[str, list[Any]]]) -> None:
+def stacked(b: dict[str, list[Any]]) -> dict[str, torch.Tensor]:
+    """One agent's decisions as the tensors ``update`` reads: bag, labels, mask, critic_x, action, logp, ret."""
+    bag, labels, mask = batch(b["obs"])
+    return {"bag": bag, "labels": labels, "mask": mask, "critic_x": torch.stack(b["critic_x"]),
+            "action": torch.tensor(b["action"]), "logp": torch.tensor(b["logp"]), "ret": torch.tensor(b["ret"])}
+
+
+def update(learners: Learners, optim: torch.optim.Optimizer, batch_: dict[str, dict[str, torch.Tensor]]) -> None:
+    """PPO epochs over each agent's decisions (``stacked``'s tensors, from either engine)."""
     for agent in AGENTS:
-        b = batch_[agent]
-        if not b["action"]:
+        if agent not in batch_:
             continue
-        bag, labels, mask = batch(b["obs"])
-        critic_x = torch.stack(b["critic_x"])
-        action, old = torch.tensor(b["action"]), torch.tensor(b["logp"])
-        ret = torch.tensor(b["ret"])
+        b = batch_[agent]
+        bag, labels, mask, critic_x = b["bag"], b["labels"], b["mask"], b["critic_x"]
+        action, old, ret = b["action"], b["logp"], b["ret"]
         actor, critic = learners.actors[agent], learners.critic(agent)
         for _ in range(EPOCHS):
             for idx in torch.randperm(len(action)).split(MINIBATCH):
@@ -155,22 +172,127 @@ def success(learners: Learners, pool: str, menu: str, learned: tuple[int, ...] =
     return wins / len(indices)
 
 
+class Tables:
+    """The learners' inputs on the batched engine: the tree's observation rows (bag, menu labels) and the
+    critic's features (log of the bag, of the state with mappo) as tensors, each row converted once and the
+    tensors extended as the tree meets new observations."""
+
+    def __init__(self, engine: BatchedEngine) -> None:
+        self.engine = engine
+        self.parts: dict[tuple[str, str], torch.Tensor] = {}
+
+    def _rows(self, part: str, rows: str, convert: Callable[[np.ndarray], torch.Tensor], index: np.ndarray) -> torch.Tensor:
+        table = self.engine.table(part, rows)
+        have = self.parts.get((part, rows))
+        if have is None or len(have) != len(table):  # only the new rows: the old ones do not change
+            new = convert(np.array(table[0 if have is None else len(have):]))
+            have = self.parts[(part, rows)] = new if have is None else torch.cat([have, new])
+        return have[torch.as_tensor(index, dtype=torch.long)]
+
+    def actor(self, index: np.ndarray, mask: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(bag, labels, mask) of observation rows ``index``, as ``slots.batch`` gives them."""
+        bag = self._rows("observation", "observations", lambda a: torch.as_tensor(a, dtype=torch.float32), index)
+        labels = self._rows("menu_labels", "observations", lambda a: torch.as_tensor(a, dtype=torch.long), index)
+        return bag, labels, torch.as_tensor(mask)
+
+    def critic(self, index: np.ndarray, rows: str = "observations") -> torch.Tensor:
+        return self._rows("observation", rows, features, index)
+
+
+def collect_batched(engine: BatchedEngine, learners: Learners, tables: Tables | None = None, greedy: bool = False,
+                    episodes: np.ndarray | None = None, partner: PartnerSlots | None = None
+                    ) -> tuple[dict[str, dict[str, torch.Tensor]], np.ndarray]:
+    """Play ``engine.num_envs`` episodes at once (drawn, or ``episodes``) to their ends: per agent its learned
+    decisions as ``collect`` gives them, and each episode's outcome (an index of ``OUTCOMES``). ``partner``
+    plays the roles that do not learn; ``tables``: kept by the caller between calls, so that each observation
+    row is converted once."""
+    tables = tables or Tables(engine)
+    batch_ = engine.reset(episodes=episodes)
+    n = engine.num_envs
+    live, outcome = np.ones(n, dtype=bool), np.full(n, -1)
+    ret = np.zeros((n, len(AGENTS)), dtype=np.float32)
+    taken: dict[str, list[dict[str, Any]]] = {a: [] for a in AGENTS}
+    while live.any():
+        learning = live.copy()
+        if partner is not None:
+            scripted = live & partner.plays(engine.node)
+            actions = partner.slots(engine.node)
+            learning &= ~scripted
+        else:
+            actions = np.zeros(n, dtype=np.int64)
+        for k, agent in enumerate(AGENTS):
+            rows = np.flatnonzero(learning & (batch_.turn == k))
+            if not rows.size:
+                continue
+            bag, labels, mask = tables.actor(batch_.obs[rows, k], batch_.action_mask[rows])
+            with torch.no_grad():
+                dist = torch.distributions.Categorical(logits=learners.actors[agent](bag, labels, mask))
+                action = dist.probs.argmax(-1) if greedy else dist.sample()
+            actions[rows] = action.numpy()
+            if not greedy:
+                critic = (tables.critic(engine.tree.state_rows[engine.node[rows]], "states") if learners.algo == "mappo"
+                          else tables.critic(batch_.obs[rows, k]))
+                taken[agent].append({"bag": bag, "labels": labels, "mask": mask, "critic_x": critic, "action": action,
+                                     "logp": dist.log_prob(action), "row": rows})
+        batch_ = engine.step(actions)
+        ended = live & (batch_.terminated | batch_.truncated)
+        ret[ended], outcome[ended] = batch_.reward[ended], batch_.outcome[ended]
+        live &= ~ended
+    out = {}
+    for k, agent in enumerate(AGENTS):
+        if taken[agent]:
+            b = {key: torch.cat([t[key] for t in taken[agent]]) for key in ("bag", "labels", "mask", "critic_x", "action", "logp")}
+            b["ret"] = torch.as_tensor(ret[np.concatenate([t["row"] for t in taken[agent]]), k])
+            out[agent] = b
+    return out, outcome
+
+
+def success_batched(learners: Learners, pool: str, menu: str, learned: tuple[int, ...] = (0, 1), every: int = 1) -> float:
+    """``success`` on the batched engine: every ``every``-th episode of the pool at once, greedily."""
+    removed = pool == "request_removed"
+    tree = shared_tree(("RequestRemoval",) if removed else (), pool="request" if removed else pool, menu=menu,
+                       observations="bag")
+    episodes = np.arange(0, tree.episodes, every)
+    engine = BatchedEngine(tree, len(episodes), autoreset=False)
+    _, outcome = collect_batched(engine, learners, greedy=True, episodes=episodes, partner=rule_partner(tree, learned))
+    return float(np.mean(outcome == SUCCESS))
+
+
+def rule_partner(tree: Any, learned: tuple[int, ...]) -> PartnerSlots | None:
+    """The rule agent in the roles that do not learn, on the batched engine (None when both learn)."""
+    others = tuple(r for r in (0, 1) if r not in learned)
+    return PartnerSlots(tree, make_policy("rule"), others) if others else None
+
+
 def train(algo: str, menu: str, updates: int, seed: int = 0, log: Callable[..., None] | None = None,
           policy: str = "mlp", learn: str = "both", listener_first: int = 0,
-          episodes: int = EPISODES) -> tuple[Learners, list[float]]:
+          episodes: int = EPISODES, engine: str = "batched") -> tuple[Learners, list[float]]:
     """Train for ``updates`` PPO updates of ``episodes`` episodes; the training success of each update (also
     passed to ``log``)."""
     torch.manual_seed(seed)
     torch.set_num_threads(1)  # one thread: the thread count changes the order of reductions and so the run
-    env = EpisodeStatistics(make_env("train", menu, seed), window=episodes)
-    space = env.observation_space(AGENTS[0])
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; expected one of {list(ENGINES)}")
+    if engine == "batched":  # one tree per menu, with the state: every run shares it
+        batched = BatchedEngine(shared_tree(pool="train", menu=menu, observations="bag", state=True), episodes,
+                                seed=seed, autoreset=False)
+        space, tables = batched.tree.env.observation_space(AGENTS[0]), Tables(batched)
+        partners = {learned: rule_partner(batched.tree, learned) for learned in {LEARN["second"], LEARN[learn]}}
+    else:
+        env = EpisodeStatistics(make_env("train", menu, seed), window=episodes)
+        space, batched = env.observation_space(AGENTS[0]), None
     learners = Learners(space["observation"].shape[0], space["action_mask"].shape[0], algo, policy)
     optim = torch.optim.Adam(learners.parameters(), lr=LR)
     curve = []
     for k in range(updates):
         learned = LEARN["second"] if k < listener_first else LEARN[learn]
-        update(learners, optim, collect(env, learners, episodes, learned))
-        curve.append(float(np.mean(env.successes)))
+        if batched is not None:
+            decisions, outcome = collect_batched(batched, learners, tables, partner=partners[learned])
+            update(learners, optim, decisions)
+            curve.append(float(np.mean(outcome == SUCCESS)))
+        else:
+            update(learners, optim, collect(env, learners, episodes, learned))
+            curve.append(float(np.mean(env.successes)))
         if log is not None:
             log((k + 1) * episodes, train_success=curve[-1])
     return learners, curve
@@ -188,21 +310,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--log", default=None, help="CSV file for the training curve (RunLog)")
     parser.add_argument("--save", default=None, help="checkpoint file for the trained actors (MenuPolicy)")
+    parser.add_argument("--engine", choices=ENGINES, default="batched",
+                        help="the batched engine, or the pipeline one episode at a time")
     args = parser.parse_args(argv)
+    engine = args.engine
     run_log = RunLog(args.log) if args.log else None
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     learners, curve = train(args.algo, args.menu, BUDGETS[args.budget], args.seed, run_log.write if run_log else None,
-                            args.policy, args.learn, args.listener_first)
+                            args.policy, args.learn, args.listener_first, engine=engine)
     seconds = time.perf_counter() - start
     learned = LEARN[args.learn]
-    result: dict[str, Any] = {pool: success(learners, pool, args.menu, learned) for pool in EVAL_POOLS}
-    result.update(curve=curve, seconds=seconds, episodes=len(curve) * EPISODES)
+    if engine == "batched":
+        result: dict[str, Any] = {pool: success_batched(learners, pool, args.menu, learned) for pool in EVAL_POOLS}
+    else:
+        result = {pool: success(learners, pool, args.menu, learned) for pool in EVAL_POOLS}
+    result.update(curve=curve, seconds=seconds, wall_seconds=time.perf_counter() - start,
+                  cpu_seconds=time.process_time() - cpu, episodes=len(curve) * EPISODES, engine=engine)
     if args.save:
         about = {k: getattr(args, k) for k in ("algo", "menu", "policy", "learn", "listener_first", "budget", "seed")}
         result["checkpoint"] = str(learners.policy_of(args.menu, about).save(args.save))
-    print(f"{args.algo} {args.policy} menu={args.menu} learn={args.learn} seed={args.seed}: "
+    print(f"{args.algo} {args.policy} menu={args.menu} learn={args.learn} seed={args.seed} engine={engine}: "
           + ", ".join(f"{p} {result[p]:.3f}" for p in EVAL_POOLS)
-          + f" after {result['episodes']} training episodes ({seconds:.0f} s)")
+          + f" after {result['episodes']} training episodes ({seconds:.0f} s training, {result['wall_seconds']:.0f} s "
+          f"with evaluation)")
     return result
 
 

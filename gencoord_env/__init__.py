@@ -14,6 +14,7 @@ from gencoord_env.pickling import install as _install_pickling
 
 if TYPE_CHECKING:
     from gencoord_env.agents.single_agent import GenCoordGym
+    from gencoord_env.batched import ParallelVectorEnv
     from gencoord_env.envs.gencoord_v0 import env, parallel_env, raw_env
 
 _install_pickling()  # a live sim env pickles and deep-copies (gencoord_env.pickling)
@@ -47,6 +48,15 @@ def gym_env(role: str | int = "first", partner: Any = "rule", **kwargs: Any) -> 
     return make(role=role, partner=partner, **kwargs)
 
 
+def vector_env(num_envs: int = 64, **kwargs: Any) -> ParallelVectorEnv:
+    """``num_envs`` copies of the menu env stepped as one, both agents learning: PettingZoo's parallel API with
+    every value a batched array (``gencoord_env.batched``; ``parallel_env``'s arguments, ``backend="sim"`` and
+    ``actions="menu"`` implied)."""
+    from gencoord_env.batched import ParallelVectorEnv as make
+
+    return make(num_envs=num_envs, **kwargs)
+
+
 def _register() -> None:
     import gymnasium
 
@@ -59,4 +69,4 @@ def _register() -> None:
 
 _register()
 
-__all__ = ["FailureCode", "__version__", "env", "gym_env", "parallel_env", "raw_env"]
+__all__ = ["FailureCode", "__version__", "env", "gym_env", "parallel_env", "raw_env", "vector_env"]

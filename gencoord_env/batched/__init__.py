@@ -4,12 +4,15 @@
 | --- | --- |
 | ``tree`` | ``GameTree``: every decision point of an env's episodes, each computed once by the env itself |
 | ``engine`` | ``BatchedEngine``: ``num_envs`` episodes of a tree stepped as numpy (or torch) array work, autoreset |
+| ``partner`` | ``PartnerSlots``: a text policy (a rule agent) playing some roles, its menu slot at each node computed once |
 | ``vector`` | ``ParallelVectorEnv``: the PettingZoo-style two-agent API over an engine, dicts of batched arrays |
 """
 from __future__ import annotations
 
 from gencoord_env.batched.engine import Batch, BatchedEngine
-from gencoord_env.batched.tree import OUTCOMES, GameTree, NotDeterministic
+from gencoord_env.batched.partner import PartnerSlots
+from gencoord_env.batched.tree import OUTCOMES, GameTree, NotDeterministic, shared_tree
 from gencoord_env.batched.vector import ParallelVectorEnv
 
-__all__ = ["Batch", "BatchedEngine", "GameTree", "NotDeterministic", "OUTCOMES", "ParallelVectorEnv"]
+__all__ = ["Batch", "BatchedEngine", "GameTree", "NotDeterministic", "OUTCOMES", "ParallelVectorEnv", "PartnerSlots",
+           "shared_tree"]

@@ -138,7 +138,6 @@ class BatchedEngine:
         pool = np.arange(tree.episodes) if episodes is None else np.unique(np.asarray(episodes, dtype=np.int64))
         if pool.size == 0 or pool.min() < 0 or pool.max() >= tree.episodes:
             raise ValueError(f"episodes must be pool indices in 0 .. {tree.episodes - 1}, got {episodes!r}")
-        self._pool_host = pool
         self.pool = self.ops.put(pool, self.ops.index)
         self._version = -1
         self._tables: dict[tuple[str, str], tuple[int, Any]] = {}

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from gencoord_env.caches import cache
 from gencoord_env.outcomes import FailureCode
 
 #: outcome codes by index (``GameTree.outcome``; -1: none yet, or a truncation)
@@ -45,8 +46,7 @@ class Rows:
 
     def __init__(self) -> None:
         self._index: dict[Any, int] = {}
-        self._parts: dict[str, list[Any]] = {}
-        self._tables: dict[str, np.ndarray] = {}
+        self._arrays: dict[str, np.ndarray] = {}  # each part's rows, with room to grow
 
     def __len__(self) -> int:
         return len(self._index)
@@ -56,34 +56,33 @@ class Rows:
         key = tuple((k, v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else (k, v)
                     for k, v in parts.items())
         row = self._index.get(key)
-        if row is None:
-            row = self._index[key] = len(self._index)
-            if not self._parts:
-                self._parts = {k: [] for k in parts}
-            if parts.keys() != self._parts.keys():
-                raise ValueError(f"an observation with the parts {sorted(parts)}, expected {sorted(self._parts)}")
-            for k, v in parts.items():
-                self._parts[k].append(v)
+        if row is not None:
+            return row
+        row = len(self._index)
+        if self._arrays and parts.keys() != self._arrays.keys():
+            raise ValueError(f"an observation with the parts {sorted(parts)}, expected {sorted(self._arrays)}")
+        for k, v in parts.items():
+            table = self._arrays.get(k)
+            if table is None or row == len(table):
+                grown = (np.empty((max(64, 2 * row), *v.shape), dtype=v.dtype) if isinstance(v, np.ndarray)
+                         else np.empty(max(64, 2 * row), dtype=object))
+                if table is not None:
+                    grown[:row] = table
+                table = self._arrays[k] = grown
+            table[row] = v
+        self._index[key] = row
         return row
 
     @property
     def parts(self) -> tuple[str, ...]:
         """The parts' names (``""``: a value that is not a dict)."""
-        return tuple(self._parts)
+        return tuple(self._arrays)
 
     def table(self, part: str = "") -> np.ndarray:
-        """Every row of ``part`` (rows x the part's shape), rebuilt only when rows were added."""
-        rows = self._parts[part]
-        table = self._tables.get(part)
-        if table is None or len(table) != len(rows):
-            if rows and isinstance(rows[0], np.ndarray):
-                table = np.stack(rows)
-            else:
-                table = np.empty(len(rows), dtype=object)
-                table[:] = rows
-            table.flags.writeable = False
-            self._tables[part] = table
-        return table
+        """Every row of ``part`` (rows x the part's shape), a read-only view."""
+        view = self._arrays[part][: len(self)]
+        view.flags.writeable = False
+        return view
 
 
 class GameTree:
@@ -128,6 +127,7 @@ class GameTree:
             "turn": ((), np.int8, -1), "child": ((n,), np.int32, -1), "obs": ((a,), np.int32, -1),
             "mask": ((a,), np.int32, -1), "reward": ((a,), np.float32, 0.0), "terminated": ((), np.bool_, False),
             "truncated": ((), np.bool_, False), "outcome": ((), np.int8, -1), "state": ((), np.int32, -1),
+            "role": ((), np.int8, -1),
         }
         for name, (shape, dtype, fill) in shapes.items():
             new = np.full((capacity, *shape), fill, dtype=dtype)
@@ -151,6 +151,11 @@ class GameTree:
     def turn(self) -> np.ndarray:
         """The index (in ``agents``) of the agent deciding at each node; -1 where the episode has ended."""
         return self._view("turn")
+
+    @property
+    def role(self) -> np.ndarray:
+        """The role index (0: the first role, the sender or requester) of the agent deciding at each node; -1 at an end."""
+        return self._view("role")
 
     @property
     def child(self) -> np.ndarray:
@@ -251,8 +256,17 @@ class GameTree:
         at, cols = np.nonzero(valid)
         return nodes[at], cols
 
+    def replay(self, node: int) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """Put the env where ``node`` is (reset to its episode, stepped along its choices); its observations and
+        infos there, as the env returned them. The env is the tree's: what it is used for must not step it."""
+        return self._replay(int(self._arrays["episode"][node]), self.path(node))[:2]
+
     def _play(self, episode: int, path: list[int], parent: int, action: int) -> int:
         """Reset the env to ``episode``, step along ``path`` and store where it led as a new node."""
+        obs, infos, rewards, terms, truncs = self._replay(episode, path)
+        return self._store(episode, parent, action, obs, infos, rewards, terms, truncs)
+
+    def _replay(self, episode: int, path: list[int]) -> tuple[Any, Any, Any, Any, Any]:
         env = self.env
         self.replays += 1
         obs, infos = env.reset(options={"index": episode})
@@ -270,7 +284,7 @@ class GameTree:
             obs, rewards, terms, truncs, infos = env.step({turn: int(column)})  # column == slots: out of range
             if k < len(path) - 1:
                 node = int(self._arrays["child"][node, column])
-        return self._store(episode, parent, action, obs, infos, rewards, terms, truncs)
+        return obs, infos, rewards, terms, truncs
 
     @staticmethod
     def _deciding(infos: dict[str, dict[str, Any]]) -> str | None:
@@ -288,6 +302,7 @@ class GameTree:
         turn = self._deciding(infos)
         a["episode"][node], a["parent"][node], a["action"][node] = episode, parent, action
         a["turn"][node] = -1 if turn is None else self.agents.index(turn)
+        a["role"][node] = -1 if turn is None else self.env.unwrapped.session.episode.role_agents.index(turn)
         for k, agent in enumerate(self.agents):
             parts = {p: v for p, v in obs[agent].items() if p != "action_mask"}
             a["obs"][node, k] = self.observations.add(parts)
@@ -306,4 +321,27 @@ class GameTree:
         return node
 
 
-__all__ = ["GameTree", "NotDeterministic", "OUTCOMES", "Rows"]
+def shared_tree(interventions: tuple[str, ...] = (), episodes: int | None = None, state: bool = False,
+                **env_kwargs: Any) -> GameTree:
+    """The ``GameTree`` of ``parallel_env(backend="sim", actions="menu", infos="numbers", **env_kwargs)`` wrapped in
+    the ``interventions`` named (``gencoord_env.wrappers.INTERVENTIONS``, innermost first, default arguments),
+    one per process for equal arguments: runs that play the same env (seeds of a sweep, a train pool and its
+    evaluation pools) compute each node once between them. ``caches.clear()`` forgets them.
+
+    >>> shared_tree(pool="heldout", menu="branches") is shared_tree(menu="branches", pool="heldout")
+    True
+    """
+    return _shared(tuple(interventions), episodes, bool(state), tuple(sorted(env_kwargs.items())))
+
+
+@cache(maxsize=32)
+def _shared(interventions: tuple[str, ...], episodes: int | None, state: bool,
+            env_kwargs: tuple[tuple[str, Any], ...]) -> GameTree:
+    from gencoord_env.envs.gencoord_v0 import parallel_env
+    from gencoord_env.wrappers import apply
+
+    env = parallel_env(**{"backend": "sim", "actions": "menu", "infos": "numbers", **dict(env_kwargs)})
+    return GameTree(apply(env, [{"name": name} for name in interventions]), episodes=episodes, state=state)
+
+
+__all__ = ["GameTree", "NotDeterministic", "OUTCOMES", "Rows", "shared_tree"]

@@ -4,8 +4,8 @@
     >>> from gencoord_env.batched import ParallelVectorEnv
     >>> vec = ParallelVectorEnv(num_envs=4, pool="heldout", observations="bag", seed=0)
     >>> obs, infos = vec.reset()
-    >>> obs["agent_a"]["observation"].shape, obs["agent_a"]["action_mask"].shape
-    ((4, 3870), (4, 19))
+    >>> sorted(obs["agent_a"]), obs["agent_a"]["action_mask"].shape
+    (['action_mask', 'menu_labels', 'observation'], (4, 19))
     >>> actions = {a: np.zeros(4, dtype=np.int64) for a in vec.agents}
     >>> obs, rewards, terminations, truncations, infos = vec.step(actions)
     >>> bool(terminations["agent_a"].all())   # slot 0, the empty record, ends every episode (CONTRACT_REJECT)

@@ -127,3 +127,26 @@ def test_the_vector_api_is_the_parallel_envs_batched() -> None:
         vec.step({"agent_a": np.zeros(5, dtype=np.int64)})
     with pytest.raises(TypeError, match="pass either env= or the env's keyword arguments"):
         ParallelVectorEnv(env=single, pool="heldout")
+
+
+def test_the_vector_api_on_torch_gives_the_same_values() -> None:
+    torch = pytest.importorskip("torch")
+    shared = tree(menu="branches")
+    on_numpy = ParallelVectorEnv(num_envs=4, tree=shared)
+    on_torch = ParallelVectorEnv(num_envs=4, tree=shared, device="cpu")
+    start = {"episodes": np.array([0, 1, 2, 3])}
+    on_numpy.reset(options=start), on_torch.reset(options=start)
+    last = on_numpy.engine.sample(np.full(4, 0.99))  # each deciding agent's last valid slot
+    slots = {agent: last for agent in on_numpy.agents}
+    obs, rewards, terms, truncs, infos = on_numpy.step(slots)
+    t_obs, t_rewards, t_terms, t_truncs, t_infos = on_torch.step({a: torch.as_tensor(v) for a, v in slots.items()})
+    going = ~infos["agent_a"]["_final"]  # an ended row starts an episode each backend draws on its own
+    assert going.any()
+    for agent in on_numpy.agents:
+        for mine, theirs in ((rewards, t_rewards), (terms, t_terms), (truncs, t_truncs)):
+            assert np.array_equal(mine[agent], theirs[agent].numpy())
+        for key in ("outcome", "success", "_final"):
+            assert np.array_equal(infos[agent][key], t_infos[agent][key].numpy())
+        for part, value in obs[agent].items():
+            assert isinstance(t_obs[agent][part], torch.Tensor)
+            assert np.array_equal(value[going], t_obs[agent][part].numpy()[going]), (agent, part)

@@ -149,6 +149,14 @@ def test_the_other_observation_forms_and_the_state_match(observations: str) -> N
         assert np.array_equal(got, state) if isinstance(state, np.ndarray) else got == state
 
 
+def test_a_truncation_matches_the_env() -> None:
+    """``max_cycles=1``: the forward route's first decision ends the episode as a truncation, without an outcome."""
+    counts = walk(lambda: make("heldout", "forward", "default", max_cycles=1), list(range(4)))
+    tree = GameTree(make("heldout", "forward", "default", max_cycles=1), episodes=4)
+    tree.expand_all()
+    assert tree.truncated.any() and (tree.outcome[tree.truncated] == -1).all() and counts["leaves"] > 4
+
+
 #: (pool, route, menu): 12,500 decision steps each, 10^5 in all
 RANDOM_PLAY = [("train", "forward", "default"), ("heldout", "forward", "branches"), ("heldout", "single_step", "branches"),
                ("request", "feedback", "default"), ("horizon", "requester_only", "branches"),
