@@ -255,14 +255,15 @@ def _prefix_comparison(
     agreement = _prefix_agreement(gen, head, rng, vocab, avoid, args)
     print(f"prefix reuse against a full prefill, same prompts, greedy: {json.dumps(agreement)}", flush=True)
     label = f"prefix reuse, {args.prefix_tokens} of {args.input_tokens} tokens shared"
-    reuse_b1 = _time_to_commitment(gen, rng, vocab, avoid, args, label, head)
+    reuse_b1 = _time_to_commitment(gen, rng, vocab, avoid, args, label, head) if b1 else {}
     reuse_bn = _batch_throughput(gen, rng, vocab, avoid, args, label, head)
-    ttc_ratio = float(b1["commit_p50_s"]) / float(reuse_b1["commit_p50_s"])
+    ttc_ratio = float(b1["commit_p50_s"]) / float(reuse_b1["commit_p50_s"]) if b1 else None
     rate_ratio = float(reuse_bn["commitments_per_s"]) / float(bn["commitments_per_s"])
     print(
-        f"prefix reuse ({args.prefix_tokens} of {args.input_tokens} tokens shared): time to commitment p50 "
-        f"{reuse_b1['commit_p50_s']:.3f} s vs {b1['commit_p50_s']:.3f} s full prefill ({ttc_ratio:.2f}x faster); "
-        f"batch {args.batch}: {reuse_bn['commitments_per_s']:.1f} vs {bn['commitments_per_s']:.1f} commitments/s ({rate_ratio:.2f}x)",
+        f"prefix reuse ({args.prefix_tokens} of {args.input_tokens} tokens shared): "
+        + (f"time to commitment p50 {reuse_b1['commit_p50_s']:.3f} s vs {b1['commit_p50_s']:.3f} s full prefill "
+           f"({ttc_ratio:.2f}x faster); " if b1 else "")
+        + f"batch {args.batch}: {reuse_bn['commitments_per_s']:.1f} vs {bn['commitments_per_s']:.1f} commitments/s ({rate_ratio:.2f}x)",
         flush=True,
     )
     return {
@@ -279,7 +280,7 @@ def _prefix_comparison(
 def _prefix_agreement(gen: Generator, head: list[int], rng: torch.Generator, vocab: int, avoid: set[int],
                       args: argparse.Namespace, rows: int = 8) -> dict[str, object]:
     """Greedy tokens of ``rows`` prompts (the head, then suffixes of different lengths) decoded from the cached
-    head state and from a full prefill of the same prompts: how many leading tokens each row shares.
+    head state and from a full prefill of the same prompts (eager decoding): how many leading tokens each row shares.
 
     Beside it, the same count for two full prefills that differ only in batching (each row alone against the
     batch): the floor that precision sets. A model with near-flat logits (random weights) in bf16 changes its
@@ -288,6 +289,10 @@ def _prefix_agreement(gen: Generator, head: list[int], rng: torch.Generator, voc
     suffix = args.input_tokens - args.prefix_tokens
     prompts = [head + p for p in _prompts(rng, rows, suffix, vocab, avoid)]
     prompts = [p[: len(p) - 7 * k] for k, p in enumerate(prompts)]  # suffixes of different lengths: padding too
+    # Eager decoding (no graphs, no compile): the check is of what the tokens are, and each new shape under
+    # compilation costs a minute of warm-up; the cached head and its splice are the same either way.
+    eager = dict(cuda_graphs=False, compile_decode=False, compile_prefill=False)
+    gen = Generator(gen.model, gen.tokenizer, dataclasses.replace(gen.config, **eager))
     reused = gen.generate_tokens(prompts, shared=len(head))
     plain = Generator(gen.model, gen.tokenizer, dataclasses.replace(gen.config, prefix_cache=False))
     full = plain.generate_tokens(prompts)
@@ -328,6 +333,10 @@ def main() -> None:
     parser.add_argument("--sampled-reps", type=int, default=2,
                         help="timed pairs of sampled calls at batch N, static path and plain model.generate (0: skip)")
     parser.add_argument("--top-p", type=float, default=1.0, help="nucleus of the sampled calls (default: 1.0, TRL's default)")
+    parser.add_argument("--sampled-paths", nargs="+", choices=["prefix", "static", "generate"], default=["prefix", "static", "generate"],
+                        help="which sampled measurements run (prefix: the static path from the cached head, with --prefix-tokens)")
+    parser.add_argument("--float32-agreement", action="store_true",
+                        help="last: the model in float32, greedy tokens from the cached head against a full prefill (eager decoding)")
     parser.add_argument("--no-graphs", action="store_true", help="decode without CUDA graphs")
     parser.add_argument("--no-compile", action="store_true", help="capture the eager decode step and prefill (no torch.compile)")
     parser.add_argument("--no-hybrid", action="store_true", help="decode through transformers' forward, not gencoord_env.agents.lm.hybrid")
@@ -399,8 +408,8 @@ def main() -> None:
     }
     print(json.dumps(info, indent=1), flush=True)
 
-    # ---- batch 1: time to commitment = two sequential calls
-    b1 = _time_to_commitment(fast, rng, vocab, avoid, args, "full prefill")
+    # ---- batch 1: time to commitment = two sequential calls (--reps 0: skipped)
+    b1 = _time_to_commitment(fast, rng, vocab, avoid, args, "full prefill") if args.reps > 0 else {}
 
     # ---- batch N: commitments per second over two sequential calls
     bn = _batch_throughput(fast, rng, vocab, avoid, args, "float32 recurrent state")
@@ -418,19 +427,20 @@ def main() -> None:
         reps = argparse.Namespace(**{**vars(args), "batch_reps": args.sampled_reps})
         sampling = dict(do_sample=True, temperature=1.0, top_p=args.top_p, seed=0)
         static_sampler = Generator(model, tokenizer, dataclasses.replace(fast_config, **sampling))
-        if head:  # what GRPO's rollouts run: sampled, every prompt after the shared prior
+        if head and "prefix" in args.sampled_paths:  # what GRPO's rollouts run: sampled, every prompt after the shared prior
             sampled["static_prefix"] = _batch_throughput(static_sampler, rng, vocab, avoid, reps,
                                                          "sampled, static path, prefix reuse", head)
             print(f"batch {args.batch} sampled with prefix reuse ({args.prefix_tokens} of {args.input_tokens} tokens "
                   f"shared): {sampled['static_prefix']['commitments_per_s']:.1f} commitments/s (target >= 200)", flush=True)
-        sampled["static"] = _batch_throughput(static_sampler, rng, vocab, avoid, reps, "sampled, static path")
+        if "static" in args.sampled_paths:
+            sampled["static"] = _batch_throughput(static_sampler, rng, vocab, avoid, reps, "sampled, static path")
         del static_sampler
-        plain_sampler = Generator(model, tokenizer, GenerationConfig(**fixed, backend="generate", **sampling))
-        sampled["generate"] = _batch_throughput(plain_sampler, rng, vocab, avoid, reps, "sampled, plain model.generate")
-        del plain_sampler
-        print(f"batch {args.batch} sampled: static {sampled['static']['commitments_per_s']:.1f} vs plain generate "
-              f"{sampled['generate']['commitments_per_s']:.1f} commitments/s (greedy static {bn['commitments_per_s']:.1f})",
-              flush=True)
+        if "generate" in args.sampled_paths:
+            plain_sampler = Generator(model, tokenizer, GenerationConfig(**fixed, backend="generate", **sampling))
+            sampled["generate"] = _batch_throughput(plain_sampler, rng, vocab, avoid, reps, "sampled, plain model.generate")
+            del plain_sampler
+        print(f"batch {args.batch} sampled: " + ", ".join(f"{k} {v['commitments_per_s']:.1f}" for k, v in sampled.items())
+              + f" commitments/s (greedy static {bn['commitments_per_s']:.1f})", flush=True)
 
     # ---- reference: plain model.generate at batch 1, and agreement of the two paths
     baseline: dict[str, object] = {}
@@ -472,26 +482,41 @@ def main() -> None:
         fast._decoders.clear()
         baseline["float32"] = _prefill_agreement(model.float(), prompt[0], device)
         print(f"float32 prefill agreement: {baseline['float32']}", flush=True)
+    agreement32: dict[str, object] = {}
+    out = args.out or (Path(os.environ["OUT"]) / "lm_latency.json" if os.environ.get("OUT") else None)
+    if out is not None:  # the timings first: the float32 check below must not be able to lose them
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"info": info, "profile": profile, "batch1": b1, "batchN": bn, "prefix": prefix,
+                                   "batchN_state_variant": variant, "baseline": baseline, "batchN_sampled": sampled}, indent=1))
+    if args.float32_agreement and head:
+        # Reuse against a full prefill where precision cannot hide a difference: bf16 rounding moves near-tied
+        # logits of a random-weight model under any change of summation order (the floor printed above).
+        fast._decoders.clear()
+        model32 = model.float()
+        try:
+            gen32 = Generator(model32, tokenizer, fast_config)
+            agreement32 = _prefix_agreement(gen32, head, rng, vocab, avoid, args)
+        except Exception as exc:  # noqa: BLE001 - reported; the timings are already written
+            agreement32 = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
+        print(f"float32: prefix reuse against a full prefill, same prompts, greedy: {json.dumps(agreement32)}", flush=True)
     result = {
         "info": info, "profile": profile, "batch1": b1, "batchN": bn, "prefix": prefix, "batchN_state_variant": variant,
-        "baseline": baseline, "batchN_sampled": sampled,
+        "baseline": baseline, "batchN_sampled": sampled, "prefix_agreement_float32": agreement32,
     }
-    out = args.out or (Path(os.environ["OUT"]) / "lm_latency.json" if os.environ.get("OUT") else None)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=1))
         print(f"wrote {out}")
     print(
         f"SUMMARY device={info['device']} torch={info['torch']} transformers={info['transformers']} "
-        f"commit_p50={b1['commit_p50_s']:.3f}s commit_p95={b1['commit_p95_s']:.3f}s "
-        f"batch{args.batch}={bn['commitments_per_s']:.1f}/s"
+        + (f"commit_p50={b1['commit_p50_s']:.3f}s commit_p95={b1['commit_p95_s']:.3f}s " if b1 else "")
+        + f"batch{args.batch}={bn['commitments_per_s']:.1f}/s"
         + (f" batch{args.batch}_model_dtype_state={variant['commitments_per_s']:.1f}/s" if variant else "")
-        + (f" prefix{args.prefix_tokens}_commit_p50={prefix['batch1']['commit_p50_s']:.3f}s"
-           f" prefix{args.prefix_tokens}_batch{args.batch}={prefix['batchN']['commitments_per_s']:.1f}/s" if prefix else "")
-        + (f" batch{args.batch}_sampled_static={sampled['static']['commitments_per_s']:.1f}/s"
-           f" batch{args.batch}_sampled_generate={sampled['generate']['commitments_per_s']:.1f}/s" if sampled else "")
+        + (f" prefix{args.prefix_tokens}_commit_p50={prefix['batch1']['commit_p50_s']:.3f}s" if prefix and prefix["batch1"] else "")
+        + (f" prefix{args.prefix_tokens}_batch{args.batch}={prefix['batchN']['commitments_per_s']:.1f}/s" if prefix else "")
+        + "".join(f" batch{args.batch}_sampled_{k}={sampled[k]['commitments_per_s']:.1f}/s" for k in ("static", "generate") if k in sampled)
         + (f" prefix{args.prefix_tokens}_batch{args.batch}_sampled_static={sampled['static_prefix']['commitments_per_s']:.1f}/s"
            if "static_prefix" in sampled else "")
+        + (f" float32_prefix_identical_rows={agreement32['identical_rows']}/{agreement32['rows']}" if "rows" in agreement32 else "")
         + f" graphs={info['cuda_graphs']} hybrid={info['hybrid_forward']} fused={args.fuse_projections}"
     )
 

@@ -3,6 +3,7 @@ non-zero exit (the traceback only with --debug), every name option's help lists 
 the package's own tables, --version, --episodes checks, ``gencoord train --help``."""
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -15,7 +16,8 @@ import pytest
 
 import gencoord_env
 from gencoord_env.agents.registry import POLICIES
-from gencoord_env.commands.cli import describe_error, env_choices, extra_providing, main
+from gencoord_env.commands.cli import build_parser, describe_error, env_choices, extra_providing, main
+from gencoord_env.train.cli import COMMANDS as TRAIN_COMMANDS
 from gencoord_env.world.minecraft import runtime
 from gencoord_env.world.minecraft.errors import ProtocolMismatch, ServerUnreachable, SidecarDied, SidecarTimeout
 
@@ -119,6 +121,40 @@ def test_rollout_plays_the_first_procedural_episodes_and_needs_a_count(tmp_path:
     assert main(["rollout", "--backend", "sim", "--pool", "procedural", "--episodes", "6", "--json", str(tmp_path / "s.json")]) == 0
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["episodes"] == 6 and summary["successes"] == 6
+
+
+def test_more_episodes_than_the_pool_holds_are_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--episodes 1000 on the heldout pool plays its 256 and says so, on stderr and in the summary."""
+    summary = tmp_path / "s.json"
+    assert main(["rollout", "--backend", "sim", "--episodes", "1000", "--json", str(summary)]) == 0
+    note = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")]
+    assert note == ["note: the heldout pool holds 256 episodes (every cluster in both role orders): "
+                    "playing those 256, not 1000"]
+    got = json.loads(summary.read_text())
+    assert got["episodes"] == 256 and got["episodes_asked"] == 1000 and "startup_seconds" not in got
+
+
+def _every_command() -> list[list[str]]:
+    """Every gencoord command and train command, as the words that name it."""
+    parser = build_parser()
+    top = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return [[name] for name in top.choices] + [["train", name] for name in TRAIN_COMMANDS]
+
+
+@pytest.mark.parametrize("words", _every_command(), ids=" ".join)
+def test_every_command_reports_a_bad_argument_in_the_one_error_style(words: list[str],
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """One line, ``error: ... ; see 'gencoord ... --help'``, exit code 2, no usage block: doctor printed
+    argparse's usage before its error."""
+    try:
+        code = main([*words, "--no-such-option"])
+    except SystemExit as e:
+        code = e.code
+    assert code == 2
+    line = _error_line(capsys)
+    # a required argument missing is named first, else the unknown option
+    assert re.search(r"^error: (unrecognized arguments: --no-such-option|the following arguments are required: .+); "
+                     r"see 'gencoord( [a-z]+)* --help'$", line), line
 
 
 def test_experiment_refuses_non_positive_episodes(capsys: pytest.CaptureFixture[str]) -> None:

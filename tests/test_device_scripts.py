@@ -24,7 +24,7 @@ def test_every_measurement_runs_on_a_tiny_model(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "--tiny", "--prefix-tokens", "590", "--reps", "1", "--batch-reps", "1",
          "--sampled-reps", "1", "--baseline-reps", "1", "--batch", "2", "--output-tokens", "8", "--no-compile",
-         "--no-graphs", "--out", str(out)],
+         "--no-graphs", "--float32-agreement", "--out", str(out)],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -37,6 +37,22 @@ def test_every_measurement_runs_on_a_tiny_model(tmp_path: Path) -> None:
     assert all(math.isfinite(s["commitments_per_s"]) and s["commitments_per_s"] > 0 for s in sampled.values())
     assert result["baseline"]["identical_prefix_tokens"] == result["baseline"]["compared_tokens"] == 8
     assert "prefix590_batch2_sampled_static=" in proc.stdout
+    assert result["prefix_agreement_float32"]["identical_rows"] == 8 and "float32_prefix_identical_rows=8/8" in proc.stdout
+
+
+def test_the_sft_benchmark_times_each_variant_side_by_side(tmp_path: Path) -> None:
+    """Today's padded path and the packed one on a tiny Qwen3.5 in one run, from the same weights and first step."""
+    out = tmp_path / "sft.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sft_step_time.py"), "--arch", "qwen3_5", "--hidden-size", "32", "--layers", "2", "--steps", "2",
+                           "--warmup", "0", "--variants", "today", "packed", "--device", "cpu", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    report = json.loads(out.read_text())
+    today, packed = report["variants"]
+    assert today["variant"] == "today" and packed["variant"] == "packed" and "error" not in packed
+    assert packed["batches"]["packing"] and today["tokens_per_second"] > 0 and packed["tokens_per_second"] > 0
+    assert abs(packed["loss_first"] - today["loss_first"]) < 1e-3  # the same weights, the same first step
+    assert report["fastest"] in {"today", "packed"} and "fastest:" in proc.stdout
 
 
 def test_the_bf16_padding_check_runs_against_the_installed_package(tmp_path: Path) -> None:

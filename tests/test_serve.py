@@ -30,7 +30,15 @@ from openenv.core import GenericEnvClient  # noqa: E402
 
 import gencoord_env  # noqa: E402
 from gencoord_env.agents import make_policy  # noqa: E402
-from gencoord_env.commands.client import GencoordAction, GencoordEnvClient, GencoordObservation, ServerAtCapacity, SessionClosed  # noqa: E402
+from gencoord_env.commands.client import (  # noqa: E402
+    GencoordAction,
+    GencoordEnvClient,
+    GencoordObservation,
+    ServerAtCapacity,
+    SessionClosed,
+    agent_info,
+)
+from gencoord_env.turns import TurnEnv  # noqa: E402
 from gencoord_env.commands.serve import ServeConfig, make_app, uvicorn_config  # noqa: E402
 
 ENV = {"backend": "sim", "pool": "heldout", "route": "forward", "reward": "staged"}
@@ -236,6 +244,58 @@ def test_the_typed_client_plays_an_episode_as_the_local_env(server: str) -> None
         assert result.reward == local["reward"] and result.observation.metrics == local["metrics"]
         with pytest.raises(TypeError, match="step\\(\\) takes a GencoordAction"):
             env.step(3.5)
+
+
+def test_a_session_plays_one_role_beside_the_servers_partner() -> None:
+    """``--plays sender --partner rule``: the session decides the sender's turns only; the server's rule agent
+    the receiver's, as in a local episode of two rule agents. ``--plays receiver --partner random``: the other way
+    round, beside a partner that makes mistakes."""
+    for plays, partner in (("sender", "rule"), ("receiver", "random")):
+        with running(max_sessions=1, plays=plays, partner=partner) as url, GencoordEnvClient(base_url=url) as env:
+            assert env.state().plays == plays
+            for index in range(4):  # both role orders
+                local = TurnEnv(gencoord_env.parallel_env(**ENV))
+                other = "receiver" if plays == "sender" else "sender"
+                policies = {plays: make_policy("rule"), other: make_policy(partner)}
+                mine, turn = [], local.reset(index=index)
+                while not turn.done:
+                    action = policies[turn.role].act(turn.text, local.info)
+                    if turn.role == plays:
+                        mine.append((turn.agent, turn.text, action))
+                    turn = local.act(action)
+                result, seen = env.reset(index=index), []
+                while not result.done:
+                    o = result.observation
+                    assert o.role == plays
+                    seen.append((o.agent, o.text, mine[len(seen)][2]))
+                    result = env.step(mine[len(seen) - 1][2])
+                assert seen == mine and len(seen) >= 1
+                assert (result.observation.outcome, result.reward) == (turn.outcome, turn.reward)
+
+
+def test_the_rule_agents_act_from_what_the_wire_carries(server: str) -> None:
+    """A session that resets with ``context=True`` gets the deciding agent's typed context with each observation;
+    the rule agents act on ``agent_info(observation)`` exactly as on the env's own info, so a client plays the
+    rule agent (as a baseline, or as a partner of its own) across the wire."""
+    with GencoordEnvClient(base_url=server) as env:
+        plain = env.reset(index=0)
+        assert plain.observation.context is None  # not asked for: not sent
+        for index, name in ((0, "rule"), (1, "rule"), (2, "random"), (3, "factor")):
+            local = play_local(index, "rule" if name == "factor" else name, seed=0)
+            policy = make_policy(name, seed=0) if name == "random" else make_policy(name)
+            result, actions = env.reset(index=index, context=True), []
+            while not result.done:
+                info = agent_info(result.observation)
+                assert (info["turn"], info["role"], info["stage"]) == local["turns"][len(actions)][:3]
+                actions.append(policy.act(result.observation.text, info))
+                result = env.step(actions[-1])
+            assert actions == local["actions"]
+            assert (result.observation.outcome, result.reward) == (local["outcome"], local["reward"])
+            assert result.observation.context is None
+            with pytest.raises(ValueError, match="the episode has ended: no agent decides"):
+                agent_info(result.observation)
+        with pytest.raises(ValueError, match="carries no context: reset the session with context=True"):
+            agent_info(env.reset(index=0, context=False).observation)
 
 
 def test_idle_sessions_are_closed_their_clients_told_why_and_a_newcomer_served() -> None:

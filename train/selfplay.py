@@ -617,7 +617,9 @@ def _tiny(a: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="gencoord train selfplay", description=__doc__.splitlines()[0])
+    from gencoord_env.commands.cli import Parser  # argument errors in the one error line of every command
+
+    p = Parser(prog="gencoord train selfplay", description=__doc__.splitlines()[0])
     d = SelfPlayConfig(out_dir="")
     p.add_argument("--out", required=True, help="results (curves, provenance, summary)")
     p.add_argument("--weights-dir", default=None, help="where checkpoints go (default: --out); one folder per seed")

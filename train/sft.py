@@ -153,6 +153,8 @@ class SFTConfig:
     # sequences of at most pack_tokens tokens, no padding, instead of micro_batch rows padded to the longest.
     packing: bool = False
     pack_tokens: int = 16384
+    # Padded steps: micro-batches of rows of like length (the step's loss is the same; less padding).
+    bucket: bool = True
 
     def __post_init__(self) -> None:
         if (self.base_model is None) == (self.scratch is None):
@@ -234,7 +236,7 @@ def _micro_batches(batch: Sequence[Encoded], config: SFTConfig) -> list[list[Enc
         from gencoord_env.train.packed import pack
 
         return pack(batch, config.pack_tokens)
-    ordered = sorted(batch, key=lambda e: len(e.input_ids)) if config.grad_accum > 1 else list(batch)
+    ordered = sorted(batch, key=lambda e: len(e.input_ids)) if config.bucket and config.grad_accum > 1 else list(batch)
     return [ordered[k : k + config.micro_batch] for k in range(0, len(ordered), config.micro_batch)]
 
 
@@ -345,7 +347,8 @@ def _build_model(config: SFTConfig, rows: Sequence[Row], device: torch.device) -
     if scratch.arch == "qwen3_5_08b":
         torch.manual_seed(config.seed)
         model_config = build_qwen35_08b_config(eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
-        model = AutoModelForCausalLM.from_config(model_config).to(device=device, dtype=torch.float32)
+        with torch.device(device):  # 0.75B weights drawn where they live, not on the CPU first
+            model = AutoModelForCausalLM.from_config(model_config).to(dtype=torch.float32)
     else:
         lm = build_tiny(tokenizer=tokenizer, arch=scratch.arch, hidden_size=scratch.hidden_size,
                         num_layers=scratch.num_layers, seed=config.seed, device=device, dtype=torch.float32)
@@ -409,6 +412,7 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
     first, before = resume.load(model, opt, schedule, losses, exposure, curve, device)
     progress = _progress(config.progress)
     start = time.perf_counter() - before
+    pace: list[tuple[int, float, int]] = []  # (step, seconds, tokens so far) at each logged step of this process
     with progress, _determinism(config.deterministic, device) as nondeterministic:
         task = progress.add_task("sft", total=steps, loss=float("nan"), completed=first)
         for step in range(first, steps):
@@ -437,6 +441,7 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
             exposure["target_tokens"] += n_items
             if step % config.log_every == 0 or step == steps - 1:
                 losses.append(float(total))  # one host sync per logged step only
+                pace.append((step + 1, time.perf_counter() - start, exposure["prompt_tokens"] + exposure["target_tokens"]))
                 progress.update(task, loss=losses[-1])
                 if on_log:
                     on_log(step + 1, losses[-1], time.perf_counter() - start)
@@ -473,6 +478,7 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
         "loss_first": losses[0],
         "loss_final": losses[-1],
         "loss_curve": {"every": config.log_every, "values": losses},
+        "pace": {"steps": [p[0] for p in pace], "seconds": [p[1] for p in pace], "tokens": [p[2] for p in pace]},
     }
     provenance["deterministic"] = {"on": config.deterministic, "nondeterministic_ops": sorted(set(nondeterministic))}
     if curve:

@@ -280,18 +280,23 @@ def _rollout(args: argparse.Namespace) -> int:
         order = list(range(size))
         random.Random(args.seed).shuffle(order)
     n = len(order) if args.episodes is None else min(args.episodes, len(order))
+    if args.episodes is not None and args.episodes > n:
+        print(f"note: the {args.pool} pool holds {n} episodes (every cluster in both role orders): "
+              f"playing those {n}, not {args.episodes}", file=sys.stderr)
     console = Console(stderr=True)
     results: list[dict[str, Any]] = []
     retries: list[Any] = []
     at_once = args.arenas > 1 or bool(args.workers)
+    startup: float | None = None
     try:
-        with Progress(TextColumn("[bold]rollout"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TextColumn("{task.fields[rate]}"), console=console, transient=True,
                       disable=not console.is_terminal) as progress:  # a log gets the table, not a bar
-            task = progress.add_task("episodes", total=n, rate="")
+            task = progress.add_task("rollout", total=n, rate="")
             if at_once:
-                results, retries = _rollout_at_once(args, env_kwargs, sorted(order[:n]), progress, task)
+                results, retries, startup = _rollout_at_once(args, env_kwargs, sorted(order[:n]), progress, task)
             else:
+                startup = _started(env.unwrapped.world, args.backend, progress, task)
                 for k in sorted(order[:n]):
                     results.append(run_episode(env, policy, index=k))
                     ok = sum(str(r["outcome"]) == "SUCCESS" for r in results)
@@ -302,13 +307,19 @@ def _rollout(args: argparse.Namespace) -> int:
         print(f"warning: {retry.describe()}", file=sys.stderr)
     summary = {"pool": args.pool, "backend": args.backend, "route": args.route, "view": args.view,
                "policy": args.policy, "seed": args.seed, **summarize(results)}
+    if args.episodes is not None and args.episodes > n:
+        summary["episodes_asked"] = args.episodes
+    if startup is not None:
+        summary["startup_seconds"] = startup  # starting the sidecar, before the first episode and outside its time
     if at_once:
         summary.update(arenas=args.arenas, workers=args.workers, retries=[vars(r) for r in retries])
     table = Table(title=f"gencoord rollout: {args.policy} on {args.pool} ({args.backend}, {args.route}, {args.view})")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for key in ("episodes", "successes", "success_rate", "decisions_per_episode", "wire_bytes_mean",
-                "handoff_verified_rate", "episode_seconds_p50", "time_to_commitment_p50"):
+    for key in ("episodes", "episodes_asked", "successes", "success_rate", "decisions_per_episode", "wire_bytes_mean",
+                "handoff_verified_rate", "startup_seconds", "episode_seconds_p50", "time_to_commitment_p50"):
+        if key not in summary:
+            continue
         v = summary[key]
         table.add_row(key, f"{v:.4g}" if isinstance(v, float) else str(v))
     for code, count in summary["outcomes"].items():
@@ -319,10 +330,34 @@ def _rollout(args: argparse.Namespace) -> int:
     return 0
 
 
+def _started(world: Any, backend: str, progress: Any, task: Any) -> float | None:
+    """Start ``world``'s backend (``World.start``) under its own label, before the episodes' bar and outside
+    every episode's time; its seconds, or None where there is nothing to start (the sim)."""
+    import time
+
+    if backend == "sim" or world is None:
+        return None
+    progress.update(task, description=f"starting the {backend} sidecar")
+    t0 = time.perf_counter()
+    try:
+        world.start()
+    except Exception as e:  # noqa: BLE001 - a backend fault is left to the first reset, as without this start
+        faults = sys.modules.get("gencoord_env.world.minecraft.errors")
+        if faults is None or not isinstance(e, faults.MinecraftBackendError):
+            raise
+        progress.update(task, description="rollout")
+        return None  # the episodes' resets start it again (several arenas: with their retry)
+    seconds = time.perf_counter() - t0
+    progress.update(task, description="rollout")
+    progress.reset(task)  # the bar's clock starts with the episodes
+    return seconds
+
+
 def _rollout_at_once(args: argparse.Namespace, env_kwargs: dict[str, Any], indices: list[int], progress: Any,
-                     task: Any) -> tuple[list[dict[str, Any]], list[Any]]:
+                     task: Any) -> tuple[list[dict[str, Any]], list[Any], float | None]:
     """Play ``indices`` on ``--arenas`` arenas (of each of ``--workers`` Ray workers); the final infos in
-    the order of ``indices``, and the retries. Trace records are appended in that order too."""
+    the order of ``indices``, the retries and the seconds the sidecar took to start (None for Ray workers,
+    which start their own, and the sim). Trace records are appended in that order too."""
     import threading
     from functools import partial
 
@@ -344,30 +379,19 @@ def _rollout_at_once(args: argparse.Namespace, env_kwargs: dict[str, Any], indic
     else:
         runner = ArenaRunner(args.backend, args.arenas)
     with runner:
+        pool = getattr(runner, "pool", None)
+        startup = _started(pool, args.backend, progress, task) if not args.workers else None
         played = runner.run(indices, partial(rollout_slot, spec), play_rollout, on_result=tick)
     if args.trace:
         with open(args.trace, "a", encoding="utf-8") as f:
             f.writelines(r["trace"] for r in played.results)
-    return [r["info"] for r in played.results], list(played.retries)
+    return [r["info"] for r in played.results], list(played.retries), startup
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from gencoord_env.commands.serve import ENV_NAME, GencoordEnvironment, ServeConfig, serve
+    from gencoord_env.commands.serve import ENV_NAME, config_from_args, serve
 
-    env_kwargs = dict(backend=args.backend, pool=args.pool, route=args.route, view=args.view, surface=args.surface,
-                      private_fact=args.private_fact, actions=args.actions, reward=args.reward, seed=args.seed,
-                      pool_seed=args.pool_seed, on_fault=args.on_fault)
-    if args.plays == "both" and args.partner is not None:
-        raise ValueError(f"--partner {args.partner} plays the roles a session does not, but --plays both has every session "
-                         "play every role: give --plays a role (sender, receiver, ...) or leave --partner out")
-    if args.backend == "minecraft" and args.max_sessions > 64:
-        raise ValueError(f"--max-sessions {args.max_sessions}: on minecraft each session holds an arena of one Minecraft "
-                         "server, which holds at most 64")
-    config = ServeConfig(env=env_kwargs, max_sessions=args.max_sessions, queue=args.queue, queue_timeout_s=args.queue_timeout,
-                         idle_timeout_s=args.idle_timeout or None, plays=args.plays, partner=args.partner or "rule")
-    # a bad combination (env arguments, a role the pool has not, an unknown partner) fails before the port opens
-    GencoordEnvironment({**env_kwargs, "backend": "sim"}, plays=config.plays,
-                        partner=config.partner if config.plays != "both" else None).close()
+    config = config_from_args(args)  # a bad argument fails here, before the port opens
     plays = "every role" if config.plays == "both" else f"{config.plays}, beside a {config.partner} partner"
     print(f"serving {ENV_NAME} ({args.backend}, {args.pool}, {args.route}; sessions play {plays}) on "
           f"http://{args.host}:{args.port} for up to {args.max_sessions} sessions", file=sys.stderr)

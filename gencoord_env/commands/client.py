@@ -12,6 +12,15 @@ When the server ends a session (it sat idle past the server's ``--idle-timeout``
 next call raises :class:`SessionClosed` with the server's reason, and the call after it opens a new session;
 a server whose sessions are all taken (and whose wait queue is full, or whose wait ran out) answers
 :class:`ServerAtCapacity`. Both are ``RuntimeError``, as OpenEnv's other error replies are.
+
+The package's rule agents act from the wire: a session that resets with ``context=True`` receives the
+deciding agent's typed context with each observation, and :func:`agent_info` gives it to a policy as the
+env's ``info`` would::
+
+    policy = make_policy("rule")
+    result = env.reset(index=0, context=True)
+    while not result.done:
+        result = env.step(policy.act(result.observation.text, agent_info(result.observation)))
 """
 from __future__ import annotations
 
@@ -23,6 +32,7 @@ from pydantic import BaseModel
 
 from gencoord_env.commands.wire import (
     CAPACITY_REACHED,
+    agent_info,
     CLOSE_CAPACITY,
     IDLE_TIMEOUT,
     GencoordAction,
@@ -42,6 +52,7 @@ __all__ = [
     "RemoteTurnEnv",
     "ServerAtCapacity",
     "SessionClosed",
+    "agent_info",
 ]
 
 

@@ -23,7 +23,6 @@ those marked for it):
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -35,6 +34,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from typing import Any
+
+from gencoord_env.commands.cli import Parser
 
 OK, FAIL, SKIP = "ok", "FAIL", "skip"
 #: The agents of the Minecraft checks: a sender and a receiver, as every pool's episodes have.
@@ -437,7 +438,7 @@ def render(result: Result) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="gencoord doctor", description="check what an episode needs, in order")
+    ap = Parser(prog="gencoord doctor", description="check what an episode needs, in order")
     ap.add_argument("--backend", choices=BOTH, default="minecraft", help="the backend to check (default: minecraft)")
     ap.add_argument("--server", choices=("embedded", "external"), default="embedded",
                     help="the Minecraft server the bots join: the sidecar's own (default) or a running one at --host:--port")

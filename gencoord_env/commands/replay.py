@@ -65,10 +65,7 @@ def read_records(path: str | os.PathLike[str], *, max_record_bytes: int = MAX_RE
     """The records of a JSONL trace file, one per non-empty line, read one at a time; a file or line over its
     bound, or a line that is not one JSON object, is a ``ReplayError`` naming the file and line."""
     where = os.fspath(path)
-    try:
-        size = os.path.getsize(path)
-    except OSError as e:
-        raise ReplayError(f"cannot read the trace {where}: {e.strerror}") from None
+    size = os.path.getsize(path)  # a missing file is a FileNotFoundError, as for any file the commands read
     if size > max_trace_bytes:
         raise ReplayError(f"{where} is {size:,} bytes; a trace is read up to {max_trace_bytes:,} bytes: "
                           "split it (one JSON record per line) and replay the parts")
@@ -98,8 +95,10 @@ def episode_of(record: Mapping[str, Any]) -> Episode:
         raise ReplayError(f"record {record.get('episode_id')!r:.80} does not name an episode: {e!s:.200}") from None
 
 
-def replay(record: Mapping[str, Any], backend: str | None = None, world: Any = None) -> ReplayResult:
-    """Re-run one record with its recorded actions; ``backend`` overrides the recorded backend."""
+def replay_env(record: Mapping[str, Any], backend: str | None = None, world: Any = None,
+               **env_kwargs: Any) -> tuple[Any, Episode, list[dict[str, Any]]]:
+    """(the env the record was played in, on its one episode and wrapped in its interventions; the episode;
+    the recorded actions), checked before any env starts; ``env_kwargs`` add env arguments (``render_mode``)."""
     import gencoord_env
 
     if record.get("version") != RECORD_VERSION:
@@ -116,11 +115,16 @@ def replay(record: Mapping[str, Any], backend: str | None = None, world: Any = N
         env = gencoord_env.parallel_env(
             pool=[episode], backend=backend or cfg["backend"], route=cfg["route"], view=cfg["view"],
             surface=cfg["surface"], private_fact=cfg["private_fact"], world=world, actions=cfg.get("actions", "text"),
-            reward=cfg.get("reward", "binary"),
+            reward=cfg.get("reward", "binary"), **env_kwargs,
         )
     except KeyError as e:
         raise ReplayError(f"record {record.get('episode_id')!r:.80}: its env lacks {e}") from None
-    env = apply(env, list(record.get("interventions", [])))
+    return apply(env, list(record.get("interventions", []))), episode, steps
+
+
+def replay(record: Mapping[str, Any], backend: str | None = None, world: Any = None) -> ReplayResult:
+    """Re-run one record with its recorded actions; ``backend`` overrides the recorded backend."""
+    env, episode, steps = replay_env(record, backend, world)
     mismatches: list[str] = []
     actions: list[dict[str, Any]] = []
     obs, infos = env.reset(options={"episode": episode})
@@ -132,7 +136,7 @@ def replay(record: Mapping[str, Any], backend: str | None = None, world: Any = N
         if turn != step["agent"]:
             mismatches.append(f"action {k}: {turn} decides, the record has {step['agent']}")
         actions.append({"agent": turn, "action": step["action"]})
-        action = _unfolded(step["action"])
+        action = unfolded(step["action"])
         obs, _, _, _, infos = env.step({a: (action if a == turn else "") for a in env.agents})
     if env.agents:
         mismatches.append(f"the episode did not end after the {len(steps)} recorded actions")
@@ -203,7 +207,7 @@ def _check_overlong(action: Any, where: str) -> None:
                               f"of at most {MAX_REPLAYED_CHARACTERS:,} characters, no shorter than its prefix")
 
 
-def _unfolded(action: Any) -> Any:
+def unfolded(action: Any) -> Any:
     """A recorded action as the env is to get it again: an overlong one as its prefix padded to its length."""
     if _overlong(action):
         return str(action["prefix"]).ljust(action["characters"])
@@ -242,13 +246,15 @@ def compare(recorded: Any, replayed: Any, where: str = "") -> list[str]:
 
 
 __all__ = ["MAX_RECORD_BYTES", "MAX_REPLAYED_CHARACTERS", "MAX_TRACE_BYTES", "ReplayError", "ReplayResult", "compare", "episode_of", "pick_record", "read_records", "replay",
-           "replay_file"]
+           "replay_env", "replay_file", "unfolded"]
 
 
 def main(argv: list[str] | None = None) -> int:
     """``gencoord replay TRACE.jsonl [--backend sim|minecraft]``: exit 0 when every record replays identically.
 
     ``gencoord replay --show TRACE.jsonl [--episode ID]``: print one episode's accounting table, re-running nothing.
+    ``gencoord replay --html TRACE.jsonl [--episode ID] [--out PAGE.html]``: the episode as an HTML page
+    (``gencoord_env.commands.episode_page``).
     """
     from rich.console import Console
 
@@ -260,11 +266,30 @@ def main(argv: list[str] | None = None) -> int:
     add_env_arguments(ap, {"backend": None}, notes={"backend": "default: the recorded backend"})
     ap.add_argument("--show", action="store_true",
                     help="print one recorded episode's accounting table instead of re-running (no env is built)")
-    ap.add_argument("--episode", default=None, help="with --show: the episode id to show (default: the first record)")
+    ap.add_argument("--html", action="store_true",
+                    help="write one recorded episode as a self-contained HTML page: frames, transcripts, the trace")
+    ap.add_argument("--out", default=None, help="with --html: the page's file (default: TRACE with .html)")
+    ap.add_argument("--episode", default=None, help="with --show or --html: the episode id (default: the first record)")
     args = ap.parse_args(argv)
     console = Console()
-    if args.episode is not None and not args.show:
-        ap.error("--episode selects the episode for --show")
+    if args.episode is not None and not (args.show or args.html):
+        ap.error("--episode selects the episode for --show or --html")
+    if args.out is not None and not args.html:
+        ap.error("--out names the page of --html")
+    if args.html:
+        from pathlib import Path
+
+        from gencoord_env.commands.episode_page import page
+
+        try:
+            record = pick_record(read_records(args.trace), args.episode)
+            out = Path(args.out) if args.out else Path(args.trace).with_suffix(".html")
+            out.write_text(page(record, args.backend), encoding="utf-8")
+        except ReplayError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        console.print(f"wrote {out} ({record.get('episode_id')})")
+        return 0
     if args.show:
         records = read_records(args.trace)
         try:

@@ -13,7 +13,10 @@ hold it to with OpenEnv's own clients and ``openenv validate``.
   ``CONTRACT_REJECT``, ...) in the final observation, as in the env; a message that is no action (an unknown
   field, a slot that is no integer) is OpenEnv's ``VALIDATION_ERROR``.
 - ``reset(seed=S)`` and ``reset(index=K)`` (the pool's K-th episode; outside the pool an error naming the
-  range) are the env's ``reset(seed=S, options={"index": K})``.
+  range) are the env's ``reset(seed=S, options={"index": K})``. ``reset(context=True)``: from then on the
+  session's observations carry ``context``, the deciding agent's typed context as JSON
+  (:func:`gencoord_env.tasks.context_wire.context_to_wire`), so that an agent that acts from it (the rule
+  agents) acts on the client's side as it acts in-process (:func:`gencoord_env.commands.client.agent_info`).
 - ``--plays ROLE --partner NAME``: the session plays one role (``sender``, ``receiver``, ...), and the
   server's partner (a rule agent, ``gencoord_env.agents.make_policy`` name; ``model:PATH`` for a learned one)
   plays every other decision, in the server, before the session sees the next one. ``--plays both``
@@ -47,7 +50,7 @@ import dataclasses
 import json
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -55,6 +58,7 @@ from fastapi import Body, FastAPI, HTTPException, Query, WebSocket
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gencoord_env.agents import make_policy
+from gencoord_env.tasks.context_wire import context_to_wire
 from gencoord_env.turns import Turn, TurnEnv
 from gencoord_env.commands.wire import (
     CAPACITY_REACHED,
@@ -67,10 +71,12 @@ from gencoord_env.commands.wire import (
     GencoordState,
 )
 
-__all__ = ["ServeConfig", "GencoordEnvironment", "GencoordServer", "make_app", "serve"]
+__all__ = ["GencoordEnvironment", "GencoordServer", "ServeConfig", "app_from_env", "config_from_args", "main", "make_app",
+           "serve", "serve_argv"]
 
-#: the reset arguments a client may send (OpenEnv's ``episode_id`` is accepted and ignored: the pool names episodes)
-RESET_ARGUMENTS = ("seed", "index", "episode_id")
+#: the reset arguments a client may send (OpenEnv's ``episode_id`` is accepted and ignored: the pool names episodes;
+#: ``context=True``: the session's observations carry the deciding agent's typed context from then on)
+RESET_ARGUMENTS = ("seed", "index", "episode_id", "context")
 ENV_NAME = "gencoord_v0"
 
 
@@ -131,6 +137,8 @@ class GencoordEnvironment:
 
             kwargs["world"] = MinecraftWorld(pool=pool)
         self.game = TurnEnv(gencoord_env.parallel_env(**kwargs))
+        #: whether observations carry the deciding agent's context (``reset(context=True)``)
+        self.send_context = False
         self.plays = plays
         self.partner = make_policy(partner) if isinstance(partner, str) else partner
         if plays != "both":
@@ -140,7 +148,7 @@ class GencoordEnvironment:
                                  f"{', '.join(sorted(roles))}); give one of them, or 'both'")
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> GencoordObservation:
-        unknown = sorted(set(kwargs) - {"index"})
+        unknown = sorted(set(kwargs) - {"index", "context"})
         if unknown:
             raise ValueError(f"reset got unknown argument(s) {unknown}; expected {list(RESET_ARGUMENTS)}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
@@ -148,11 +156,19 @@ class GencoordEnvironment:
         index = kwargs.get("index")
         if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
             raise TypeError(f"reset(index=...) takes an episode number (int), got {index!r}")
-        return observation(self._advance(self.game.reset(seed=seed, index=index)), first=True)
+        context = kwargs.get("context", self.send_context)
+        if not isinstance(context, bool):
+            raise TypeError(f"reset(context=...) takes true or false, got {context!r}")
+        self.send_context = context
+        return self._observe(self._advance(self.game.reset(seed=seed, index=index)), first=True)
 
     def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> GencoordObservation:
         value = action.slot if isinstance(action, GencoordMenuAction) else action.text
-        return observation(self._advance(self.game.act(value)))
+        return self._observe(self._advance(self.game.act(value)))
+
+    def _observe(self, turn: Turn, first: bool = False) -> GencoordObservation:
+        context = context_to_wire(self.game.info["context"]) if self.send_context and not turn.done else None
+        return observation(turn, first, context)
 
     def _advance(self, turn: Turn) -> Turn:
         """The partner plays every decision that is not the session's."""
@@ -171,11 +187,12 @@ class GencoordEnvironment:
         self.game.close()
 
 
-def observation(turn: Turn, first: bool = False) -> GencoordObservation:
+def observation(turn: Turn, first: bool = False, context: dict[str, Any] | None = None) -> GencoordObservation:
     """The wire form of one turn (``reward`` None on the first, as OpenEnv's reset has it)."""
     return GencoordObservation(text=turn.text, agent=turn.agent, role=turn.role, stage=turn.stage, episode_id=turn.episode_id,
                                template=turn.template, candidates=turn.candidates, outcome=turn.outcome, reason=turn.reason,
-                               metrics=turn.metrics, fault=turn.fault, done=turn.done, reward=None if first else turn.reward)
+                               metrics=turn.metrics, fault=turn.fault, context=context, done=turn.done,
+                               reward=None if first else turn.reward)
 
 
 def payload(obs: GencoordObservation) -> dict[str, Any]:
@@ -187,6 +204,7 @@ class ResetBody(BaseModel):
     model_config = ConfigDict(extra="allow")
     seed: int | None = Field(None, strict=True, description="seeds the env's RNG, which draws the episode")
     index: int | None = Field(None, strict=True, description="the pool's episode to play")
+    context: bool | None = Field(None, strict=True, description="observations carry the deciding agent's typed context")
     episode_id: str | None = Field(None, description="accepted and ignored (the pool names its episodes)")
     session_id: str | None = Field(None, description="an open HTTP session to reset; none: open a new one")
 
@@ -475,7 +493,8 @@ class GencoordServer:
         @app.post("/reset", tags=["Environment Control"], response_model=ResetReply)
         async def reset(request: ResetBody = Body(default_factory=lambda: ResetBody())) -> ResetReply:
             extra = request.model_extra or {}
-            args = {k: v for k, v in {"seed": request.seed, "index": request.index, **extra}.items() if v is not None}
+            args = {k: v for k, v in {"seed": request.seed, "index": request.index, "context": request.context,
+                                      **extra}.items() if v is not None}
             if request.session_id is not None:
                 session = server.http_session(request.session_id, "POST /reset with a session_id")
                 obs = await server.http_call(session, lambda: server.reset(session, args))
@@ -563,6 +582,71 @@ def make_app(config: ServeConfig, pool: Any = None) -> Any:
     return GencoordServer(config, pool).app()
 
 
+def config_from_args(args: Any) -> ServeConfig:
+    """The ``ServeConfig`` of parsed ``gencoord serve`` arguments, checked: a bad combination of env arguments,
+    a role the pool has not or an unknown partner raises ``ValueError`` here, before any port opens."""
+    env = dict(backend=args.backend, pool=args.pool, route=args.route, view=args.view, surface=args.surface,
+               private_fact=args.private_fact, actions=args.actions, reward=args.reward, seed=args.seed,
+               pool_seed=args.pool_seed, on_fault=args.on_fault)
+    if args.plays == "both" and args.partner is not None:
+        raise ValueError(f"--partner {args.partner} plays the roles a session does not, but --plays both has every session "
+                         "play every role: give --plays a role (sender, receiver, ...) or leave --partner out")
+    if args.backend == "minecraft" and args.max_sessions > 64:
+        raise ValueError(f"--max-sessions {args.max_sessions}: on minecraft each session holds an arena of one Minecraft "
+                         "server, which holds at most 64")
+    config = ServeConfig(env=env, max_sessions=args.max_sessions, queue=args.queue, queue_timeout_s=args.queue_timeout,
+                         idle_timeout_s=args.idle_timeout or None, plays=args.plays, partner=args.partner or "rule")
+    GencoordEnvironment({**env, "backend": "sim"}, plays=config.plays,
+                        partner=config.partner if config.plays != "both" else None).close()
+    return config
+
+
+#: what a deployment serves without ``$GENCOORD_SERVE`` (a Space or container has no Minecraft server of its own)
+DEPLOYED = "--backend sim --pool heldout"
+
+
+def serve_argv(argv: Sequence[str] = ()) -> list[str]:
+    """``gencoord serve``'s arguments in a deployment: those in ``$GENCOORD_SERVE`` (default :data:`DEPLOYED`),
+    then ``argv``, and ``--port $PORT`` (else 8000) unless they name a port."""
+    import os
+    import shlex
+
+    out = [*shlex.split(os.environ.get("GENCOORD_SERVE", DEPLOYED)), *argv]
+    if not any(a == "--port" or a.startswith("--port=") for a in out):
+        out += ["--port", os.environ.get("PORT", "8000")]
+    return out
+
+
+def app_from_env() -> Any:
+    """The app ``gencoord serve`` would serve for :func:`serve_argv`'s arguments (OpenEnv's ``server.app:app``)."""
+    from gencoord_env.commands.cli import build_parser
+
+    config = config_from_args(build_parser().parse_args(["serve", *serve_argv()]))
+    return make_app(config, sidecar_pool(config))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``gencoord serve`` with :func:`serve_argv`'s arguments (``argv``: default the command line's): the OpenEnv
+    package's ``server`` entry point (``uv run --project gencoord_v0_env server``)."""
+    import sys
+
+    from gencoord_env.commands.cli import main as cli_main
+
+    raise SystemExit(cli_main(["serve", *serve_argv(sys.argv[1:] if argv is None else argv)]))
+
+
+def sidecar_pool(config: ServeConfig) -> Any:
+    """On minecraft the one sidecar whose arenas the sessions hold, one each (at most ``max_sessions``); None on the sim."""
+    if config.env.get("backend", "minecraft") != "minecraft":
+        return None
+    from gencoord_env.world.minecraft import SidecarPool
+
+    if config.max_sessions > 64:
+        raise ValueError(f"on minecraft each session holds an arena of one server, which holds at most 64; "
+                         f"got --max-sessions {config.max_sessions}")
+    return SidecarPool(arenas=config.max_sessions, max_arenas=config.max_sessions)
+
+
 def uvicorn_config(app: Any, config: ServeConfig, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning") -> Any:
     """How ``gencoord serve`` runs ``app`` under uvicorn (the tests run it the same way, in a thread)."""
     import uvicorn
@@ -577,14 +661,7 @@ def serve(config: ServeConfig, host: str = "127.0.0.1", port: int = 8000, log_le
     """Run the server until interrupted; on ``minecraft`` one sidecar with ``max_sessions`` arenas serves every session."""
     import uvicorn
 
-    pool = None
-    if config.env.get("backend", "minecraft") == "minecraft":
-        from gencoord_env.world.minecraft import SidecarPool
-
-        if config.max_sessions > 64:
-            raise ValueError(f"on minecraft each session holds an arena of one server, which holds at most 64; "
-                             f"got --max-sessions {config.max_sessions}")
-        pool = SidecarPool(arenas=config.max_sessions, max_arenas=config.max_sessions)
+    pool = sidecar_pool(config)
     try:
         uvicorn.Server(uvicorn_config(make_app(config, pool), config, host, port, log_level)).run()
     finally:

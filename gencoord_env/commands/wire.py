@@ -11,7 +11,8 @@ without OpenEnv's client, MCP and web-interface stack (about 10 CPU-seconds of i
 - :class:`GencoordObservation`: one turn of the episode (:class:`gencoord_env.turns.Turn`): ``text`` (the
   deciding agent's observation), ``agent``, ``role``, ``stage``, ``episode_id``, ``template``, ``candidates``
   (menu), at the end ``outcome``, ``reason``, ``metrics`` (and ``fault`` after an infrastructure fault with
-  ``--on-fault truncate``); ``reward`` and ``done`` as OpenEnv's ``StepResult`` carries them.
+  ``--on-fault truncate``), ``context`` (the deciding agent's typed context as JSON, for a session that reset
+  with ``context=True``); ``reward`` and ``done`` as OpenEnv's ``StepResult`` carries them.
 - :class:`GencoordState`: OpenEnv's ``episode_id`` and ``step_count``, plus ``done``, ``agent`` (who decides
   now), ``plays`` (the roles this client plays; the server's partner plays the rest) and ``arena``.
 """
@@ -30,6 +31,7 @@ __all__ = [
     "GencoordMenuAction",
     "GencoordObservation",
     "GencoordState",
+    "agent_info",
 ]
 
 #: the error code (OpenEnv's) of a session refused because every slot is taken
@@ -80,6 +82,8 @@ class GencoordObservation(BaseModel):
     reason: str | None = None
     metrics: dict[str, Any] | None = None
     fault: dict[str, Any] | None = Field(None, description="the infrastructure fault that truncated the episode")
+    context: dict[str, Any] | None = Field(None, description="the deciding agent's typed context as JSON, for a session "
+                                                             "that reset with context=True (context_from_wire reads it)")
 
 
 class GencoordState(BaseModel):
@@ -91,4 +95,24 @@ class GencoordState(BaseModel):
     done: bool = False
     agent: str | None = Field(None, description="who decides now; None before the first reset and at the end")
     plays: str = Field("both", description="the roles this session plays; the server's partner plays the others")
-    arena: int | None = Field(None, description="the Minecraft arena this session holds; None on the sim")
+    arena: str | None = Field(None, description="the Minecraft arena this session holds; None on the sim")
+
+
+def agent_info(observation: GencoordObservation) -> dict[str, Any]:
+    """The deciding agent's ``info`` as a policy's ``act(observation.text, info)`` reads it in-process (``context``
+    typed, ``turn``, ``role``, ``stage``, ``episode_id``, ``template``, ``candidates``), from an observation of a
+    session that reset with ``context=True``: the package's rule agents act on it as they act in the env.
+
+    >>> policy = make_policy("rule")                                     # doctest: +SKIP
+    >>> result = env.reset(index=0, context=True)
+    >>> result = env.step(policy.act(result.observation.text, agent_info(result.observation)))
+    """
+    from gencoord_env.tasks.context_wire import context_from_wire
+
+    if observation.done:
+        raise ValueError("the episode has ended: no agent decides")
+    if observation.context is None:
+        raise ValueError("this observation carries no context: reset the session with context=True")
+    return {"context": context_from_wire(observation.context), "turn": observation.agent, "deciding": True,
+            "role": observation.role, "stage": observation.stage, "episode_id": observation.episode_id,
+            "template": observation.template, "candidates": observation.candidates}

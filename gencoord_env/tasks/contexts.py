@@ -270,14 +270,14 @@ def _static(episode: Episode, agent: str, view: str) -> tuple[TaskInfo, LocalObs
         for s in _visible_stations(episode)
     )
     position, inventory = world.positions[agent], _counts(world.inventories.get(agent, {}))
-    observation = LocalObservation(position, inventory, stations, _render_observation(position, inventory, stations))
+    observation = LocalObservation(position, inventory, stations, render_observation(position, inventory, stations))
     form = view_form(view)
     nodes = tuple(_prior_node(n, form) for n in form.order(episode.nodes, False))
     roles, codebook = tuple(t.roles), tuple(t.branch_ids)
     channels = t.message_edges if episode.is_team else ()
     factors = tuple((f.holder, f.bindings) for f in t.fact_factors) if episode.is_team else ()
-    prior_view = PriorView(view, roles, codebook, _skill_lines(), nodes,
-                           _render_prior(view, roles, codebook, _skill_lines(), nodes, channels, factors),
+    prior_view = PriorView(view, roles, codebook, skill_lines(), nodes,
+                           render_prior(view, roles, codebook, skill_lines(), nodes, channels, factors),
                            channels, factors)
     return task, observation, prior_view
 
@@ -358,7 +358,8 @@ def uploads(context: Context) -> tuple[tuple[str, str], ...]:
     return tuple((v.agent, render(v, with_prior=False)) for v in views)
 
 
-def _render_observation(position: Pos, inventory: Counts, stations: Sequence[StationView]) -> str:
+def render_observation(position: Pos, inventory: Counts, stations: Sequence[StationView]) -> str:
+    """The local observation's block of a context's text (``LocalObservation.text``)."""
     lines = [f"POSITION {tuple(position)}", "INVENTORY " + _text_counts(inventory)]
     for s in stations:
         extra = f" contents={_text_counts(s.contents)}" if s.contents is not None else ""
@@ -367,7 +368,7 @@ def _render_observation(position: Pos, inventory: Counts, stations: Sequence[Sta
 
 
 @cache(maxsize=1)
-def _skill_lines() -> tuple[str, ...]:
+def skill_lines() -> tuple[str, ...]:
     """The skill ontology of the prior: each catalog skill with its required and [optional] keys."""
     out = []
     for name, spec in CATALOG.skills.items():
@@ -376,9 +377,10 @@ def _skill_lines() -> tuple[str, ...]:
     return tuple(out)
 
 
-def _render_prior(view: str, roles: Sequence[str], codebook: Sequence[str], skills: Sequence[str],
-                  nodes: Sequence[PriorNode], channels: Sequence[tuple[str, str]] = (),
-                  factors: Sequence[tuple[str, Sequence[str]]] = ()) -> str:
+def render_prior(view: str, roles: Sequence[str], codebook: Sequence[str], skills: Sequence[str],
+                 nodes: Sequence[PriorNode], channels: Sequence[tuple[str, str]] = (),
+                 factors: Sequence[tuple[str, Sequence[str]]] = ()) -> str:
+    """The shared prior's block of a context's text (``PriorView.text``)."""
     head = f"PRIOR view={view} roles={','.join(roles)} codebook={','.join(codebook)}"
     if channels:  # a team: who tells whom, and who holds which fact
         head += f" channels={','.join(f'{a}>{b}' for a, b in channels)}"
@@ -395,7 +397,7 @@ def _render_prior(view: str, roles: Sequence[str], codebook: Sequence[str], skil
     return "\n".join(lines)
 
 
-# The prior block as _render_prior writes it: its header line, then one line per skill and per node.
+# The prior block as render_prior writes it: its header line, then one line per skill and per node.
 _PRIOR_HEAD = "PRIOR "
 _PRIOR_BODY = ("SKILL ", "NODE ")
 
@@ -424,5 +426,6 @@ def request_payload(target: str, tasks: Sequence[Task]) -> str:
 
 __all__ = [
     "PRIVATE_FACT_FORMS", "Context", "LocalObservation", "Private", "PriorNode", "PriorView", "StationView", "TaskInfo",
-    "build_context", "render", "render_parts", "request_payload", "split_prior", "upload", "uploads",
+    "build_context", "render", "render_observation", "render_parts", "render_prior", "request_payload", "skill_lines",
+    "split_prior", "upload", "uploads",
 ]

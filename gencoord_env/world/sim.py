@@ -280,6 +280,9 @@ class SimWorld:
 
     # ------------------------------------------------------------------ World protocol
 
+    def start(self) -> None:
+        """Nothing to start: the sim world is ready when made."""
+
     def reset(self, spec: WorldSpec) -> None:
         """Start an episode: inventories and chests from ``spec``; empty furnaces, sites and flight."""
         if not isinstance(spec, WorldSpec):

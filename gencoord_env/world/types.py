@@ -241,6 +241,12 @@ class World(Protocol):
     makes the peer's pending ``await_handoff`` for that item fail too, with a reason naming the give.
     """
 
+    def start(self) -> None:
+        """Make the backend ready (Minecraft: start its sidecar, a few seconds), so that no episode's clock
+        counts it; the env calls it before each reset's episode begins, and a ready backend returns at once.
+        A world without it starts in its ``reset``."""
+        ...
+
     def reset(self, spec: WorldSpec) -> None: ...
 
     def run(self, calls: list[SkillCall]) -> list[WorldEvent]: ...

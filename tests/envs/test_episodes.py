@@ -163,6 +163,27 @@ def test_time_to_commitment_leaves_out_the_reset() -> None:
     assert not {"time_to_commitment", "episode_seconds"} & set(info["metrics"])
 
 
+def test_starting_the_backend_is_no_episodes_time() -> None:
+    """World.start runs before the episode's clock: a backend that takes 0.5 s to start (the Minecraft sidecar
+    takes seconds) shows in no episode's seconds, while a slow reset does (it is the episode's)."""
+    import time
+
+    from gencoord_env.world.sim import SimWorld
+
+    class SlowStart(SimWorld):
+        started = 0
+
+        def start(self) -> None:
+            if not self.started:
+                time.sleep(0.5)
+            self.started += 1
+
+    world = SlowStart()
+    env = gencoord_env.parallel_env(backend="sim", world=world, timings=True)
+    seconds = [run_episode(env, make_policy("rule"), index=k)["timings"]["episode_seconds"] for k in range(2)]
+    assert world.started == 2 and max(seconds) < 0.4, seconds
+
+
 def test_any_string_is_a_legal_action() -> None:
     env = gencoord_env.parallel_env(backend="sim")
     for junk in ["", "SELF", "\x00\x01", "SELF -\nREQ -\n\n", "é" * 10, "SELF a(" * 100]:

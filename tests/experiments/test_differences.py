@@ -3,6 +3,7 @@ headers and the printed table's headers, so a condition below its reference read
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from gencoord_env.commands.experiments import EXPERIMENTS
 from gencoord_env.commands.experiments.cli import main
-from gencoord_env.commands.experiments.report import table
+from gencoord_env.commands.experiments.report import fitted, matrix_table, narrow_matrix_table, narrow_table, table
 
 
 def _headers(name: str, records: list[dict]) -> list[str]:
@@ -37,6 +38,27 @@ def test_no_difference_column_hides_its_direction(name: str, tmp_path: Path) -> 
     if len(refs) == 1:
         ref = next(iter(refs))
         assert all(h.startswith(f"{ref} \u2212 ") for h in differences)
+    _fits_a_terminal(name, records)
+
+
+def _fits_a_terminal(name: str, records: list[dict]) -> None:
+    """The printed tables, in an 80-column terminal: no line wider, no cell cut to an ellipsis, every condition
+    and every header whole; a wide terminal keeps one row per condition."""
+    from rich.console import Console
+
+    exp = EXPERIMENTS[name]
+    narrow = Console(width=80, record=True, file=io.StringIO())
+    narrow.print(fitted(narrow, table(exp, records, "sim"), narrow_table(exp, records, "sim")))
+    if exp.matrix_rows:
+        narrow.print(fitted(narrow, matrix_table(exp, records, "sim"), narrow_matrix_table(exp, records, "sim")))
+    text = narrow.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "\u2026" not in text, text
+    assert all(r["condition"] in text for r in records) and "[sim]" in text
+    assert all(h in text for h in _headers(name, records))
+    wide = Console(width=400, record=True, file=io.StringIO())
+    wide.print(fitted(wide, table(exp, records, "sim"), narrow_table(exp, records, "sim")))
+    assert "condition / measure" not in wide.export_text()
 
 
 def test_request_removal_reads_as_true_minus_removed(tmp_path: Path) -> None:

@@ -22,7 +22,8 @@ from sidecar_installed import needs_sidecar
 pytestmark = needs_sidecar
 
 COMMON = ["rollout", "--backend", "minecraft", "--pool", "heldout", "--episodes", "8", "--seed", "2"]
-SUMMARY_ONLY = ("timings", "episode_seconds_p50", "time_to_commitment_p50", "arenas", "workers", "retries")
+SUMMARY_ONLY = ("timings", "episode_seconds_p50", "time_to_commitment_p50", "startup_seconds", "arenas", "workers",
+                "retries")
 
 
 def untimed(record: dict[str, Any]) -> dict[str, Any]:
@@ -32,7 +33,10 @@ def untimed(record: dict[str, Any]) -> dict[str, Any]:
 def rollout(tmp: Path, name: str, *extra: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     summary, trace = tmp / f"{name}.json", tmp / f"{name}.jsonl"
     assert gencoord([*COMMON, *extra, "--json", str(summary), "--trace", str(trace)]) == 0
-    return (untimed(json.loads(summary.read_text())),
+    raw = json.loads(summary.read_text())
+    if not extra:  # the sidecar's start is reported apart from the episodes
+        assert raw["startup_seconds"] > 0, raw.keys()
+    return (untimed(raw),
             [untimed(json.loads(line)) for line in trace.read_text().splitlines()])
 
 

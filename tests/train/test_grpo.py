@@ -102,3 +102,28 @@ def test_before_after_success_is_paired_by_cluster() -> None:
     assert change is not None and change["clusters"] == 4
     assert change["diff"] == pytest.approx(0.375)  # clusters c2 (+1) and c3 (+0.5), over 4 clusters
     assert _paired_change(None, after) is None
+
+
+def test_grpo_takes_a_qwen35_checkpoint_with_its_own_chat_template(points: list[DecisionPoint], tmp_path: Path,
+                                                                   make_qwen_checkpoint) -> None:
+    """A local Qwen3.5 folder (tiny random weights, the Qwen3.5-0.8B chat template, thinking off): its prompts are
+    its own template's (the empty think block opens the answer), GRPO steps, the saved model keeps the template."""
+    from transformers import AutoTokenizer
+
+    rows = build_set("forward")[: 2 * EPISODES]
+    base = make_qwen_checkpoint(tmp_path / "qwen", [r.prompt + "\n" + r.target for r in rows])
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    assert all(row["prompt"].endswith("<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")
+               for row in prompt_dataset(points, tokenizer))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        result = run(GRPORunConfig(model=str(base), out_dir=str(tmp_path / "grpo"), pool="train", route="forward",
+                                   episodes=2, steps=1, prompts_per_step=2, num_generations=2, max_completion_length=8,
+                                   device="cpu", eval_pool="heldout", eval_episodes=2))
+    finally:
+        torch.set_num_threads(threads)
+    assert result.provenance["optimizer_steps"] == 1 and result.provenance["base_model"]["model_type"] == "qwen3_5_text"
+    assert sum(result.provenance["eval_after"]["outcomes"].values()) == 2
+    assert result.checkpoint is not None
+    assert AutoTokenizer.from_pretrained(result.checkpoint).chat_template == tokenizer.chat_template

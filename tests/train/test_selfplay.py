@@ -134,3 +134,35 @@ def test_two_policies_train_their_own_weights_and_cross_play(tiny: Path, tmp_pat
     assert sorted((p["sender_seed"], p["receiver_seed"]) for p in cross["pairs"]) == [(0, 0), (0, 1), (1, 0), (1, 1)]
     assert all(sum(p["outcomes"].values()) == 4 for p in cross["pairs"])
     assert cross["within_seed"] is not None and cross["across_seeds"] is not None and "across_minus_within" in cross
+
+
+def test_auto_warm_start_moves_through_the_epochs_until_the_train_pool_success_is_in_band(tmp_path: Path, monkeypatch) -> None:
+    """--sft-epochs auto: from auto_start up while the measured train-pool success is below the band, down while
+    above, never back; the chosen warm start is the last in band, every one tried recorded."""
+    from gencoord_env.train import selfplay
+
+    success = {1.0: 0.05, 2.0: 0.1, 3.0: 0.15, 4.0: 0.45, 6.0: 0.8, 8.0: 0.95, 12.0: 1.0, 16.0: 1.0}
+    trained: list[float] = []
+
+    def fake_sft(config, epochs, out):  # type: ignore[no-untyped-def]
+        trained.append(epochs)
+        return str(out / "final"), {"epochs": epochs}
+
+    class Lm:
+        model = tokenizer = None
+
+    monkeypatch.setattr(selfplay, "_sft", fake_sft)
+    monkeypatch.setattr(selfplay, "_load", lambda path, device: Lm())
+    monkeypatch.setattr(selfplay, "pool_size", lambda pool, kwargs: 960)
+    monkeypatch.setattr("gencoord_env.train.episode_grpo.Learner", lambda *a, **k: None)
+    monkeypatch.setattr(selfplay, "evaluate", lambda policies, pool, indices, kwargs, turns: {
+        "success_rate": success[trained[-1]], "outcomes": {}, "episodes": len(indices)})
+    config = selfplay.SelfPlayConfig(out_dir=str(tmp_path))
+    path, warm = selfplay._warm_start(config, tmp_path)
+    assert trained == [2.0, 3.0, 4.0] and warm["chosen"]["epochs"] == 4.0 and warm["in_band"]
+    assert path == str(tmp_path / "warm_e4" / "final") and [t["train_success"] for t in warm["tried"]] == [0.1, 0.15, 0.45]
+    trained.clear()
+    success.update({2.0: 0.9, 1.0: 0.75})  # above the band at 2 and 1 epochs: down to the end, outside the band
+    with pytest.warns(RuntimeWarning, match="outside the band"):
+        _, warm = selfplay._warm_start(selfplay.SelfPlayConfig(out_dir=str(tmp_path)), tmp_path)
+    assert trained == [2.0, 1.0] and warm["chosen"]["epochs"] == 1.0 and not warm["in_band"]

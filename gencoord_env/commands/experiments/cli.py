@@ -83,7 +83,8 @@ def run(exp: Experiment, args: argparse.Namespace, out: Path, runner: Any = None
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from gencoord_env.commands.experiments.analysis import analyze
-    from gencoord_env.commands.experiments.report import matrix_table, table, write
+    from gencoord_env.commands.experiments.report import (fitted, matrix_table, narrow_matrix_table, narrow_table,
+                                                           table, write)
     from gencoord_env.commands.experiments.runner import conditions_to_run, run_experiment
 
     make, chosen = policy_factory(args.policy)
@@ -114,9 +115,11 @@ def run(exp: Experiment, args: argparse.Namespace, out: Path, runner: Any = None
     out_console = Console()
     if not out_console.is_terminal:  # a pipe or file: do not squeeze the table into 80 columns
         out_console = Console(width=240)
-    out_console.print(table(exp, records, args.backend))
+    # a terminal too narrow for a row per condition gets a section per condition, a line per measure
+    out_console.print(fitted(out_console, table(exp, records, args.backend), narrow_table(exp, records, args.backend)))
     if exp.matrix_rows:
-        out_console.print(matrix_table(exp, records, args.backend))
+        out_console.print(fitted(out_console, matrix_table(exp, records, args.backend),
+                                 narrow_matrix_table(exp, records, args.backend)))
     if not args.quiet:
         err.print(f"wrote {', '.join(str(p) for p in paths.values())}")
     return records

@@ -11,7 +11,6 @@ pool has and how many of them occur under both bindings.
 """
 from __future__ import annotations
 
-import argparse
 import json
 from collections import defaultdict
 from collections.abc import Sequence
@@ -77,7 +76,9 @@ def report(pools: Sequence[str] = tuple(sorted(POOL_SIZES))) -> dict[str, dict[s
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m gencoord_env.commands.experiments.leakage", description=__doc__.split("\n\n")[0])
+    from gencoord_env.commands.cli import Parser
+
+    ap = Parser(prog="python -m gencoord_env.commands.experiments.leakage", description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = ap.parse_args(argv)
     _ = prior()

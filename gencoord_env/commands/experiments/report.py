@@ -14,6 +14,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from gencoord_env.commands.experiments.analysis import matrix
@@ -80,26 +83,18 @@ def _pair(ours: str, paper: str) -> str:
     return ours if paper == "\u2014" else f"{ours} [dim]({paper})[/dim]"
 
 
-def table(experiment: Experiment, records: Sequence[Mapping[str, Any]], backend: str) -> Table:
-    """The experiment's rich table: each cell is ours, then the paper's figure in parentheses."""
-    notes = "".join(f"\n{r['condition']}: {r['note']}" for r in records if r.get("note"))
-    t = Table(title=f"{experiment.title} [{backend}]",
-              caption=f"(paper figure in parentheses) paper: {experiment.paper_source}{notes}")
-    t.add_column("condition", no_wrap=True)  # the name is how a reader finds a row: never broken
-    t.add_column("episodes", justify="right")
-    for _, header in experiment.columns:
-        t.add_column(header, justify="right")
-    t.add_column("95% CI (cluster)", justify="right")
-    t.add_column("exact 95% CI", justify="right")
+def _columns(experiment: Experiment, records: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """The table's headers after ``condition`` and ``episodes``, and each record's cells (ours, then the paper's
+    figure in parentheses), ``condition`` and ``episodes`` first."""
+    headers = [header for _, header in experiment.columns] + ["95% CI (cluster)", "exact 95% CI"]
     groups = sorted({g for r in records for g in (r.get("groups") or {})})
-    for g in groups:
-        t.add_column(g, justify="right")
+    headers += groups
     differences = difference_headers(experiment, records)
     several = len({r["versus"] for r in records if r.get("versus")}) > 1
     if several:
-        t.add_column("versus")
-    for header in differences.values():
-        t.add_column(header, justify="right")
+        headers.append("versus")
+    headers += list(differences.values())
+    rows = []
     for r in records:
         paper = r.get("paper", {})
         cells = [r["condition"], str(r["episodes"])]
@@ -113,21 +108,89 @@ def table(experiment: Experiment, records: Sequence[Mapping[str, Any]], backend:
             cells.append(r.get("versus") or "\u2014")
         for key in differences:
             cells.append(_pair(_paired_cell(r, key), _paper_paired_cell(r, key)))
+        rows.append(cells)
+    return headers, rows
+
+
+def _backend(backend: str) -> str:
+    """`` [backend]`` for a title, as text: rich would read ``[sim]`` as a style and drop it."""
+    return " " + escape(f"[{backend}]")
+
+
+def _caption(experiment: Experiment, records: Sequence[Mapping[str, Any]]) -> str:
+    notes = "".join(f"\n{r['condition']}: {r['note']}" for r in records if r.get("note"))
+    return f"(paper figure in parentheses) paper: {experiment.paper_source}{notes}"
+
+
+def table(experiment: Experiment, records: Sequence[Mapping[str, Any]], backend: str) -> Table:
+    """The experiment's rich table, one row per condition: each cell is ours, then the paper's figure in
+    parentheses."""
+    headers, rows = _columns(experiment, records)
+    t = Table(title=f"{experiment.title}{_backend(backend)}", caption=_caption(experiment, records))
+    t.add_column("condition", no_wrap=True)  # the name is how a reader finds a row: never broken
+    t.add_column("episodes", justify="right")
+    for header in headers:
+        t.add_column(header, justify="right" if header != "versus" else "left")
+    for cells in rows:
         t.add_row(*cells)
     return t
 
 
+def narrow_table(experiment: Experiment, records: Sequence[Mapping[str, Any]], backend: str) -> Table:
+    """The same figures for a narrow terminal: one section per condition, one line per measure (``measure``,
+    then ours with the paper's figure in parentheses), so that no cell is broken into a column of fragments."""
+    headers, rows = _columns(experiment, records)
+    t = Table(title=f"{experiment.title}{_backend(backend)}", caption=_caption(experiment, records))
+    t.add_column("condition / measure", no_wrap=True)
+    t.add_column("ours (paper)")
+    for cells in rows:
+        t.add_row(f"[bold]{cells[0]}[/bold]", f"{cells[1]} episodes")
+        for header, cell in zip(headers, cells[2:]):
+            t.add_row(f"  {header}", cell)
+        t.add_section()
+    return t
+
+
+def fitted(console: Console, wide: Table, narrow: Table) -> Table:
+    """``wide`` when it fits ``console``'s width without breaking a cell, else ``narrow``."""
+    needed = Measurement.get(console, console.options.update_width(10_000), wide).maximum  # unclipped
+    return wide if needed <= console.width else narrow
+
+
+def _matrix_cells(experiment: Experiment, records: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """The matrix's column names, and per method its name then its cells (ours, the paper's in parentheses)."""
+    m = matrix(experiment, records)
+    rows = [[row, *(_pair(fmt("success_rate", m["success"][i][j]), fmt("success_rate", m["paper"][i][j]))
+                    for j in range(len(m["columns"])))] for i, row in enumerate(m["rows"])]
+    return list(m["columns"]), rows
+
+
+_MATRIX_CAPTION = "(paper figure in parentheses; \u2014: not run, e.g. the learned row without --policy)"
+
+
 def matrix_table(experiment: Experiment, records: Sequence[Mapping[str, Any]], backend: str) -> Table:
     """The paper's method x column success matrix: ours, the paper's figure in parentheses."""
-    m = matrix(experiment, records)
-    t = Table(title=f"{experiment.title}: success by method [{backend}]",
-              caption="(paper figure in parentheses; \u2014: not run, e.g. the learned row without --policy)")
+    columns, rows = _matrix_cells(experiment, records)
+    t = Table(title=f"{experiment.title}: success by method{_backend(backend)}", caption=_MATRIX_CAPTION)
     t.add_column("method")
-    for c in m["columns"]:
+    for c in columns:
         t.add_column(c, justify="right")
-    for i, row in enumerate(m["rows"]):
-        t.add_row(row, *(_pair(fmt("success_rate", m["success"][i][j]), fmt("success_rate", m["paper"][i][j]))
-                         for j in range(len(m["columns"]))))
+    for cells in rows:
+        t.add_row(*cells)
+    return t
+
+
+def narrow_matrix_table(experiment: Experiment, records: Sequence[Mapping[str, Any]], backend: str) -> Table:
+    """The matrix for a narrow terminal: one section per method, one line per column."""
+    columns, rows = _matrix_cells(experiment, records)
+    t = Table(title=f"{experiment.title}: success by method{_backend(backend)}", caption=_MATRIX_CAPTION)
+    t.add_column("method / column", no_wrap=True)
+    t.add_column("success (paper)")
+    for cells in rows:
+        t.add_row(f"[bold]{cells[0]}[/bold]", "")
+        for column, cell in zip(columns, cells[1:]):
+            t.add_row(f"  {column}", cell)
+        t.add_section()
     return t
 
 

@@ -77,7 +77,8 @@ with this section)
   ``{"stage": "max_cycles"}`` trace record). ``None`` (default): only the route bounds an episode (at most
   three decisions on the structured surfaces, ``MAX_TURNS`` utterances in a dialogue).
 - ``timings``: add wall-clock measurements to the final infos (``timings``); off by default, so that
-  infos of equal seeds are equal.
+  infos of equal seeds are equal. An episode's seconds run from its reset (the world's included) to its
+  end; starting the backend (``World.start``: the Minecraft sidecar) is done before and counted in none.
 - ``on_fault``: what an infrastructure fault of the world backend (a
   ``gencoord_env.world.minecraft.MinecraftBackendError``: the sidecar died or timed out, a bot dropped,
   ...) does. ``raise`` (default): it raises out of ``step`` / ``reset``, typed, with a message that says
@@ -90,8 +91,9 @@ with this section)
 - ``render_mode``: ``ansi`` (``render()`` returns the episode so far as text: decisions, deliveries, skill
   events, the handoff, what each agent holds, the outcome), ``rgb_array`` (a uint8 top-down picture of the
   arena from world truth on either backend: stations and their contents, agents and what each holds, sites
-  built, the handoff's items in flight: ``gencoord_env.envs.gencoord.picture``) or ``human`` (the text,
-  printed at each step).
+  built, the handoff's items in flight; around it the story: roles, the private fact marked for the viewer,
+  each plan and message, the handoff and an outcome banner: ``gencoord_env.envs.gencoord.picture``) or
+  ``human`` (the text, printed at each step).
 - ``world``: a ``World`` to play in instead of one built from ``backend`` and ``backend_options`` (an arena of a
   shared sidecar: ``gencoord_env.commands.arenas``).
 - ``stages``: a ``Stages`` value with stage functions swapped (fault injection; interventions are wrappers).
@@ -381,6 +383,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         self.agents = list(episode.agents)
         session_type = DialogueSession if self.surface.dialogue else EpisodeSession
         try:
+            self._start_world()
             self.session = session_type(episode, self.setup, self.stages, self.world, interventions)
             reset_fault = None
         except self._faults as e:  # on_fault="truncate": the world's own reset recovers; once
@@ -513,7 +516,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
 
     def render(self) -> str | np.ndarray | None:
         """The episode so far, from world truth (``gencoord_env.envs.gencoord.picture``): ``ansi`` as text,
-        ``rgb_array`` as a top-down picture of the arena, ``human`` printed as text; None before ``reset``."""
+        ``rgb_array`` as a picture of the arena and the story so far, ``human`` printed as text; None before ``reset``."""
         if self.session is None or self.render_mode is None:
             return None
         from gencoord_env.envs.gencoord import picture
@@ -522,12 +525,18 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         truth = self.world.observe()
         if self.render_mode == "rgb_array":
             handoffs = [e.data for e in s.events if e.kind == "handoff" and e.ok]
-            return picture.frame(s.episode.world, truth, handoffs, s.episode.role_agents)
+            return picture.compose(s.episode.world, truth, picture.story(s, truth), handoffs)
         text = picture.text(s, truth)
         if self.render_mode == "human":
             print(text)
             return None
         return text
+
+    def _start_world(self) -> None:
+        """The backend made ready before the episode's clock starts (a sidecar's start is no episode's time)."""
+        start = getattr(self.world, "start", None)  # a world written before World.start starts in its reset
+        if start is not None:
+            start()
 
     def close(self) -> None:
         if self._world is not None:

@@ -16,15 +16,36 @@ z downwards), sized from the episode's layout:
 Every item has one colour (a hash of its name), so a test or a reader finds an item in any frame.
 ``frame(...)`` is a pure function of the layout, the truth and the handoffs; ``holding_box`` says where an
 agent's held items are drawn.
+
+With a ``Story`` (what ``render()`` passes: ``story(session, truth)``) the frame tells the episode too, in
+text drawn from a bitmap font (``data/font.json``, ``write``):
+
+- a banner on top: the template and route, and who decides now; at the end the outcome on green
+  (``SUCCESS``) or red (any failure code, with its reason; a truncation on grey);
+- in the arena, each agent's role written above its disc, and for the viewer (never in an agent's
+  observation) the private fact marked: a yellow ``!`` beside its holder and a yellow frame around each
+  station the true binding's terminal fills;
+- a panel beside the arena: the roles and their agents (in their rim colours), the private fact
+  (``FACT for the viewer: agent_a knows active_binding_id=SITE_B``), then in order each decision's record as
+  parsed (``PLAN``), each message delivered (``MESSAGE``), the handoff (``HANDOFF``, or ``HANDOFF none``
+  once the episode ended without one) and the outcome.
+
+A frame's shape is fixed for an episode (the layout's arena, a panel of ``PANEL_LINES`` lines), so a
+sequence of frames makes a video.
 """
 from __future__ import annotations
 
+import json
+import textwrap
 import zlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from gencoord_env.caches import cache
+from gencoord_env.data_files import data_path
 from gencoord_env.world.types import GroundTruth, Pos, WorldSpec
 
 CELL = 16
@@ -36,6 +57,19 @@ KIND_COLOURS: Mapping[str, tuple[int, int, int]] = {
 AGENT_COLOURS: tuple[tuple[int, int, int], ...] = ((80, 160, 255), (255, 90, 90), (90, 220, 120), (240, 200, 60),
                                                   (200, 100, 240))
 WHITE = (245, 245, 245)
+INK = (230, 230, 230)
+FACT = (250, 210, 40)
+SUCCESS_BANNER = (40, 140, 60)
+FAILURE_BANNER = (180, 40, 40)
+RUNNING_BANNER = (60, 60, 70)
+PANEL = (24, 26, 30)
+PANEL_LINES = 24
+BANNER = 24  # pixel rows of the banner above the arena in a composed frame
+PANEL_CHARS = 64
+#: the colour of each panel line's kind
+LINE_COLOURS: Mapping[str, tuple[int, int, int]] = {
+    "FACT": FACT, "PLAN": (150, 200, 255), "MESSAGE": (255, 170, 120), "HANDOFF": (150, 230, 160),
+    "OUTCOME": WHITE, "ROLE": INK}
 
 
 def item_colour(item: str) -> tuple[int, int, int]:
@@ -80,7 +114,8 @@ def holding_box(spec: WorldSpec, agent: str) -> tuple[int, int, int, int]:
 
 
 def centre(spec: WorldSpec, agent: str) -> tuple[int, int]:
-    """(row, column) of the centre of ``agent``'s disc; a handoff's line runs between two of them."""
+    """(row, column) of the centre of ``agent``'s disc in the arena (``BANNER`` rows lower in a composed
+    frame); a handoff's line runs between two of them."""
     r, c = _pixel(spec, spec.positions[agent])
     return r + CELL // 2, c + CELL // 2
 
@@ -146,6 +181,166 @@ def frame(spec: WorldSpec, truth: GroundTruth, handoffs: Sequence[Mapping[str, A
     return img
 
 
+@cache(maxsize=1)
+def _font() -> tuple[int, int, dict[str, np.ndarray]]:
+    """(width, height, glyph masks by character) of the bitmap font."""
+    data = json.loads(data_path("font.json").read_text(encoding="utf-8"))
+    w, h = int(data["width"]), int(data["height"])
+    glyphs = {}
+    for char, rows in data["glyphs"].items():
+        bits = [int(rows[i:i + 2], 16) for i in range(0, len(rows), 2)]
+        glyphs[char] = np.array([[(b >> (w - 1 - k)) & 1 for k in range(w)] for b in bits], dtype=bool)
+    return w, h, glyphs
+
+
+def text_size(line: str) -> tuple[int, int]:
+    """(height, width) in pixels of ``line`` written by ``write``."""
+    w, h, _ = _font()
+    return h, w * len(line)
+
+
+def write(img: np.ndarray, row: int, col: int, line: str, colour: Sequence[int] = INK) -> None:
+    """Draw ``line`` into ``img`` with its top-left corner at (row, col), clipped at the edges; a character the
+    font lacks is drawn as ``?``."""
+    w, h, glyphs = _font()
+    for k, char in enumerate(line):
+        mask = glyphs.get(char, glyphs["?"])
+        r0, c0 = row, col + k * w
+        rr, cc = slice(max(r0, 0), min(r0 + h, img.shape[0])), slice(max(c0, 0), min(c0 + w, img.shape[1]))
+        part = mask[rr.start - r0:rr.stop - r0, cc.start - c0:cc.stop - c0]
+        if part.size:
+            img[rr, cc][part] = colour
+
+
+@dataclass(frozen=True)
+class Story:
+    """What a frame tells beyond the arena (module docstring): built by ``story`` from a session."""
+
+    title: str
+    roles: tuple[tuple[str, str], ...]  # (role, agent) in role order
+    facts: tuple[tuple[str, str], ...]  # (agent, "key=value") of every private field, for the viewer
+    lines: tuple[tuple[str, str], ...]  # (kind, text) in the order things happened
+    now: str  # who decides, or "done"
+    outcome: str | None = None  # the outcome's name at the end; None while running or when truncated
+    reason: str = ""
+    done: bool = False
+    marked: tuple[str, ...] = ()  # stations the true binding's terminal names
+
+
+def story(session: Any, truth: GroundTruth | None = None) -> Story:
+    """The story so far of an ``EpisodeSession``: roles, private facts, plans, messages, handoff, outcome."""
+    from gencoord_env.dsl import format as format_dsl
+
+    s, episode = session, session.episode
+    roles = tuple(zip(episode.roles, episode.role_agents))
+    facts = tuple((a, f"{k}={v}") for a in episode.role_agents for k, v in episode.private_fields(a).items())
+    lines: list[tuple[str, str]] = []
+    for record in s.trace:
+        stage = record.get("stage")
+        if "agent" in record and "action" in record:
+            parsed = record.get("parse")
+            if isinstance(parsed, Mapping) or parsed is None:
+                plan = f"unreadable ({dict(parsed or {}).get('error', 'no record')})"
+            else:
+                plan = format_dsl(parsed, max(1, len(episode.agents) - 1)).replace("\n", " / ")
+            lines.append(("PLAN", f"{record['agent']} at {stage}: {plan}"))
+        elif stage == "deliver":
+            delivered = record.get("delivered")
+            lines.append(("MESSAGE", f"delivered: {delivered}" if delivered is not None else "nothing arrived"))
+    handoffs = [e for e in s.events if e.kind == "handoff"]
+    for e in handoffs:
+        d = e.data
+        lines.append(("HANDOFF", f"{d.get('from')} -> {d.get('to')}: {d.get('count')} {d.get('item')}"
+                      + ("" if e.ok else f" FAILED {e.reason}")))
+    if s.done and not handoffs:
+        lines.append(("HANDOFF", "none"))
+    outcome = None if s.outcome is None else str(getattr(s.outcome, "value", s.outcome))
+    if s.done:
+        lines.append(("OUTCOME", (outcome or "truncated") + (f": {s.reason}" if s.reason else "")))
+    stations = {st.name for st in episode.world.stations}
+    marked = tuple(sorted({t.where for t in episode.terminal() if t.where in stations and t.count > 0}))
+    now = "done" if s.done else f"{s.turn} decides ({s.decision.stage})"
+    return Story(f"{episode.template.id}  route={s.setup.route}", roles, facts, tuple(lines), now, outcome, s.reason,
+                 s.done, marked)
+
+
+def _outline(img: np.ndarray, r: int, c: int, h: int, w: int, colour: Sequence[int], width: int = 2) -> None:
+    _fill(img, r, c, width, w, colour)
+    _fill(img, r + h - width, c, width, w, colour)
+    _fill(img, r, c, h, width, colour)
+    _fill(img, r, c + w - width, h, width, colour)
+
+
+def _panel_lines(tale: Story, order: Sequence[str]) -> list[tuple[str, tuple[int, int, int]]]:
+    out: list[tuple[str, tuple[int, int, int]]] = []
+    for role, agent in tale.roles:
+        rim = AGENT_COLOURS[order.index(agent) % len(AGENT_COLOURS)] if agent in order else WHITE
+        out.append((f"ROLE {role}: {agent}", rim))
+    for agent, fact in tale.facts:
+        out += [(line, FACT) for line in textwrap.wrap(f"FACT for the viewer: {agent} knows {fact}", PANEL_CHARS)]
+    for kind, body in tale.lines:
+        wrapped = textwrap.wrap(f"{kind} {body}", PANEL_CHARS, subsequent_indent="  ") or [kind]
+        out += [(line, LINE_COLOURS.get(kind, INK)) for line in wrapped]
+    if len(out) > PANEL_LINES:  # keep the roles, the fact and the latest lines
+        head = len(tale.roles) + sum(1 for _, c in out[len(tale.roles):] if c == FACT)
+        out = out[:head] + [("...", INK)] + out[-(PANEL_LINES - head - 1):]
+    return out
+
+
+def compose(spec: WorldSpec, truth: GroundTruth, tale: Story, handoffs: Sequence[Mapping[str, Any]] = ()) -> np.ndarray:
+    """The arena of ``frame`` with the story told around it (module docstring)."""
+    order = [a for _, a in tale.roles]
+    arena = frame(spec, truth, handoffs, order)
+    fw, fh, _ = _font()
+    for name in tale.marked:  # the true binding's stations, for the viewer
+        station = next(st for st in spec.stations if st.name == name)
+        for cell in station.cells or (station.pos,):
+            r, c = _pixel(spec, cell)
+            _outline(arena, r - 1, c - 1, CELL + 2, CELL + 2, FACT)
+    holders = {a for a, _ in tale.facts}
+    for role, agent in tale.roles:
+        if agent in spec.positions:
+            r, c = _pixel(spec, spec.positions[agent])
+            label = role[:10]
+            write(arena, r - fh - 1, c + CELL // 2 - fw * len(label) // 2, label, WHITE)
+            if agent in holders:
+                write(arena, r + 2, c - fw - 1, "!", FACT)
+    banner_h, pad = BANNER, 6
+    panel_w = PANEL_CHARS * fw + 2 * pad
+    body_h = max(arena.shape[0], PANEL_LINES * (fh + 1) + 2 * pad)
+    img = np.empty((banner_h + body_h, arena.shape[1] + panel_w, 3), dtype=np.uint8)
+    img[:] = PANEL
+    img[banner_h:banner_h + arena.shape[0], :arena.shape[1]] = arena
+    if tale.done:
+        colour = SUCCESS_BANNER if tale.outcome == "SUCCESS" else FAILURE_BANNER if tale.outcome else RUNNING_BANNER
+        head = f"{tale.outcome or 'TRUNCATED'}  {tale.title}"
+    else:
+        colour, head = RUNNING_BANNER, f"{tale.title}  {tale.now}"
+    img[:banner_h] = colour
+    chars = img.shape[1] // fw - 2
+    write(img, 5, fw, head[:chars], WHITE)
+    x = arena.shape[1] + pad
+    for k, (line, c) in enumerate(_panel_lines(tale, order)):
+        write(img, banner_h + pad + k * (fh + 1), x, line[:PANEL_CHARS], c)
+    return img
+
+
+def png(img: np.ndarray) -> bytes:
+    """``img`` (uint8, H x W x 3) as a PNG file's bytes (zlib only: no imaging library needed)."""
+    import struct
+
+    if img.dtype != np.uint8 or img.ndim != 3 or img.shape[2] != 3:
+        raise ValueError(f"expected a uint8 (H, W, 3) picture, got {img.dtype} {img.shape}")
+    h, w, _ = img.shape
+    raw = np.concatenate([np.zeros((h, 1), dtype=np.uint8), img.reshape(h, w * 3)], axis=1).tobytes()
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)  # 8-bit RGB, no interlace
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
+
+
 def text(session: Any, truth: GroundTruth | None) -> str:
     """The episode so far as text (``render_mode="ansi"``): who decided what, what crossed, the outcome and
     what each agent and container holds."""
@@ -176,4 +371,5 @@ def text(session: Any, truth: GroundTruth | None) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["AGENT_COLOURS", "CELL", "KIND_COLOURS", "centre", "frame", "holding_box", "item_colour", "shape", "text"]
+__all__ = ["AGENT_COLOURS", "BANNER", "CELL", "KIND_COLOURS", "PANEL_LINES", "Story", "centre", "compose", "frame", "holding_box",
+           "item_colour", "png", "shape", "story", "text", "text_size", "write"]

@@ -231,6 +231,11 @@ class MinecraftWorld:
         if isinstance(exc, (SidecarDied, SidecarTimeout, ProtocolMismatch)):
             self._broken = True
 
+    def start(self) -> None:
+        """Start the sidecar (or replace one this world saw fail) unless it runs: what a first reset would
+        otherwise spend inside its episode's time. Its arena is opened at the reset."""
+        self._sidecar_up()
+
     def reset(self, spec: WorldSpec) -> None:
         """Arrange this world's arena for one episode; starts (or restarts) the sidecar when needed.
 
