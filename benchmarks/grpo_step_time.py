@@ -8,6 +8,8 @@ Every path starts from the same warm start (a scratch model SFT-trained on the f
 - ``trl``: ``trl.GRPOTrainer(environment_factory=GencoordToolEnv.factory(plays="both"))``, the self-play path
   before this loop (``gencoord train selfplay --trainer trl``): one transcript per episode, each turn generated
   by ``model.generate``, TRL's loss;
+- ``trl-static``: the same trainer with its generation turns sampled through the package's static decoder
+  (``train.episode_grpo.static_rollouts``);
 - ``episode-generate``: this package's loop (``train.episode_grpo``: each decision from its agent's own context,
   one batched call per turn, the same loss) with ``model.generate`` as the decoder;
 - ``episode-static``: the same loop with the package's static decoder (static cache, CUDA graphs on CUDA): the
@@ -30,8 +32,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+# the default order: this package's loop first, so a machine where TRL cannot run still times it
+PATHS = ("episode-static", "episode-generate", "trl-static", "trl")
 
-def _trl_steps(model_dir: str, a: argparse.Namespace, out: Path) -> dict[str, Any]:
+
+def _trl_steps(model_dir: str, a: argparse.Namespace, out: Path, static: bool = False) -> dict[str, Any]:
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
@@ -64,7 +69,10 @@ def _trl_steps(model_dir: str, a: argparse.Namespace, out: Path) -> dict[str, An
         max_tool_calling_iterations=4, learning_rate=1e-4, beta=0.0, loss_type="dapo", logging_steps=1, save_strategy="no",
         report_to="none", bf16=False, use_cpu=lm.device.type != "cuda", disable_dropout=True, activation_checkpointing=False,
         dataloader_num_workers=0, disable_tqdm=True, seed=0)
-    trainer = GRPOTrainer(model=lm.model, processing_class=lm.tokenizer, reward_funcs=[reward], args=args,
+    from gencoord_env.train.episode_grpo import static_rollouts
+
+    trainer = (static_rollouts(GRPOTrainer) if static else GRPOTrainer)(
+                          model=lm.model, processing_class=lm.tokenizer, reward_funcs=[reward], args=args,
                           train_dataset=episode_dataset("train", range(a.episodes)), callbacks=[Clock()],
                           environment_factory=GencoordToolEnv.factory(pool="train", plays="both"))
     trainer.train()
@@ -115,8 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--episodes", type=int, default=960, help="train-pool episodes the steps draw from (the first N)")
     p.add_argument("--max-new-tokens", type=int, default=192, help="per decision (this package's loop)")
     p.add_argument("--max-completion-length", type=int, default=512, help="per transcript (TRL)")
-    p.add_argument("--paths", nargs="+", default=["trl", "episode-generate", "episode-static"],
-                   choices=["trl", "episode-generate", "episode-static"])
+    p.add_argument("--paths", nargs="+", default=list(PATHS), choices=PATHS)
     p.add_argument("--device", default=None)
     p.add_argument("--out", default=None, help="write the numbers here as JSON")
     p.add_argument("--tiny", action="store_true", help="a CPU check: a 2-layer model warm-started on 8 rows, 2 x 4, 1 step")
@@ -139,24 +146,36 @@ def main(argv: list[str] | None = None) -> int:
             model_dir, _ = _sft(config, 30.0 if a.tiny else a.sft_epochs, Path(tmp) / "warm")
         warm = time.perf_counter() - t
         results: dict[str, Any] = {}
+        errors: dict[str, str] = {}
         for path in a.paths:
             torch.manual_seed(0)
-            results[path] = _trl_steps(model_dir, a, Path(tmp)) if path == "trl" else \
-                _episode_steps(model_dir, a, "generate" if path == "episode-generate" else "auto")
+            try:
+                results[path] = _trl_steps(model_dir, a, Path(tmp), static=path == "trl-static") if path.startswith("trl") else \
+                    _episode_steps(model_dir, a, "generate" if path == "episode-generate" else "auto")
+            except Exception as exc:  # one path that cannot run on this machine must not lose the others' numbers
+                errors[path] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                print(f"{path}: failed ({errors[path]})", flush=True)
+                continue
+            print(f"{path}: {statistics.median(results[path]['step_seconds']):.3f} s per step (median)", flush=True)
     device = device_name(a.device)
     print(f"grpo_step_time: {a.num_layers} layers x {a.hidden_size}, {a.prompts} prompts x {a.generations} generations, "
           f"{a.steps} timed steps after {a.warmup}, {device}, torch {torch.__version__}; warm start {warm:.0f} s")
     print("| path | s/step (median) | steps/s | rollout s/step | completion tokens/step | mean reward | x trl |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     base = statistics.median(results["trl"]["step_seconds"]) if "trl" in results and results["trl"]["step_seconds"] else None
-    for path, r in results.items():
+    for path in a.paths:
+        if path in errors:
+            print(f"| {path} | failed: {errors[path]} | | | | | |")
+            continue
+        r = results[path]
         med = statistics.median(r["step_seconds"])
         roll = "-" if not r["rollout_seconds"] else f"{statistics.median(r['rollout_seconds']):.3f}"
         rewards = [x for x in r["reward"] if x is not None]
         print(f"| {path} | {med:.3f} | {1 / med:.2f} | {roll} | {statistics.fmean(r['tokens']):.0f} | "
               f"{statistics.fmean(rewards) if rewards else float('nan'):.2f} | {'-' if base is None else f'{base / med:.1f}'} |")
     if a.out:
-        Path(a.out).write_text(json.dumps({"device": device, "args": vars(a), "results": results}, indent=2) + "\n", encoding="utf-8")
+        Path(a.out).write_text(json.dumps({"device": device, "args": vars(a), "results": results, "errors": errors}, indent=2) + "\n",
+                               encoding="utf-8")
     return 0
 
 

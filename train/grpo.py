@@ -240,14 +240,22 @@ def _paired_change(before: dict[str, Any] | None, after: dict[str, Any] | None) 
 
 
 def _libraries() -> dict[str, str]:
-    import datasets
-    import torch
-    import transformers
-    import trl
+    """Versions of the libraries a run used, read from the installed distributions (nothing is imported, so a
+    library that cannot be imported on this machine is recorded as such instead of failing the run)."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    out = {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
-           "trl": trl.__version__, "datasets": datasets.__version__}
-    out["device_name"] = torch.cuda.get_device_name() if torch.cuda.is_available() else (platform.processor() or platform.machine())
+    out = {"python": platform.python_version()}
+    for name in ("torch", "transformers", "trl", "datasets"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    try:
+        import torch
+
+        out["device_name"] = torch.cuda.get_device_name() if torch.cuda.is_available() else (platform.processor() or platform.machine())
+    except ImportError:
+        out["device_name"] = platform.processor() or platform.machine()
     return out
 
 

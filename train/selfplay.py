@@ -27,7 +27,8 @@ One lane (one seed) runs four phases on one device, all from the package's own d
 ``environment_factory`` (:class:`gencoord_env.commands.llm_rl.GencoordToolEnv`), one multi-turn transcript per episode
 (the receiver's turn reads the sender's turn before it) and rollouts through ``model.generate``; evaluated on
 the same transcripts (:func:`play_transcript`). It is kept as the reference the rollout benchmark times
-(``benchmarks/grpo_step_time.py``).
+(``benchmarks/grpo_step_time.py``). ``trainer="trl-static"`` is the same with TRL's generation turns sampled
+through the package's static decoder (:func:`gencoord_env.train.episode_grpo.static_rollouts`).
 
 Writes under ``out/seed<S>/``: ``reward_curve.json`` (per step: reward mean and std, groups without variance,
 success, outcomes, completion tokens, per-learner loss, gradient norm and log-probability gap, seconds),
@@ -55,7 +56,7 @@ import statistics
 import time
 import warnings
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,7 @@ __all__ = ["AUTO_EPOCHS", "SelfPlayConfig", "cross_play", "evaluate", "main", "p
 #: success is below the band and down while it is above.
 AUTO_EPOCHS: tuple[float, ...] = (1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)
 ROLES: tuple[str, ...] = ("sender", "receiver")
+TRAINERS: tuple[str, ...] = ("episode", "trl", "trl-static")
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ class SelfPlayConfig:
     # a checkpoint folder to warm-start from (its own chat template and tool-call format); None: a scratch model
     model: str | None = None
     sft_epochs: float | str = "auto"  # a number, or "auto": AUTO_EPOCHS searched for a train-pool success in band
-    auto_start: float = 2.0  # where "auto" starts
+    auto_start: float = 8.0  # where "auto" starts
     band: tuple[float, float] = (0.2, 0.7)
     warm_episodes: int = 128  # train-pool episodes that measure each warm start (the first N)
     sft_lr: float | None = None  # None: train.sft.default_lr (1e-3 from scratch, 1e-5 for a pretrained checkpoint)
@@ -93,18 +95,22 @@ class SelfPlayConfig:
     eval_pool: str = "heldout"
     eval_episodes: int | None = None
     reward: str = "staged"
-    lr: float = 1e-4
-    steps: int = 60
+    lr: float = 3e-4
+    steps: int = 100
     max_turns: int = 4  # decisions per episode at most (a two-agent forward episode takes two)
     max_new_tokens: int = 192  # per decision (a commit call of a forward record takes 60-120)
     max_completion_length: int = 512  # trainer="trl": calls and the observations they answer with, together
     prompts_per_step: int = 8
     num_generations: int = 8
-    temperature: float = 1.0
+    temperature: float = 0.7
     scale_rewards: bool = True  # advantages divided by the group's standard deviation
+    iterations: int = 2  # optimizer steps per batch of episodes (> 1: PPO's clipped ratio to the sampling policy)
+    warmup_steps: int = 10  # GRPO's learning rate rises linearly over these first steps
     policies: str = "one"  # "one": self-play; "two": a sender model and a receiver model
     train_roles: tuple[str, ...] = ROLES  # with policies="two": the roles whose model learns
-    trainer: str = "static"  # "static": this package's loop; "trl": TRL's GRPOTrainer over transcripts
+    # "episode": this package's loop; "trl": TRL's GRPOTrainer over transcripts; "trl-static": the same, its
+    # generation through the package's static decoder
+    trainer: str = "episode"
     device: str | None = None
     weights_dir: str | None = None  # where checkpoints go (None: out_dir); results stay in out_dir
     resume_every: int = 0  # GRPO state to <weights>/resume.pt every N steps; a run started again continues
@@ -117,10 +123,10 @@ class SelfPlayConfig:
             raise ValueError(f"reward must be 'staged' or 'binary', got {self.reward!r}")
         if self.policies not in ("one", "two"):
             raise ValueError(f"policies must be 'one' (self-play) or 'two' (sender and receiver models), got {self.policies!r}")
-        if self.trainer not in ("static", "trl"):
-            raise ValueError(f"trainer must be 'static' or 'trl', got {self.trainer!r}")
-        if self.trainer == "trl" and self.policies != "one":
-            raise ValueError("trainer='trl' trains one model (TRL's GRPOTrainer has one policy); use trainer='static' for two")
+        if self.trainer not in TRAINERS:
+            raise ValueError(f"trainer must be one of {list(TRAINERS)}, got {self.trainer!r}")
+        if self.trainer != "episode" and self.policies != "one":
+            raise ValueError(f"trainer={self.trainer!r} trains one model (TRL's GRPOTrainer has one policy); use trainer='episode' for two")
         if not self.train_roles or any(r not in ROLES for r in self.train_roles):
             raise ValueError(f"train_roles must name roles among {list(ROLES)}, got {list(self.train_roles)}")
         if isinstance(self.sft_epochs, str) and self.sft_epochs != "auto":
@@ -165,16 +171,17 @@ def pool_size(pool: str, env_kwargs: Mapping[str, Any]) -> int:
 
 
 def evaluate(policies: Mapping[str, Any], pool: str, indices: Sequence[int], env_kwargs: Mapping[str, Any],
-             max_turns: int = 4, batch: int = 64) -> dict[str, Any]:
-    """Greedy closed-loop success of ``policies`` (role -> :class:`~gencoord_env.train.episode_grpo.Learner`) on
-    episodes ``indices`` of ``pool``: outcomes, per-episode success and a cluster-bootstrap interval."""
+             max_turns: int = 4, batch: int = 64, sample: bool = False) -> dict[str, Any]:
+    """Greedy (or, with ``sample``, sampled) closed-loop success of ``policies`` (role ->
+    :class:`~gencoord_env.train.episode_grpo.Learner`) on episodes ``indices`` of ``pool``: outcomes, per-episode
+    success and a cluster-bootstrap interval."""
     from gencoord_env.train.episode_grpo import play_batch
 
     envs = _envs(pool, min(batch, len(indices)), env_kwargs)
     results: list[dict[str, Any]] = []
     try:
         for start in range(0, len(indices), batch):
-            for p in play_batch(envs, indices[start : start + batch], policies, sample=False, max_turns=max_turns):
+            for p in play_batch(envs, indices[start : start + batch], policies, sample=sample, max_turns=max_turns):
                 results.append({"episode_id": p.episode_id, "outcome": p.outcome, "turns": len(p.decisions)})
     finally:
         for env in envs:
@@ -302,13 +309,22 @@ def _warm_start(config: SelfPlayConfig, work: Path) -> tuple[str, dict[str, Any]
     tried: list[dict[str, Any]] = []
 
     def measure(path: str, described: dict[str, Any]) -> float:
+        """Greedy and sampled (GRPO's temperature) self-play success on the train sample; the band reads the
+        sampled one: it is what GRPO's groups see."""
         lm = _load(path, config.device)
-        learner = Learner("warm", lm.model, lm.tokenizer, trainable=False, max_new_tokens=config.max_new_tokens)
+        learner = Learner("warm", lm.model, lm.tokenizer, trainable=False, max_new_tokens=config.max_new_tokens,
+                          temperature=config.temperature, seed=config.seed)
         t = time.perf_counter()
-        got = evaluate({r: learner for r in ROLES}, config.pool, sample, config.env_kwargs, config.max_turns)
-        tried.append({**described, "checkpoint": path, "train_success": got["success_rate"], "train_outcomes": got["outcomes"],
-                      "train_episodes": got["episodes"], "measure_seconds": time.perf_counter() - t})
-        return float(got["success_rate"])
+        greedy = evaluate({r: learner for r in ROLES}, config.pool, sample, config.env_kwargs, config.max_turns)
+        sampled = evaluate({r: learner for r in ROLES}, config.pool, sample, config.env_kwargs, config.max_turns, sample=True)
+        tried.append({**described, "checkpoint": path, "train_success": sampled["success_rate"],
+                      "train_outcomes": sampled["outcomes"], "train_success_greedy": greedy["success_rate"],
+                      "train_outcomes_greedy": greedy["outcomes"], "train_episodes": greedy["episodes"],
+                      "temperature": config.temperature, "measure_seconds": time.perf_counter() - t})
+        print(f"seed {config.seed}: warm start of {described.get('epochs', 0):g} epochs: train-pool self-play success "
+              f"{sampled['success_rate']:.1%} sampled at temperature {config.temperature:g}, {greedy['success_rate']:.1%} "
+              f"greedy ({greedy['episodes']} episodes)", flush=True)
+        return float(sampled["success_rate"])
 
     if not candidates:
         assert config.model is not None
@@ -373,11 +389,14 @@ def _save(learner: Any, directory: Path, warm: str, config: SelfPlayConfig, step
     return {"dir": str(directory), "tree_sha256": digest, "files": files}
 
 
-def _grpo(config: SelfPlayConfig, warm: str, work: Path, out: Path, started: float) -> dict[str, Any]:
-    """Phases 2-4 with this package's loop; see the module docstring. ``started``: the lane's start (perf_counter)."""
+def _grpo(config: SelfPlayConfig, warm: str, work: Path, out: Path, started: float,
+          record: Callable[..., None] = lambda **_: None) -> dict[str, Any]:
+    """Phases 2-4 with this package's loop; see the module docstring. ``started``: the lane's start (perf_counter);
+    ``record(**parts)``: takes each result as it is measured (the provenance written so far)."""
     import torch
 
     from gencoord_env.train.episode_grpo import Learner, grpo_update, play_batch, reward_of
+    from gencoord_env.train.grpo import _paired_change
 
     torch.manual_seed(config.seed)
     names = ("self",) if config.policies == "one" else ROLES
@@ -385,7 +404,7 @@ def _grpo(config: SelfPlayConfig, warm: str, work: Path, out: Path, started: flo
     for k, name in enumerate(names):
         lm = _load(warm, config.device)
         trainable = name == "self" or name in config.train_roles
-        learners.append(Learner(name, lm.model, lm.tokenizer, trainable=trainable, lr=config.lr,
+        learners.append(Learner(name, lm.model, lm.tokenizer, trainable=trainable, lr=config.lr, warmup_steps=config.warmup_steps,
                                 max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed * 10 + k))
     policies = {role: learners[0] for role in ROLES} if config.policies == "one" else dict(zip(ROLES, learners))
     size = pool_size(config.eval_pool, config.env_kwargs)
@@ -411,6 +430,8 @@ def _grpo(config: SelfPlayConfig, warm: str, work: Path, out: Path, started: flo
         t = time.perf_counter()
         before = evaluate(policies, config.eval_pool, eval_indices, config.env_kwargs, config.max_turns)
         seconds["eval_before"] = time.perf_counter() - t
+    record(eval_before=before)
+    print(f"seed {config.seed}: {config.eval_pool} self-play success before GRPO {before['success_rate']:.1%}", flush=True)
 
     envs = _envs(config.pool, per_step * group, config.env_kwargs)
     t_grpo = time.perf_counter() - seconds.get("grpo", 0.0)
@@ -424,7 +445,8 @@ def _grpo(config: SelfPlayConfig, warm: str, work: Path, out: Path, started: flo
         played = play_batch(envs, batch, policies, sample=True, max_turns=config.max_turns)
         t_roll = time.perf_counter() - t
         rewards = [reward_of(p.outcome, config.reward) for p in played]
-        stats = grpo_update(learners, played, rewards, group, scale=config.scale_rewards)
+        stats = grpo_update(learners, played, rewards, group, scale=config.scale_rewards, temperature=config.temperature,
+                            iterations=config.iterations)
         groups = [rewards[s : s + group] for s in range(0, len(rewards), group)]
         outcomes = Counter(p.outcome or "UNFINISHED" for p in played)
         lengths = [len(d.completion) for p in played for d in p.decisions]
@@ -437,6 +459,9 @@ def _grpo(config: SelfPlayConfig, warm: str, work: Path, out: Path, started: flo
             "learners": stats, "rollout_seconds": t_roll, "step_seconds": time.perf_counter() - t,
         })
         (out / "reward_curve.json").write_text(json.dumps(curve, indent=2) + "\n", encoding="utf-8")  # a cut-off lane keeps it
+        if (step + 1) % 10 == 0 or step + 1 == config.steps:
+            print(f"seed {config.seed}: step {step + 1}: reward {curve[-1]['reward']:.3f}, sampled success {curve[-1]['success']:.1%}, "
+                  f"{curve[-1]['step_seconds']:.2f} s", flush=True)
         if not all(math.isfinite(s["loss"]) for s in stats.values()):
             raise FloatingPointError(f"GRPO loss became non-finite at step {step + 1}: {stats}")
         if config.resume_every and (step + 1) % config.resume_every == 0 and step + 1 < config.steps:
@@ -455,6 +480,8 @@ def _grpo(config: SelfPlayConfig, warm: str, work: Path, out: Path, started: flo
     t = time.perf_counter()
     after = evaluate(policies, config.eval_pool, eval_indices, config.env_kwargs, config.max_turns)
     seconds["eval_after"] = time.perf_counter() - t
+    record(eval_after=after, optimizer_steps=len(curve), eval_change=_paired_change(before, after))
+    print(f"seed {config.seed}: {config.eval_pool} self-play success after {len(curve)} GRPO steps {after['success_rate']:.1%}", flush=True)
     checkpoints: dict[str, Any] = {}
     for learner in learners:
         if learner.trainable:
@@ -498,12 +525,18 @@ def _grpo_trl(config: SelfPlayConfig, warm: str, work: Path) -> dict[str, Any]:
         output_dir=str(work / "trainer"), max_steps=config.steps, num_generations=config.num_generations,
         per_device_train_batch_size=config.prompts_per_step * config.num_generations, gradient_accumulation_steps=1,
         max_completion_length=config.max_completion_length, max_tool_calling_iterations=config.max_turns,
-        temperature=config.temperature, learning_rate=config.lr, lr_scheduler_type="constant", warmup_steps=0, beta=0.0,
+        temperature=config.temperature, learning_rate=config.lr, lr_scheduler_type="constant_with_warmup",
+        warmup_steps=config.warmup_steps, beta=0.0,
         loss_type="dapo", seed=config.seed, logging_steps=1, save_strategy="no", report_to="none",
         bf16=False, use_cpu=not cuda, activation_checkpointing=False,
         disable_dropout=True, dataloader_num_workers=0, disable_tqdm=True,
     )
-    trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=[reward], args=args,
+    trainer_class = GRPOTrainer
+    if config.trainer == "trl-static":
+        from gencoord_env.train.episode_grpo import static_rollouts
+
+        trainer_class = static_rollouts(GRPOTrainer)
+    trainer = trainer_class(model=model, processing_class=tokenizer, reward_funcs=[reward], args=args,
                           train_dataset=episode_dataset(config.pool, train_indices, route=config.route),
                           environment_factory=GencoordToolEnv.factory(pool=config.pool, route=config.route, plays="both"))
     t = time.perf_counter()
@@ -538,22 +571,26 @@ def run(config: SelfPlayConfig) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    provenance: dict[str, Any] = {"kind": "selfplay_grpo", "complete": False, "config": dataclasses.asdict(config),
+                                  "config_sha256": _config_sha256(config), "libraries": _libraries(), "precision": "float32"}
+
+    def record(**parts: Any) -> None:
+        """The provenance so far, written at once: a lane cut off or failing later keeps what it measured."""
+        provenance.update(parts)
+        (out / "provenance.json").write_text(json.dumps(provenance, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+
     warm, warm_start = _warm_start(config, work)
     warm_seconds = time.perf_counter() - started
-    result = _grpo(config, warm, work, out, started) if config.trainer == "static" else _grpo_trl(config, warm, work)
+    record(warm_start=warm_start, warm_checkpoint=warm, seconds={"warm_start": warm_seconds})
+    result = _grpo(config, warm, work, out, started, record) if config.trainer == "episode" else _grpo_trl(config, warm, work)
     seconds = {"warm_start": warm_seconds, **result["seconds"]}
     curve = result["curve"]
     (out / "reward_curve.json").write_text(json.dumps(curve, indent=2) + "\n", encoding="utf-8")
     before, after = result["eval_before"], result["eval_after"]
-    provenance = {
-        "kind": "selfplay_grpo", "config": dataclasses.asdict(config), "config_sha256": _config_sha256(config),
-        "warm_start": warm_start, "warm_checkpoint": warm, "seconds": seconds, "libraries": _libraries(),
-        "precision": "float32", "optimizer_steps": len(curve), "steps_per_second": result["steps_per_second"],
-        "eval_before": before, "eval_after": after, "eval_change": _paired_change(before, after),
-        "reward_first": curve[0].get("reward") if curve else None, "reward_last": curve[-1].get("reward") if curve else None,
-        "checkpoints": result["checkpoints"], "role_checkpoints": result["role_checkpoints"],
-    }
-    (out / "provenance.json").write_text(json.dumps(provenance, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    record(complete=True, seconds=seconds, optimizer_steps=len(curve), steps_per_second=result["steps_per_second"],
+           eval_before=before, eval_after=after, eval_change=_paired_change(before, after),
+           reward_first=curve[0].get("reward") if curve else None, reward_last=curve[-1].get("reward") if curve else None,
+           checkpoints=result["checkpoints"], role_checkpoints=result["role_checkpoints"])
     return provenance
 
 
@@ -565,7 +602,6 @@ def cross_play(role_checkpoints: Mapping[int, Mapping[str, str]], pool: str, env
     """Every seed's sender beside every seed's receiver (``role_checkpoints``: seed -> role -> checkpoint) on
     ``pool``: success per pair, and the mean over pairs of one seed (the diagonal) against pairs of two seeds,
     paired by cluster where the same clusters are played."""
-    from gencoord_env.commands.experiments import stats
     from gencoord_env.train.episode_grpo import Learner
     from gencoord_env.train.grpo import _cluster_of
 
@@ -601,6 +637,10 @@ def cross_play(role_checkpoints: Mapping[int, Mapping[str, str]], pool: str, env
                            "within_seed": statistics.fmean(within.values()) if within else None,
                            "across_seeds": statistics.fmean(across.values()) if across else None}
     if len(seeds) > 1:
+        try:
+            from gencoord_env.commands.experiments import stats
+        except ImportError:  # no experiments extra (scipy): the per-episode successes above still give it later
+            return out
         out["across_minus_within"] = stats.paired_bootstrap_ci(across, within)
     return out
 
@@ -639,6 +679,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--num-generations", type=int, default=None)
     p.add_argument("--max-new-tokens", type=int, default=None, help=f"per decision (default {d.max_new_tokens})")
     p.add_argument("--lr", type=float, default=None, help=f"GRPO learning rate (default {d.lr})")
+    p.add_argument("--warmup-steps", type=int, default=None, help=f"GRPO's linear learning-rate warm-up (default {d.warmup_steps})")
+    p.add_argument("--iterations", type=int, default=None,
+                   help=f"optimizer steps per batch of episodes, clipped ratio after the first (default {d.iterations})")
+    p.add_argument("--temperature", type=float, default=None,
+                   help=f"GRPO's sampling temperature, also the warm start's measured success's (default {d.temperature})")
     p.add_argument("--reward", default="staged", choices=("staged", "binary"))
     p.add_argument("--pool", default=d.pool)
     p.add_argument("--private-fact", default=d.private_fact, help="the env's private_fact in GRPO and evaluation: id, or a naturalized form")
@@ -647,7 +692,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--eval-episodes", type=int, default=None)
     p.add_argument("--policies", default="one", choices=("one", "two"), help="one model for both roles, or a sender and a receiver model")
     p.add_argument("--train-roles", nargs="+", default=list(ROLES), choices=ROLES, help="with --policies two: whose model learns")
-    p.add_argument("--trainer", default="static", choices=("static", "trl"))
+    p.add_argument("--trainer", default="episode", choices=TRAINERS, help="episode: this package's loop (one policy or two); "
+                   "trl: TRL's GRPOTrainer over transcripts, model.generate rollouts; trl-static: the same through the static decoder")
     p.add_argument("--resume-every", type=int, default=0)
     p.add_argument("--max-seconds", type=float, default=None, help="stop GRPO past this many seconds of a lane, then evaluate and save")
     p.add_argument("--device", default=None)
@@ -669,7 +715,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             private_fact=a.private_fact, eval_pool=a.eval_pool, reward=a.reward, policies=a.policies,
             train_roles=tuple(a.train_roles), trainer=a.trainer, resume_every=a.resume_every, max_seconds=a.max_seconds,
             **{k: given[k] for k in ("warm_episodes", "sft_lr", "sft_rows", "sft_grad_accum", "hidden_size", "num_layers", "steps",
-                                     "prompts_per_step", "num_generations", "max_new_tokens", "lr", "train_episodes",
+                                     "prompts_per_step", "num_generations", "max_new_tokens", "lr", "temperature", "iterations", "warmup_steps", "train_episodes",
                                      "eval_episodes", "device") if k in given}))
     from gencoord_env.train.lanes import lane_device, run_lanes, threads_per_lane
 
@@ -677,29 +723,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary: list[dict[str, Any]] = []
     roles: dict[int, dict[str, str]] = {}
 
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+
     def done(config: SelfPlayConfig, prov: dict[str, Any] | None, error: str | None) -> None:
         if prov is None:
             summary.append({"seed": config.seed, "error": error})
+            last = (error or "").strip().splitlines()[-1:] or [""]
+            print(f"seed {config.seed} failed: {last[0]} (the whole traceback is in summary.json)", flush=True)
         else:
             roles[config.seed] = prov["role_checkpoints"]
             chosen = prov["warm_start"]["chosen"]
             summary.append({"seed": config.seed, "warm_epochs": chosen["epochs"], "warm_train_success": chosen["train_success"],
+                            "warm_train_success_greedy": chosen.get("train_success_greedy"),
                             "before": prov["eval_before"]["success_rate"], "after": prov["eval_after"]["success_rate"],
                             "before_ci95": prov["eval_before"].get("ci95"), "after_ci95": prov["eval_after"].get("ci95"),
                             "change": prov["eval_change"], "reward_first": prov["reward_first"], "reward_last": prov["reward_last"],
-                            "steps_per_second": prov["steps_per_second"], "seconds": prov["seconds"]})
-        print(json.dumps(summary[-1], default=str), flush=True)
+                            "optimizer_steps": prov["optimizer_steps"], "steps_per_second": prov["steps_per_second"],
+                            "seconds": prov["seconds"]})
+            print(json.dumps(summary[-1], default=str), flush=True)
+        summary.sort(key=lambda r: r["seed"])
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
 
     failures = run_lanes(run, configs, jobs=a.jobs, threads=threads_per_lane(a.jobs), done=done)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    summary.sort(key=lambda r: r["seed"])
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
-    if len(roles) > 1 and not a.no_cross_play and a.trainer == "static":
+    if len(roles) > 1 and not a.no_cross_play and a.trainer == "episode":
         c = configs[0]
-        got = cross_play(roles, c.eval_pool, c.env_kwargs, c.eval_episodes, c.device, c.max_turns, c.max_new_tokens)
-        (out / "cross_play.json").write_text(json.dumps(got, indent=2, default=str) + "\n", encoding="utf-8")
-        print(json.dumps({k: got[k] for k in ("within_seed", "across_seeds", "across_minus_within") if k in got}, default=str))
+        try:
+            got = cross_play(roles, c.eval_pool, c.env_kwargs, c.eval_episodes, c.device, c.max_turns, c.max_new_tokens)
+        except Exception as exc:  # the seeds' results are written; cross-play can be run again from their checkpoints
+            print(f"cross-play failed: {type(exc).__name__}: {exc}", flush=True)
+            failures.append("cross-play")
+        else:
+            (out / "cross_play.json").write_text(json.dumps(got, indent=2, default=str) + "\n", encoding="utf-8")
+            print(json.dumps({k: got[k] for k in ("within_seed", "across_seeds", "across_minus_within") if k in got}, default=str))
     _print_table(summary)
     return 1 if failures else 0
 
@@ -708,19 +764,20 @@ def _print_table(summary: Sequence[Mapping[str, Any]]) -> None:
     def pct(x: Any) -> str:
         return "-" if x is None else f"{100 * x:.1f}%"
 
-    print("| seed | warm epochs | warm train success | before | after | change [95% CI] | steps/s |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| seed | warm epochs | warm train success (sampled / greedy) | before | after | change [95% CI] | steps | steps/s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for row in summary:
         if "error" in row:
-            print(f"| {row['seed']} | failed: {str(row['error']).strip().splitlines()[-1] if row['error'] else ''} | | | | | |")
+            print(f"| {row['seed']} | failed: {str(row['error']).strip().splitlines()[-1] if row['error'] else ''} | | | | | | |")
             continue
         change = row["change"] or {}
         ci = change.get("ci95") or [None, None]
         diff = "-" if change.get("diff") is None else f"{100 * change['diff']:+.1f} pp" + \
             (f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci[0] is not None else "")
         sps = row["steps_per_second"]
-        print(f"| {row['seed']} | {row['warm_epochs']:g} | {pct(row['warm_train_success'])} | {pct(row['before'])} | "
-              f"{pct(row['after'])} | {diff} | {'-' if sps is None else f'{sps:.2f}'} |")
+        print(f"| {row['seed']} | {row['warm_epochs']:g} | {pct(row['warm_train_success'])} / {pct(row.get('warm_train_success_greedy'))} | "
+              f"{pct(row['before'])} | {pct(row['after'])} | {diff} | {row.get('optimizer_steps', '-')} | "
+              f"{'-' if sps is None else f'{sps:.2f}'} |")
 
 
 if __name__ == "__main__":

@@ -137,8 +137,9 @@ def test_two_policies_train_their_own_weights_and_cross_play(tiny: Path, tmp_pat
 
 
 def test_auto_warm_start_moves_through_the_epochs_until_the_train_pool_success_is_in_band(tmp_path: Path, monkeypatch) -> None:
-    """--sft-epochs auto: from auto_start up while the measured train-pool success is below the band, down while
-    above, never back; the chosen warm start is the last in band, every one tried recorded."""
+    """--sft-epochs auto: from auto_start up while the measured train-pool success (sampled at GRPO's temperature)
+    is below the band, down while above, never back; the chosen warm start is the last in band, every one tried
+    recorded with its greedy success beside."""
     from gencoord_env.train import selfplay
 
     success = {1.0: 0.05, 2.0: 0.1, 3.0: 0.15, 4.0: 0.45, 6.0: 0.8, 8.0: 0.95, 12.0: 1.0, 16.0: 1.0}
@@ -155,14 +156,34 @@ def test_auto_warm_start_moves_through_the_epochs_until_the_train_pool_success_i
     monkeypatch.setattr(selfplay, "_load", lambda path, device: Lm())
     monkeypatch.setattr(selfplay, "pool_size", lambda pool, kwargs: 960)
     monkeypatch.setattr("gencoord_env.train.episode_grpo.Learner", lambda *a, **k: None)
-    monkeypatch.setattr(selfplay, "evaluate", lambda policies, pool, indices, kwargs, turns: {
-        "success_rate": success[trained[-1]], "outcomes": {}, "episodes": len(indices)})
-    config = selfplay.SelfPlayConfig(out_dir=str(tmp_path))
+    monkeypatch.setattr(selfplay, "evaluate", lambda policies, pool, indices, kwargs, turns, sample=False: {
+        "success_rate": success[trained[-1]] + (0.0 if sample else 0.1), "outcomes": {}, "episodes": len(indices)})
+    config = selfplay.SelfPlayConfig(out_dir=str(tmp_path), auto_start=2.0)
     path, warm = selfplay._warm_start(config, tmp_path)
     assert trained == [2.0, 3.0, 4.0] and warm["chosen"]["epochs"] == 4.0 and warm["in_band"]
     assert path == str(tmp_path / "warm_e4" / "final") and [t["train_success"] for t in warm["tried"]] == [0.1, 0.15, 0.45]
+    assert warm["chosen"]["train_success_greedy"] == pytest.approx(0.55)  # the band reads the sampled success
     trained.clear()
     success.update({2.0: 0.9, 1.0: 0.75})  # above the band at 2 and 1 epochs: down to the end, outside the band
     with pytest.warns(RuntimeWarning, match="outside the band"):
-        _, warm = selfplay._warm_start(selfplay.SelfPlayConfig(out_dir=str(tmp_path)), tmp_path)
+        _, warm = selfplay._warm_start(selfplay.SelfPlayConfig(out_dir=str(tmp_path), auto_start=2.0), tmp_path)
     assert trained == [2.0, 1.0] and warm["chosen"]["epochs"] == 1.0 and not warm["in_band"]
+
+
+@pytest.mark.parametrize("trainer", ["trl", "trl-static"])
+def test_trl_trainers_step_from_the_same_warm_start(trainer: str, tiny: Path, tmp_path: Path) -> None:
+    """--trainer trl (TRL's GRPOTrainer over transcripts, model.generate) and trl-static (the same, every generation
+    turn through the package's static decoder) run from the tiny run's warm start and save their model."""
+    pytest.importorskip("trl")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        assert main(["--out", str(tmp_path), "--weights-dir", str(tiny), "--tiny", "--seeds", "3", "--trainer", trainer,
+                     "--steps", "1"]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    prov = json.loads((tmp_path / "seed3" / "provenance.json").read_text())
+    curve = json.loads((tmp_path / "seed3" / "reward_curve.json").read_text())
+    assert prov["warm_start"]["chosen"]["reused"] and prov["optimizer_steps"] == 1 and math.isfinite(curve[0]["loss"])
+    assert sum(curve[0]["outcomes"].values()) == 8 and curve[0]["tools/call_frequency"] > 0
+    assert (Path(prov["checkpoints"]["self"]["dir"]) / "model.safetensors").is_file()
