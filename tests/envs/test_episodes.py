@@ -165,23 +165,30 @@ def test_time_to_commitment_leaves_out_the_reset() -> None:
 
 def test_starting_the_backend_is_no_episodes_time() -> None:
     """World.start runs before the episode's clock: a backend that takes 0.5 s to start (the Minecraft sidecar
-    takes seconds) shows in no episode's seconds, while a slow reset does (it is the episode's)."""
+    takes seconds) shows in no episode's seconds."""
     import time
 
     from gencoord_env.world.sim import SimWorld
 
     class SlowStart(SimWorld):
-        started = 0
+        """Starts in its first reset if nobody started it before, as the Minecraft world starts its sidecar."""
+
+        ready_at: float | None = None
 
         def start(self) -> None:
-            if not self.started:
+            if self.ready_at is None:
                 time.sleep(0.5)
-            self.started += 1
+                self.ready_at = time.perf_counter()
+
+        def reset(self, spec):  # type: ignore[no-untyped-def]
+            self.start()
+            return super().reset(spec)
 
     world = SlowStart()
     env = gencoord_env.parallel_env(backend="sim", world=world, timings=True)
-    seconds = [run_episode(env, make_policy("rule"), index=k)["timings"]["episode_seconds"] for k in range(2)]
-    assert world.started == 2 and max(seconds) < 0.4, seconds
+    seconds = run_episode(env, make_policy("rule"), index=0)["timings"]["episode_seconds"]
+    # the episode's clock started after the start ended: no threshold, so no load makes it flaky
+    assert world.ready_at is not None and seconds <= time.perf_counter() - world.ready_at, seconds
 
 
 def test_any_string_is_a_legal_action() -> None:

@@ -76,8 +76,8 @@ def test_a_dropped_env_is_collected_at_once_and_its_sidecar_exits() -> None:
     try:
         out, err = proc.communicate(timeout=30)  # the collection used to hang here forever inside zmq
         assert proc.returncode == 0, err
-        assert float(out.split()[0]) < 2.0, f"gc.collect() took {out.split()[0]} s"
-        assert _gone_within(sidecar, 5.0), "the dropped env's sidecar still runs"
+        assert float(out.split()[0]) < 10.0, f"gc.collect() took {out.split()[0]} s"  # it hung forever; 10 s: a loaded machine
+        assert _gone_within(sidecar, 30.0), "the dropped env's sidecar still runs"
     finally:
         proc.kill()
         _reap(sidecar)
@@ -103,7 +103,7 @@ def test_a_sidecar_exits_when_its_parent_is_killed_and_removes_its_socket_folder
         assert _running(sidecar) and folder.is_dir()
         parent.send_signal(signal.SIGKILL)  # no finalizer, no atexit: only the sidecar's own watch can stop it
         # the parent stays an unreaped zombie meanwhile, which kill(pid, 0) would still find
-        assert _gone_within(sidecar, 5.0), "the sidecar outlived its killed parent"
+        assert _gone_within(sidecar, 30.0), "the sidecar outlived its killed parent"
         # nothing is left for the next start to sweep up (it used to wait for it: remove_orphaned_workdirs)
         assert not folder.exists(), f"the killed parent's socket folder is left: {sorted(folder.iterdir())}"
     finally:
