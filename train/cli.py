@@ -105,6 +105,9 @@ def sft_main(argv: Sequence[str] | None = None) -> int:
                      help="loss weight of each row's decision token (default 1: a token like any other)")
     fit.add_argument("--code-renaming", type=float, default=0.0, metavar="SHARE",
                      help="rename the binding codes of this share of the drawn samples, prompt and target alike (default 0)")
+    fit.add_argument("--request-removal", type=float, default=0.0, metavar="SHARE",
+                     help="show this share of the drawn receiver samples without their request, answering with the "
+                          "first branch (what a receiver does from its own context when no request arrives; default 0)")
     fit.add_argument("--monitor-every", type=int, default=0, metavar="STEPS",
                      help="decision-token accuracy on a fixed sample of the rows every STEPS updates (default: only at the end)")
     fit.add_argument("--fit-rows", type=int, default=4096, help="rows the teacher-forced fit reads after training (0: skip)")
@@ -128,7 +131,7 @@ def sft_main(argv: Sequence[str] | None = None) -> int:
         seed=a.seed, save=not a.no_save, progress=not a.quiet, subword_dropout=a.subword_dropout,
         subword_dropout_rows=a.subword_dropout_rows, decision_weight=a.decision_weight, code_renaming=a.code_renaming,
         monitor_every=a.monitor_every, fit_rows=a.fit_rows, resume_every=a.resume_every,
-        deterministic=not a.nondeterministic,
+        deterministic=not a.nondeterministic, request_removal=a.request_removal,
     )
     result = train(config)
     prov = result.provenance
@@ -369,7 +372,8 @@ def tables_main(argv: Sequence[str] | None = None) -> int:
     add_budget_overrides(p, (("hidden-size", int), ("num-layers", int), ("epoch-scale", float), ("init-epoch-scale", float),
                              ("steps", int), ("micro-batch", int), ("grad-accum", int), ("lr", float), ("eval-episodes", int),
                              ("eval-batch", int), ("timing-episodes", int), ("rule-episodes", int), ("max-new-tokens", int),
-                             ("threads", int), ("code-renaming", float), ("decision-weight", float)))
+                             ("threads", int), ("code-renaming", float), ("decision-weight", float),
+                             ("request-removal", float)))
     p.add_argument("--summarize-only", action="store_true",
                    help="rewrite the tables from WORK's lane files (of a run cut short, or of the separate "
                         "commands that shared WORK); trains nothing")

@@ -135,6 +135,7 @@ class Recipe:
     subword_dropout_rows: float = 0.0  # ... and the fraction
     decision_weight: float = 1.0  # the loss weight of each row's decision tokens
     code_renaming: float = 0.0  # the share of samples whose binding codes are renamed
+    request_removal: float = 0.0  # the share of receiver samples shown without their request (train.removal)
     monitor_every: int = 0  # decision-token accuracy on a fixed sample every this many updates (0: at the end)
     resume_every: int = 0  # the run's resumable state every this many updates (not part of any key)
 
@@ -353,7 +354,8 @@ def sft_config(lane: Lane, run: RunSpec, base: str | None) -> SFTConfig:
         scratch=scratch, lr=r.lr, epochs=r.epochs, max_steps=r.steps, micro_batch=r.micro_batch, grad_accum=r.grad_accum,
         max_length=r.max_length, seed=lane.seed, device=lane.device, progress=False, log_every=50,
         subword_dropout=r.subword_dropout, subword_dropout_rows=r.subword_dropout_rows, decision_weight=r.decision_weight,
-        code_renaming=r.code_renaming, monitor_every=r.monitor_every, resume_every=r.resume_every,
+        code_renaming=r.code_renaming, request_removal=r.request_removal, monitor_every=r.monitor_every,
+        resume_every=r.resume_every,
     )
 
 

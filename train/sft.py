@@ -137,6 +137,9 @@ class SFTConfig:
     decision_weight: float = 1.0
     # The share of drawn samples whose binding codes are renamed to other codes of the codebook.
     code_renaming: float = 0.0
+    # The share of drawn receiver samples shown without their request, answering with the first branch
+    # (gencoord_env.train.removal): what a receiver does from its local context when no request arrives.
+    request_removal: float = 0.0
     # Decision-token accuracy on a fixed sample of rows every this many updates (0: only at the end).
     monitor_every: int = 0
     # The teacher-forced fit after training reads at most this many rows (0: skip it).
@@ -163,6 +166,8 @@ class SFTConfig:
             raise ValueError("SFTConfig.data needs at least one JSONL file from gencoord_env.train.data.build_all")
         if self.micro_batch < 1 or self.grad_accum < 1:
             raise ValueError(f"micro_batch and grad_accum must be >= 1, got {self.micro_batch} and {self.grad_accum}")
+        if not 0.0 <= self.request_removal <= 1.0:
+            raise ValueError(f"request_removal must be in [0, 1], got {self.request_removal}")
         if self.decision_weight <= 0 or not 0.0 <= self.code_renaming <= 1.0:
             raise ValueError(f"decision_weight must be > 0 and code_renaming in [0, 1], got {self.decision_weight} "
                              f"and {self.code_renaming}")
@@ -404,8 +409,8 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
     schedule = get_cosine_schedule_with_warmup(opt, math.ceil(config.warmup_ratio * steps), steps)
 
     losses: list[float] = []
-    exposure = {"samples": 0, "prompt_tokens": 0, "target_tokens": 0, "renamed_samples": 0}
-    renamer = _Renamer(rows, tokenizer, config) if config.code_renaming > 0 else None
+    exposure = {"samples": 0, "prompt_tokens": 0, "target_tokens": 0, "renamed_samples": 0, "request_removed_samples": 0}
+    renamer = _Renamer(rows, tokenizer, config) if config.code_renaming > 0 or config.request_removal > 0 else None
     monitor = _monitor_rows(rows, encoded, used) if config.monitor_every else []
     curve: list[dict[str, Any]] = []
     resume = _Resume(out / "resume.pt", _config_sha256(config.to_dict()), config.resume_every)
@@ -419,6 +424,7 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
             span = range(step * per_step, (step + 1) * per_step)
             batch = [(renamer(pos, order[pos]) if renamer else None) or encoded[order[pos]] for pos in span]
             exposure["renamed_samples"] += sum(e.row_id.endswith("#renamed") for e in batch)
+            exposure["request_removed_samples"] += sum("#removed" in e.row_id for e in batch)
             n_items = sum(e.target_tokens for e in batch)
             total = torch.zeros((), device=device)
             for micro in _micro_batches(batch, config):
@@ -616,16 +622,26 @@ class _Renamer:
             self.twins.setdefault(twin_key(r.episode, r.stage), []).append(i)
 
     def __call__(self, position: int, index: int) -> Encoded | None:
-        rng = random.Random(f"rename:{self.config.seed}:{position}")
-        if rng.random() >= self.config.code_renaming:
-            return None
         row = self.rows[index]
-        names = renaming_for(row_codes(row.prompt) or (row.binding,), rng, self.codes)
         twins = [self.rows[j] for j in self.twins[twin_key(row.episode, row.stage)] if self.rows[j].binding != row.binding]
-        # the twin, renamed alike, locates the renamed row's decision token
-        batch = [rename_row(row, names), *(rename_row(t, names) for t in twins[:1])]
-        first = encode(batch, self.tokenizer, self.config.max_length)[0]
-        return dataclasses.replace(first, row_id=f"{first.row_id}#renamed")
+        if (self.config.request_removal and row.stage == "receiver_after_request"
+                and random.Random(f"remove:{self.config.seed}:{position}").random() < self.config.request_removal):
+            from gencoord_env.train.removal import default_code, without_request
+
+            default = default_code(row)
+            target = next((r.target for r in [row, *twins] if r.binding == default), None)
+            if target is not None:
+                row, twins = without_request(row, target), []  # the other binding's removed row writes the same
+        rng = random.Random(f"rename:{self.config.seed}:{position}")
+        renamed = rng.random() < self.config.code_renaming
+        if not renamed and not row.id.endswith("#removed"):
+            return None
+        if renamed:
+            names = renaming_for(row_codes(row.prompt) or (row.binding,), rng, self.codes)
+            # the twin, renamed alike, locates the renamed row's decision token
+            row, twins = rename_row(row, names), [rename_row(t, names) for t in twins[:1]]
+        first = encode([row, *twins[:1]], self.tokenizer, self.config.max_length)[0]
+        return dataclasses.replace(first, row_id=f"{first.row_id}#renamed" if renamed else first.row_id)
 
 
 def _monitor_rows(rows: Sequence[Row], encoded: Mapping[int, Encoded], used: Sequence[int], total: int = 128) -> list[int]:

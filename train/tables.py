@@ -220,6 +220,10 @@ class Budget:
     #: codes are renamed (only sets whose rows name every code where renaming finds it, ``DataSet.code_renaming``), and its loss weight
     code_renaming: float = 0.0
     decision_weight: float = 1.0
+    #: the share of the Direct model's receiver samples drawn without their request, answering with the first
+    #: branch (gencoord_env.train.removal): the rows that teach the request table's "removed" row a receiver
+    #: acting on its own context (the paper's 50%) instead of a record no training row resembles (0%)
+    request_removal: float = 0.0
     #: each model's resumable state every this many updates (sft ``resume_every``; 0: none): a lane cut off
     #: by a call's time limit continues, on a machine that kept ``work``, where its last state left it
     resume_every: int = 0
@@ -237,7 +241,8 @@ class Budget:
 BUDGETS: dict[str, Budget] = {
     "tiny": Budget(name="tiny", hidden_size=32, num_layers=1, epoch_scale=1.0, steps=4, arch_vocab=512, tokenizer_rows=160, micro_batch=4,
                    eval_episodes=4, eval_batch=4, timing_episodes=2, rule_episodes=4, max_new_tokens=24, threads=1),
-    "full": Budget(name="full", hidden_size=256, num_layers=6, epoch_scale=16.0, code_renaming=0.5, resume_every=500),
+    "full": Budget(name="full", hidden_size=256, num_layers=6, epoch_scale=16.0, code_renaming=0.5, request_removal=0.2,
+                   resume_every=500),
 }
 
 
@@ -301,7 +306,8 @@ def run_spec(config: TablesConfig, model: str) -> RunSpec:
     recipe = Recipe(epochs=m.epochs * (b.init_epoch_scale if config.init else b.epoch_scale), steps=b.steps, lr=b.lr,
                     micro_batch=b.micro_batch, grad_accum=b.grad_accum, max_length=b.max_length,
                     decision_weight=b.decision_weight, resume_every=b.resume_every,
-                    code_renaming=b.code_renaming if data_set(m.data).code_renaming else 0.0)
+                    code_renaming=b.code_renaming if data_set(m.data).code_renaming else 0.0,
+                    request_removal=b.request_removal if m.data == "forward" else 0.0)
     plays: list[Play] = []
     for name in config.tables:
         table = TABLES[name]
