@@ -75,6 +75,10 @@ class _Numpy:
     def seed(self, seed: int) -> None:
         self.rng = np.random.default_rng(seed)
 
+    @staticmethod
+    def take(a: np.ndarray, index: np.ndarray) -> np.ndarray:
+        return np.take(a, index, axis=0)  # faster than a[index] for a row index
+
     where, nonzero, zeros = staticmethod(np.where), staticmethod(np.flatnonzero), staticmethod(np.zeros)
     index, float32, boolean = np.int32, np.float32, np.bool_
 
@@ -110,6 +114,9 @@ class _Torch:
 
     def nonzero(self, mask: Any) -> Any:
         return self.torch.nonzero(mask).flatten()
+
+    def take(self, a: Any, index: Any) -> Any:
+        return a.index_select(0, index)
 
     def zeros(self, shape: Any, dtype: Any) -> Any:
         return self.torch.zeros(shape, dtype=dtype, device=self.device)
@@ -163,6 +170,12 @@ class BatchedEngine:
         packed = np.argsort(~valid, axis=1, kind="stable")
         self._valid_count, self._valid_slots = ops.put(valid.sum(1)), ops.put(packed, ops.index)
         self._root = ops.put(self.tree.root_nodes, None if isinstance(ops, _Numpy) else ops.index)
+        # flat forms for one-dimensional takes: (node, column) -> node * columns + column; the deciding
+        # agent's mask row of each node (the first agent's where the episode has ended)
+        self._columns = self.slots + 1
+        self._child_flat = self._child.reshape(-1)
+        turn = np.maximum(arrays["turn"][:n], 0)
+        self._decider_mask = ops.put(arrays["mask"][np.arange(n), turn], ops.index)
         self._version = self.tree.version
 
     def _roots(self, episodes: Any) -> Any:
@@ -202,18 +215,20 @@ class BatchedEngine:
         ops, node = self.ops, self.node
         act = self._deciding_actions(actions)
         column = ops.where((act >= 0) & (act < self.slots), act, self.slots)
-        nxt = self._child[node, column]
+        flat = node * self._columns + column
+        nxt = ops.take(self._child_flat, flat)
         if bool((nxt < 0).any()):  # met for the first time: the env computes it
             missing = ops.nonzero(nxt < 0)
             self.tree.expand(ops.host(node[missing]), ops.host(column[missing]))
             self._refresh()
-            nxt = self._child[node, column]
-        reward, terminated, truncated = self._reward[nxt], self._terminated[nxt], self._truncated[nxt]
+            nxt = ops.take(self._child_flat, flat)
+        take = ops.take
+        reward, terminated, truncated = take(self._reward, nxt), take(self._terminated, nxt), take(self._truncated, nxt)
         if not self.autoreset:  # an episode that had ended stays: nothing more happens to it
             live = self._turn[node] >= 0
             reward, terminated, truncated = reward * live[:, None], terminated & live, truncated & live
         done = terminated | truncated
-        outcome = ops.where(done, self._outcome[nxt], -1)
+        outcome = ops.where(done, take(self._outcome, nxt), -1)
         final = ops.where(done, nxt, -1)
         if self.autoreset and bool(done.any()):
             ended = ops.nonzero(done)
@@ -245,20 +260,20 @@ class BatchedEngine:
         return act.astype(np.int64, copy=False) if isinstance(ops, _Numpy) else act.long()
 
     def _batch(self, reward: Any, terminated: Any, truncated: Any, outcome: Any, final: Any) -> Batch:
-        node = self.node
-        turn = self._turn[node]
-        deciding = self._mask[node, self.ops.where(turn >= 0, turn, 0)]
-        return Batch(self._obs[node], turn, self._mask_table[deciding], reward, terminated, truncated, outcome, final,
+        node, take = self.node, self.ops.take
+        mask = take(self._mask_table, take(self._decider_mask, node))
+        return Batch(take(self._obs, node), take(self._turn, node), mask, reward, terminated, truncated, outcome, final,
                      self.episode)
 
     def sample(self, uniform: Any) -> Any:
         """A uniformly random valid slot of each episode's deciding agent, from ``uniform``: (B,) floats in
         [0, 1) (``rng.random(num_envs)``; a torch engine: a tensor on its device)."""
         self._refresh()
-        rows = self._mask[self.node, self.ops.where(self._turn[self.node] >= 0, self._turn[self.node], 0)]
-        count = self._valid_count[rows]
+        take = self.ops.take
+        rows = take(self._decider_mask, self.node)
+        count = take(self._valid_count, rows)
         pick = (uniform * count).astype(np.int64) if isinstance(self.ops, _Numpy) else (uniform * count).long()
-        return self._valid_slots[rows, pick]
+        return take(self._valid_slots.reshape(-1), rows * self.slots + pick)
 
     # --- observations --------------------------------------------------------------------------------------
     def table(self, part: str = "observation", rows: str = "observations") -> Any:
