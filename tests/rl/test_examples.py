@@ -14,12 +14,15 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 #: each is run by a test below, sb3_ppo_single_agent by test_sb3_ppo.py, marl_ppo and baselines by test_baselines.py
 TESTED = {"sb3_ppo_single_agent", "torchrl_pettingzoo", "supersuit_vector", "rllib_ppo", "marl_ppo", "baselines"}
+#: the README's GRPO-over-serve script: run against a live server by tests/train/test_trl_server.py (its
+#: arguments are a model, a URL and a step count, not a budget)
+SERVED = {"grpo_openenv"}
 
 
 def test_every_example_is_tested_and_shows_its_command() -> None:
     names = {p.stem for p in EXAMPLES.glob("*.py")}
-    assert names == TESTED
-    for name in names:
+    assert names == TESTED | SERVED
+    for name in TESTED:
         doc = (EXAMPLES / f"{name}.py").read_text(encoding="utf-8")
         assert f"examples/{name}.py" in doc and "--budget small" in doc, name
 

@@ -19,7 +19,7 @@ from gencoord_env.train.data import Row, load_rows
 from gencoord_env.train.fit import closed_loop, decision_indices, shout, teacher_forced, template_of, twin_key, verdict
 from gencoord_env.train.renaming import public_codes, rename_row, renaming_for, row_codes
 from gencoord_env.train.sft import encode
-from gencoord_env.train.transfer import code_coverage
+from gencoord_env.train.transfer_report import code_coverage
 
 
 @pytest.fixture(scope="module")
