@@ -237,13 +237,36 @@ class GameTree:
 
     def expand_all(self, episodes: Iterable[int] | None = None, masked: bool = False) -> int:
         """Compute every node reachable from the roots of ``episodes`` (default: all) through unmasked slots
-        (with ``masked``, through every column); the number of nodes."""
-        frontier = self.roots(range(self.episodes) if episodes is None else episodes)
-        while frontier.size:
-            frontier = frontier[self._arrays["turn"][frontier] >= 0]
-            nodes, columns = self.choices(frontier, masked)
-            frontier = self.expand(nodes, columns)
+        (with ``masked``, through every column); the number of nodes. Each replay goes on from the node it
+        computes to a leaf along first choices, so one reset computes a whole line of nodes."""
+        stack = self.roots(range(self.episodes) if episodes is None else episodes).tolist()
+        seen = set(stack)
+        while stack:
+            node = stack.pop()
+            if self._arrays["turn"][node] < 0:
+                continue
+            for column in self.choices(np.array([node]), masked)[1].tolist():
+                child = int(self._arrays["child"][node, column])
+                made = [child] if child >= 0 else self._descend(node, column, masked)
+                stack += [n for n in made if n not in seen]
+                seen.update(made)
         return len(self)
+
+    def _descend(self, node: int, column: int, masked: bool) -> list[int]:
+        """Compute ``node``'s child through ``column`` and, stepping on in the same replay, its first-choice
+        descendants down to the end of the episode; the nodes made, the child first."""
+        episode = int(self._arrays["episode"][node])
+        obs, infos, rewards, terms, truncs = self._replay(episode, [*self.path(node), column])
+        made: list[int] = []
+        while True:
+            new = self._store(episode, node, column, obs, infos, rewards, terms, truncs)
+            self._arrays["child"][node, column] = new  # after _store: it may have grown the arrays
+            made.append(new)
+            turn = self._deciding(infos)
+            if turn is None:
+                return made
+            node, column = new, int(self.choices(np.array([new]), masked)[1][0])
+            obs, rewards, terms, truncs, infos = self.env.step({turn: column})
 
     def choices(self, nodes: np.ndarray, masked: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """(node, column) of every unmasked slot of the deciding agent at ``nodes`` (with ``masked``: every
