@@ -9,6 +9,7 @@
 | ``distributed`` | the same over Ray actors (``--workers N``) |
 | ``experiments/`` | ``gencoord experiment``: the paper's evaluations as data, a runner, statistics, tables and figures |
 | ``serve`` | ``gencoord serve``: the env as an OpenEnv server |
+| ``openenv_server`` | that server as the OpenEnv package ``gencoord_v0_env/`` deploys it (``$GENCOORD_SERVE``, ``$PORT``) |
 | ``wire``, ``client`` | what crosses its wire (typed action, observation, state); ``GencoordEnvClient``, its typed OpenEnv client |
 | ``llm_rl`` | TRL's ``environment_factory``: language-model agents playing whole episodes through a tool |
 | ``verifiers_env`` | the env as a verifiers environment (id ``gencoord_verifiers``) |

@@ -71,8 +71,8 @@ from gencoord_env.commands.wire import (
     GencoordState,
 )
 
-__all__ = ["GencoordEnvironment", "GencoordServer", "ServeConfig", "app_from_env", "config_from_args", "main", "make_app",
-           "serve", "serve_argv"]
+__all__ = ["GencoordEnvironment", "GencoordServer", "ServeConfig", "config_from_args", "make_app", "serve", "serve_argv",
+           "sidecar_pool"]
 
 #: the reset arguments a client may send (OpenEnv's ``episode_id`` is accepted and ignored: the pool names episodes;
 #: ``context=True``: the session's observations carry the deciding agent's typed context from then on)
@@ -615,24 +615,6 @@ def serve_argv(argv: Sequence[str] = ()) -> list[str]:
     if not any(a == "--port" or a.startswith("--port=") for a in out):
         out += ["--port", os.environ.get("PORT", "8000")]
     return out
-
-
-def app_from_env() -> Any:
-    """The app ``gencoord serve`` would serve for :func:`serve_argv`'s arguments (OpenEnv's ``server.app:app``)."""
-    from gencoord_env.commands.cli import build_parser
-
-    config = config_from_args(build_parser().parse_args(["serve", *serve_argv()]))
-    return make_app(config, sidecar_pool(config))
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """``gencoord serve`` with :func:`serve_argv`'s arguments (``argv``: default the command line's): the OpenEnv
-    package's ``server`` entry point (``uv run --project gencoord_v0_env server``)."""
-    import sys
-
-    from gencoord_env.commands.cli import main as cli_main
-
-    raise SystemExit(cli_main(["serve", *serve_argv(sys.argv[1:] if argv is None else argv)]))
 
 
 def sidecar_pool(config: ServeConfig) -> Any:

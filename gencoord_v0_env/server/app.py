@@ -10,8 +10,8 @@ with those arguments and its own, on ``--port`` or ``$PORT`` (default 8000), as 
 """
 from __future__ import annotations
 
-from gencoord_env.commands.serve import app_from_env
-from gencoord_env.commands.serve import main as serve_main
+from gencoord_env.commands.openenv_server import app_from_env
+from gencoord_env.commands.openenv_server import main as serve_main
 
 app = app_from_env()
 
