@@ -16,19 +16,33 @@ Tasks: one per episode of ``pool`` (its first ``episodes``, all by default), nam
 system prompt is the shared prior (as in the SFT prompts and :func:`gencoord_env.commands.llm_rl.episode_dataset`).
 The task has no user prompt: the env opens the exchange with the first decision's observation.
 
-Episode: one seat, ``player``, plays the decisions of ``plays`` (``"both"``: self-play, every decision of
-both agents; a role name: that role's, with ``partner``, the rule agent by default, playing the rest). Each
-model reply is the deciding agent's Short DSL record, committed as it is (a malformed one is the env's
-failure code, as in the env); the answer is the next decision's observation, and the exchange ends when
-the episode does. The episode is played by :class:`gencoord_env.commands.llm_rl.GencoordToolEnv` (through
+Seats: one per role, ``sender`` and ``receiver`` (verifiers' multi-agent ``Env.run(task, agents)``), each
+its own agent with its own conversation and trace. The model plays the decisions of ``plays`` (``"both"``:
+every decision, each in its role's seat; a role name: that role's seat, with ``partner``, the rule agent by
+default, playing the rest inside the env). Each model reply is the deciding agent's Short DSL record,
+committed as it is (a malformed one is the env's failure code, as in the env); the seat's next user turn is
+its next decision's observation, and the exchanges end when the episode does. A seat whose role never
+decides in an episode (the sender's parse failure ends it first) has no trace in that episode. The episode
+is played by :class:`gencoord_env.commands.llm_rl.GencoordToolEnv` (through
 :class:`gencoord_env.turns.TurnEnv`), the TRL adapter's episode logic, so both adapters play the env's own
 episodes.
 
-Rewards on the seat's trace: ``success`` (the paper's 0/1) or, with ``reward="staged"``, ``staged`` (the
-env's partial credit); the other is a metric; an episode the model left unfinished (a turn limit, an
-empty exchange) scores 0. ``trace.info["outcome"]`` is the outcome code.
+A frozen partner: ``frozen=("receiver",)`` marks that seat untrainable
+(verifiers' ``trainable=False``: its tokens are never training data, as prime-rl trains one agent beside a
+frozen one); pin the frozen seat to a fixed model with ``receiver={"model": ..., "client": {...}}``
+(``--env.receiver.model``), or leave it on the run's model (self-play that trains one role only).
 
-The seat's default harness is verifiers' ``null`` chat loop (no tools, no code) on the ``subprocess``
+Rewards on each seat's trace: ``success`` (the paper's 0/1) or, with ``reward="staged"``, ``staged`` (the
+env's partial credit), the episode's (the game is cooperative: both seats earn it); the other is a metric; an
+episode the model left unfinished (a turn limit, an empty exchange) scores 0. ``trace.info["outcome"]`` is
+the outcome code, ``trace.info["role"]`` the seat's role.
+
+verifiers' built-in OpenEnv taskset drives ``gencoord serve`` as well (the action schema's one required
+field, ``text``, takes a plain-text reply): ``vf-eval openenv --env.taskset.base-url http://HOST:PORT
+--env.taskset.resets '[{"index": 0}, {"index": 1}]'``; each user turn is then the observation as JSON, and
+the reward ``openenv_reward`` the sum of the server's.
+
+A seat's default harness is verifiers' ``null`` chat loop (no tools, no code) on the ``subprocess``
 runtime: a program on this machine, relaunched on the conversation for every decision, that reaches the
 model (any OpenAI-compatible endpoint) through verifiers' interception server. verifiers installs that
 program's packages with ``uv`` at its first start (from the package index, later from uv's cache): the
@@ -40,7 +54,8 @@ when verifiers stops serving); tested on the sim backend.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 import verifiers.v1 as vf
@@ -58,6 +73,7 @@ __all__ = [
     "GencoordTask",
     "GencoordTaskset",
     "GencoordTasksetConfig",
+    "ROLES",
     "load_environment",
 ]
 
@@ -113,18 +129,33 @@ class GencoordTaskset(vf.Taskset[GencoordTask, GencoordTasksetConfig]):
             player.game.close()
 
 
+#: the roles of the env's episodes, one seat each
+ROLES = ("sender", "receiver")
+
+_SEAT = vf.AgentConfig(harness=NullHarnessConfig(id="null"), runtime=SubprocessConfig())
+
+
 class GencoordEnvConfig(vf.EnvConfig):
-    player: vf.AgentConfig = vf.AgentConfig(harness=NullHarnessConfig(id="null"), runtime=SubprocessConfig())
-    """The seat the model plays (every decision of ``plays``)."""
+    sender: vf.AgentConfig = _SEAT
+    """The seat of the sender's decisions."""
+    receiver: vf.AgentConfig = _SEAT
+    """The seat of the receiver's decisions."""
+    frozen: tuple[Literal["sender", "receiver"], ...] = ()
+    """Seats whose tokens are never training data (a frozen partner)."""
 
 
 class GencoordEnv(vf.Env[GencoordEnvConfig]):
-    """Plays a task's episode through :class:`gencoord_env.commands.llm_rl.GencoordToolEnv`; see the module docstring."""
+    """Plays a task's episode through :class:`gencoord_env.commands.llm_rl.GencoordToolEnv`, each decision in its
+    role's seat; see the module docstring."""
 
     def __init__(self, config: GencoordEnvConfig) -> None:
         super().__init__(config)
         #: idle episode players; an episode takes one (concurrent episodes never share one) and gives it back
         self._idle: list[GencoordToolEnv] = []
+
+    async def setup(self, agents: vf.Agents) -> None:
+        for role in self.config.frozen:
+            getattr(agents, role).trainable = False
 
     async def run(self, task: GencoordTask, agents: vf.Agents) -> None:
         config: GencoordTasksetConfig = self.taskset.config
@@ -132,22 +163,29 @@ class GencoordEnv(vf.Env[GencoordEnvConfig]):
         try:
             system = [{"role": "system", "content": task.data.system_prompt}] if task.data.system_prompt else None
             text = episode.reset(index=task.data.index, prompt=system)
-            async with agents.player.interaction(task) as interaction:
-                segment = await interaction.turn(text)
-                while not segment.terminated:
+            async with contextlib.AsyncExitStack() as stack:
+                seats: dict[str, Any] = {}  # role -> its open interaction, opened at the role's first decision
+                while True:
+                    role = episode.turn.role
+                    if role not in seats:
+                        seats[role] = await stack.enter_async_context(getattr(agents, role).interaction(task))
+                    segment = await seats[role].turn(text)
+                    if segment.terminated:  # a seat's turn limit (or an empty exchange): the episode is left unfinished
+                        break
                     text = episode.commit(segment.last_reply)
                     if episode.outcome is not None:
                         break
-                    segment = await interaction.turn(text)
-                # recorded before the exchange closes, so the rollout's own record of its end carries them
-                trace = interaction.trace
-                for kind, (name, reward) in _REWARDS.items():
-                    value = reward([episode])[0]
-                    if kind == config.reward:
-                        trace.record_reward(name, value)
-                    else:
-                        trace.record_metric(name, value)
-                trace.info["outcome"] = episode.outcome
+                # recorded before the exchanges close, so each rollout's own record of its end carries them
+                for role, interaction in seats.items():
+                    trace = interaction.trace
+                    for kind, (name, reward) in _REWARDS.items():
+                        value = reward([episode])[0]
+                        if kind == config.reward:
+                            trace.record_reward(name, value)
+                        else:
+                            trace.record_metric(name, value)
+                    trace.info["outcome"] = episode.outcome
+                    trace.info["role"] = role
         finally:
             self._idle.append(episode)
 
@@ -159,13 +197,19 @@ class GencoordEnv(vf.Env[GencoordEnvConfig]):
 
 def load_environment(pool: str = "train", route: str = "forward", backend: str = "sim", plays: str = "both",
                      partner: str = "rule", episodes: int | None = None, reward: str = "binary",
-                     player: dict[str, Any] | None = None, **env_kwargs: Any) -> GencoordEnv:
+                     sender: dict[str, Any] | None = None, receiver: dict[str, Any] | None = None,
+                     frozen: Sequence[str] = (), **env_kwargs: Any) -> GencoordEnv:
     """The verifiers environment of ``pool``'s episodes; ``env_kwargs`` go to ``gencoord_env.parallel_env``.
-    ``player`` overrides fields of the seat's ``AgentConfig`` (``{"max_turns": 8}``, a harness, a runtime)."""
+    ``sender`` and ``receiver`` override fields of that seat's ``AgentConfig`` (``{"max_turns": 8}``, a model, a
+    client, a harness, a runtime); ``frozen`` names the seats that are not trained."""
+    unknown = sorted(set(frozen) - set(ROLES))
+    if unknown:
+        raise ValueError(f"frozen={list(frozen)}: {unknown} name no seat; the seats are {list(ROLES)}")
+    seats = {role: seat for role, seat in (("sender", sender), ("receiver", receiver)) if seat}
     config = vf.resolve_env_config({
         "taskset": {"id": TASKSET_ID, "pool": pool, "route": route, "backend": backend, "plays": plays,
                     "partner": partner, "episodes": episodes, "reward": reward, "env_kwargs": env_kwargs},
-        **({"player": player} if player else {}),
+        "frozen": tuple(frozen), **seats,
     })
     env = vf.load_environment(config)
     assert isinstance(env, GencoordEnv)
