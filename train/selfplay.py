@@ -95,7 +95,7 @@ class SelfPlayConfig:
     eval_pool: str = "heldout"
     eval_episodes: int | None = None
     reward: str = "staged"
-    lr: float = 3e-4
+    lr: float = 5e-5  # 5e-4 broke every run in ~10 steps on H100 (reports/grpo/2026-11-27); 5e-5 held
     steps: int = 100
     max_turns: int = 4  # decisions per episode at most (a two-agent forward episode takes two)
     max_new_tokens: int = 192  # per decision (a commit call of a forward record takes 60-120)
