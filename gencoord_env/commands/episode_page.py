@@ -1,7 +1,7 @@
 """``gencoord replay --html TRACE``: one recorded episode as a self-contained HTML page.
 
-The record is played again with its recorded actions (``replay.replay_env``) with ``render_mode="rgb_array"``,
-and the page shows:
+The record is played again with its recorded actions and ``render_mode="rgb_array"``
+(``replay.play_pictured``), and the page shows:
 
 - the outcome (a green or red banner), the episode, its template, route, surface and interventions;
 - the frames: the picture after the reset and after each decision (``envs.gencoord.picture``: roles, the
@@ -48,39 +48,8 @@ def _field(value: Any) -> str:
     return text if len(text) <= FIELD_LIMIT else text[:FIELD_LIMIT] + f"\n... ({len(text):,} characters)"
 
 
-def play(record: Mapping[str, Any], backend: str | None = None) -> dict[str, Any]:
-    """Play ``record`` again with its actions: frames (caption, PNG bytes), the final infos and mismatches."""
-    from gencoord_env.commands.replay import replay_env, unfolded
-    from gencoord_env.envs.gencoord.picture import png
-
-    env, episode, steps = replay_env(record, backend, render_mode="rgb_array")
-    try:
-        obs, infos = env.reset(options={"episode": episode})
-        frames = [("after the reset", png(env.render()))]
-        mismatches = []
-        for k, step in enumerate(steps):
-            turn = next((a for a, i in infos.items() if i.get("deciding")), None)
-            if turn is None:
-                mismatches.append(f"the episode ended after {k} actions; the record has {len(steps)}")
-                break
-            if turn != step["agent"]:
-                mismatches.append(f"action {k}: {turn} decides, the record has {step['agent']}")
-            stage = infos[turn].get("stage")
-            obs, _, _, _, infos = env.step({a: (unfolded(step["action"]) if a == turn else "") for a in env.agents})
-            frames.append((f"after {turn}'s decision ({stage})", png(env.render())))
-        final = infos[env.unwrapped.possible_agents[0]]
-        if env.agents:
-            mismatches.append(f"the episode did not end after the {len(steps)} recorded actions")
-        elif str(final.get("outcome")) != str(record.get("outcome")):
-            mismatches.append(f"outcome {final.get('outcome')} replayed, {record.get('outcome')} recorded")
-    finally:
-        env.close()
-    return {"episode": episode, "frames": frames, "final": final, "mismatches": mismatches}
-
-
-def page(record: Mapping[str, Any], backend: str | None = None) -> str:
-    """The HTML page of one trace record (module docstring)."""
-    played = play(record, backend)
+def page(record: Mapping[str, Any], played: Mapping[str, Any]) -> str:
+    """The HTML page of one trace record (module docstring), from what ``replay.play_pictured`` returned for it."""
     final, episode = played["final"], played["episode"]
     outcome = str(final.get("outcome"))
     kind = "SUCCESS" if outcome == "SUCCESS" else "truncated" if final.get("outcome") is None else "failure"

@@ -177,6 +177,36 @@ def replay_file(path: str | os.PathLike[str], backend: str | None = None) -> lis
     return results
 
 
+def play_pictured(record: Mapping[str, Any], backend: str | None = None) -> dict[str, Any]:
+    """Play ``record`` again with its actions, picturing each decision: the episode, frames (caption, PNG bytes), the
+    final infos and mismatches (``episode_page.page`` shows them)."""
+    from gencoord_env.envs.gencoord.picture import png
+
+    env, episode, steps = replay_env(record, backend, render_mode="rgb_array")
+    try:
+        obs, infos = env.reset(options={"episode": episode})
+        frames = [("after the reset", png(env.render()))]
+        mismatches = []
+        for k, step in enumerate(steps):
+            turn = next((a for a, i in infos.items() if i.get("deciding")), None)
+            if turn is None:
+                mismatches.append(f"the episode ended after {k} actions; the record has {len(steps)}")
+                break
+            if turn != step["agent"]:
+                mismatches.append(f"action {k}: {turn} decides, the record has {step['agent']}")
+            stage = infos[turn].get("stage")
+            obs, _, _, _, infos = env.step({a: (unfolded(step["action"]) if a == turn else "") for a in env.agents})
+            frames.append((f"after {turn}'s decision ({stage})", png(env.render())))
+        final = infos[env.unwrapped.possible_agents[0]]
+        if env.agents:
+            mismatches.append(f"the episode did not end after the {len(steps)} recorded actions")
+        elif str(final.get("outcome")) != str(record.get("outcome")):
+            mismatches.append(f"outcome {final.get('outcome')} replayed, {record.get('outcome')} recorded")
+    finally:
+        env.close()
+    return {"episode": episode, "frames": frames, "final": final, "mismatches": mismatches}
+
+
 def pick_record(records: Iterable[dict[str, Any]], episode_id: str | None) -> dict[str, Any]:
     """The record of ``episode_id`` (the first one when ``None``); ``ReplayError`` naming close ids if absent.
     Records are read until the one asked for: a trace need not fit in memory."""
@@ -245,7 +275,7 @@ def compare(recorded: Any, replayed: Any, where: str = "") -> list[str]:
     return [] if recorded == replayed else [f"{where}: {recorded!r:.80} != {replayed!r:.80}"]
 
 
-__all__ = ["MAX_RECORD_BYTES", "MAX_REPLAYED_CHARACTERS", "MAX_TRACE_BYTES", "ReplayError", "ReplayResult", "compare", "episode_of", "pick_record", "read_records", "replay",
+__all__ = ["MAX_RECORD_BYTES", "MAX_REPLAYED_CHARACTERS", "MAX_TRACE_BYTES", "ReplayError", "ReplayResult", "compare", "episode_of", "pick_record", "play_pictured", "read_records", "replay",
            "replay_env", "replay_file", "unfolded"]
 
 
@@ -284,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             record = pick_record(read_records(args.trace), args.episode)
             out = Path(args.out) if args.out else Path(args.trace).with_suffix(".html")
-            out.write_text(page(record, args.backend), encoding="utf-8")
+            out.write_text(page(record, play_pictured(record, args.backend)), encoding="utf-8")
         except ReplayError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
