@@ -282,7 +282,9 @@ def train(algo: str, menu: str, updates: int, seed: int = 0, log: Callable[..., 
         env = EpisodeStatistics(make_env("train", menu, seed), window=episodes)
         space, batched = env.observation_space(AGENTS[0]), None
     learners = Learners(space["observation"].shape[0], space["action_mask"].shape[0], algo, policy)
-    optim = torch.optim.Adam(learners.parameters(), lr=LR)
+    # fused: one kernel per step instead of one per parameter and operation; about a third of an update's
+    # CPU time on the 3,884-word bags
+    optim = torch.optim.Adam(learners.parameters(), lr=LR, fused=True)
     curve = []
     for k in range(updates):
         learned = LEARN["second"] if k < listener_first else LEARN[learn]
