@@ -1,5 +1,7 @@
 """Policies by name (``gencoord rollout --policy NAME``, ``gencoord experiment --policy NAME``): a rule agent of
-:data:`POLICIES`, or ``model:PATH``, a learned checkpoint played in the output format it records.
+:data:`POLICIES`, ``model:PATH``, a learned checkpoint played in the output format it records, or
+``rl:PATH[#ACTOR]``, a menu learner's checkpoint (``gencoord_env.agents.slots.MenuPolicy``: the actors a
+run such as ``examples/marl_ppo.py --save PATH`` trained; ``#agent_b``: that actor in every role).
 
 ``model:PATH`` is read here and nowhere else (:func:`learned_checkpoint`). Modules whose dependencies are
 optional (TF-IDF needs scikit-learn, a checkpoint the ``lm`` extra) are imported only when their agent is made,
@@ -57,6 +59,10 @@ def learned_checkpoint(name: str) -> str | None:
     return path
 
 
+#: The prefix of a menu learner's checkpoint: ``rl:PATH`` or ``rl:PATH#ACTOR``.
+MENU_LEARNER = "rl:"
+
+
 def make_policy(name: str, **kwargs: Any) -> Any:
     """A rule agent by name, e.g. ``make_policy("rule")``, or ``make_policy("model:runs/sft/final")``: the
     checkpoint as a learned policy in the format it records (keyword arguments go to
@@ -68,7 +74,14 @@ def make_policy(name: str, **kwargs: Any) -> Any:
         )
 
         return load_policy(checkpoint, **kwargs)
+    if name.startswith(MENU_LEARNER):
+        path, _, actor = name[len(MENU_LEARNER):].partition("#")
+        if not path:
+            raise ValueError(f"{name!r} names no checkpoint; expected {MENU_LEARNER}PATH or {MENU_LEARNER}PATH#ACTOR")
+        from gencoord_env.agents.slots import MenuPolicy  # torch: the rl extra
+
+        return MenuPolicy.load(path, actor or None, **kwargs)
     return policy_class(name)(**{**POLICIES[name][2], **kwargs})
 
 
-__all__ = ["LEARNED", "POLICIES", "learned_checkpoint", "make_policy", "policy_class"]
+__all__ = ["LEARNED", "MENU_LEARNER", "POLICIES", "learned_checkpoint", "make_policy", "policy_class"]

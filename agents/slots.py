@@ -114,21 +114,30 @@ def batch(observations: Sequence[Mapping[str, np.ndarray]]) -> tuple[torch.Tenso
 
 class MenuPolicy:
     """Trained actors behind ``act(observation, info)`` (see the module docstring); greedy unless
-    ``sample``. ``actor`` picks one of a run's actors (default: the first)."""
+    ``sample``. A run trains one actor per agent id, each in every role: by default the deciding agent's own
+    actor answers (the first actor for an agent id the run did not have); ``actor`` makes one answer for all."""
 
     def __init__(self, nets: Mapping[str, nn.Module], kind: str, menu: str, actor: str | None = None,
                  surface: str = "dsl", sample: bool = False, seed: int = 0, about: Mapping[str, Any] | None = None) -> None:
+        if not nets:
+            raise ValueError("a menu policy needs at least one actor")
         self.nets = dict(nets)
-        self.actor = actor or next(iter(self.nets))
-        if self.actor not in self.nets:
-            raise ValueError(f"no actor {self.actor!r} in this checkpoint; it holds {sorted(self.nets)}")
-        self.net = self.nets[self.actor]
+        if actor is not None and actor not in self.nets:
+            raise ValueError(f"no actor {actor!r} in this checkpoint; it holds {sorted(self.nets)}")
+        self.actor = actor
+        self.net = self.nets[actor or next(iter(self.nets))]
         self.kind, self.menu, self.sample = kind, menu, sample
         self.interface = Interface("menu", "bag", SURFACES[surface], WordTokenizer.default(), menu_kind=menu)
         self.generator = torch.Generator().manual_seed(seed)
         self.about = dict(about or {})
-        self.name = f"{kind}:{self.actor}"
+        self.name = f"{kind}:{actor or 'own'}"
         self.model_calls = 0
+
+    def actor_for(self, agent: str) -> str:
+        """The name of the actor that answers for ``agent``."""
+        if self.actor is not None:
+            return self.actor
+        return agent if agent in self.nets else next(iter(self.nets))
 
     def observe(self, context: Context) -> tuple[dict[str, np.ndarray], tuple[str | None, ...]]:
         """(the menu observation of ``context`` as the env builds it, the records of its slots as text)."""
@@ -146,21 +155,27 @@ class MenuPolicy:
                 raise ValueError("a menu policy reads the deciding agent's typed context: pass the full infos "
                                  "(infos='full', or env.full_infos()) of the deciding agent")
             seen.append(self.observe(info["context"]))
-        with torch.no_grad():
-            logits = self.net(*batch([o for o, _ in seen]))
-        if self.sample:
-            slots = torch.multinomial(torch.softmax(logits, -1), 1, generator=self.generator).squeeze(-1).tolist()
-        else:
-            slots = logits.argmax(-1).tolist()
+        answers: list[str] = [""] * len(seen)
+        actors = [self.actor_for(i["context"].agent) for i in infos]
+        for actor in dict.fromkeys(actors):
+            ks = [k for k, a in enumerate(actors) if a == actor]
+            with torch.no_grad():
+                logits = self.nets[actor](*batch([seen[k][0] for k in ks]))
+            if self.sample:
+                slots = torch.multinomial(torch.softmax(logits, -1), 1, generator=self.generator).squeeze(-1).tolist()
+            else:
+                slots = logits.argmax(-1).tolist()
+            for k, slot in zip(ks, slots):
+                answers[k] = seen[k][1][slot] or ""
         self.model_calls += len(seen)
-        return [texts[k] or "" for k, (_, texts) in zip(slots, seen)]
+        return answers
 
     def save(self, path: str | Path) -> Path:
         """One file: every actor's weights and what rebuilds them (kind, menu, sizes, ``about``)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         first = self.net
-        slots = self.interface.n
+        slots = self.interface.n  # the menu size the nets were built for
         torch.save({"format": FORMAT, "kind": self.kind, "menu": self.menu, "vocab_size": first.vocab_size,
                     "slots": slots, "width": first.width, "about": self.about,
                     "actors": {k: v.state_dict() for k, v in self.nets.items()}}, path)

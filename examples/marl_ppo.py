@@ -13,10 +13,10 @@ the first K updates, then both roles learn (the sender from scratch). Trained on
 bag), judged greedily on every held-out and horizon episode and on the request pool with the request
 removed (``RequestRemoval``: the 50% ceiling of private information). Training success per update goes to
 a CSV (``RunLog``) from the parallel env's ``EpisodeStatistics``; ``--save`` writes the actors as one
-checkpoint (``MenuPolicy.load``; ``gencoord experiment evaluate --first slots:PATH``).
+checkpoint (``MenuPolicy.load``; ``gencoord evaluate --first rl:PATH``).
 
     python examples/marl_ppo.py --algo mappo --menu branches [--policy slots] [--budget small] [--seed N] [--log run.csv]
-                                [--engine batched|pipeline]
+                                [--engine batched|pipeline] [--orders K [--orders-reward all|mean]]
 
 ``--engine batched`` (default) plays the episodes on ``gencoord_env.batched``: the episodes of an update
 advance together, one array step per decision, each decision point computed once by the env and shared by
@@ -25,8 +25,14 @@ learners read rows of the tree's observation tables, and the rule agent's slot a
 computed once (``PartnerSlots``). ``--engine pipeline`` plays them one by one through ``parallel_env``: the
 same learners, the same update, the same evaluation episodes.
 
+``--orders K`` makes a training episode K orders in a row (``gencoord_env.wrappers.OrderSequence``), paid
+once at its end (``--orders-reward all``: 1 when every order succeeded; ``mean``: the share that did), so
+every one of its 2K decisions gets that one return: the learner must find which decisions earned it. The
+judging stays one order per episode (the held-out success of the same policy), and the training curve
+counts orders. It plays the pipeline.
+
 PPO here: an episode's reward (0 or 1, at its end) is every one of its decisions' return (episodes have
-one or two decisions; no discount); advantage = return - critic value, normalized per batch; clipped
+one or two decisions, 2K with ``--orders K``; no discount); advantage = return - critic value, normalized per batch; clipped
 objective, value loss and an entropy bonus; masked logits (a masked slot is never sampled).
 """
 from __future__ import annotations
@@ -45,7 +51,7 @@ from gencoord_env.agents import make_policy
 from gencoord_env.agents.slots import KINDS, MenuPolicy, batch, make_net, mlp
 from gencoord_env.batched import OUTCOMES, BatchedEngine, PartnerSlots, shared_tree
 from gencoord_env.commands.run_log import RunLog
-from gencoord_env.wrappers import EpisodeStatistics, RequestRemoval
+from gencoord_env.wrappers import EpisodeStatistics, OrderSequence, RequestRemoval
 
 BUDGETS = {"tiny": 3, "small": 30, "full": 60}  # PPO updates of EPISODES training episodes each
 EPISODES, EPOCHS, MINIBATCH, LR, CLIP, ENTROPY, WIDTH = 256, 4, 128, 2e-3, 0.2, 0.01, 64
@@ -155,21 +161,25 @@ def update(learners: Learners, optim: torch.optim.Optimizer, batch_: dict[str, d
                 optim.step()
 
 
-def success(learners: Learners, pool: str, menu: str, learned: tuple[int, ...] = (0, 1), every: int = 1) -> float:
-    """Greedy success over every ``every``-th episode of ``pool`` (``request_removed``: the request pool, REQ
-    removed)."""
+def per_cluster(learners: Learners, pool: str, menu: str, learned: tuple[int, ...] = (0, 1), every: int = 1) -> dict[str, float]:
+    """Greedy success of each cluster (the mean of its role permutations) over every ``every``-th episode of
+    ``pool`` (``request_removed``: the request pool, REQ removed)."""
     env = RequestRemoval(make_env("request", menu)) if pool == "request_removed" else make_env(pool, menu)
     partner = Partner(env, learned)
-    indices = range(0, len(env.unwrapped.episodes), every)
-    wins = 0.0
-    for k in indices:
+    wins: dict[str, list[float]] = {}
+    for k in range(0, len(env.unwrapped.episodes), every):
         obs, infos = env.reset(options={"index": k})
         while env.agents:
             turn = next(a for a in env.agents if infos[a]["deciding"])
             action = partner.act(turn) if partner.plays(turn) else learners.act(turn, obs[turn], greedy=True)[0]
             obs, rewards, _, _, infos = env.step({turn: action})
-        wins += rewards[turn]
-    return wins / len(indices)
+        wins.setdefault(env.unwrapped.session.episode.cluster.id, []).append(rewards[turn])
+    return {c: float(np.mean(v)) for c, v in wins.items()}
+
+
+def success(learners: Learners, pool: str, menu: str, learned: tuple[int, ...] = (0, 1), every: int = 1) -> float:
+    """Greedy success over every ``every``-th episode of ``pool`` (``per_cluster``'s mean)."""
+    return float(np.mean(list(per_cluster(learners, pool, menu, learned, every).values())))
 
 
 class Tables:
@@ -247,15 +257,25 @@ def collect_batched(engine: BatchedEngine, learners: Learners, tables: Tables | 
     return out, outcome
 
 
-def success_batched(learners: Learners, pool: str, menu: str, learned: tuple[int, ...] = (0, 1), every: int = 1) -> float:
-    """``success`` on the batched engine: every ``every``-th episode of the pool at once, greedily."""
+def per_cluster_batched(learners: Learners, pool: str, menu: str, learned: tuple[int, ...] = (0, 1),
+                        every: int = 1) -> dict[str, float]:
+    """``per_cluster`` on the batched engine: every ``every``-th episode of the pool at once, greedily, the rule
+    agent in the roles that do not learn."""
     removed = pool == "request_removed"
     tree = shared_tree(("RequestRemoval",) if removed else (), pool="request" if removed else pool, menu=menu,
                        observations="bag")
     episodes = np.arange(0, tree.episodes, every)
     engine = BatchedEngine(tree, len(episodes), autoreset=False)
     _, outcome = collect_batched(engine, learners, greedy=True, episodes=episodes, partner=rule_partner(tree, learned))
-    return float(np.mean(outcome == SUCCESS))
+    wins: dict[str, list[float]] = {}
+    for index, won in zip(episodes, outcome == SUCCESS):
+        wins.setdefault(tree.env.unwrapped.episodes[index].cluster.id, []).append(float(won))
+    return {c: float(np.mean(v)) for c, v in wins.items()}
+
+
+def success_batched(learners: Learners, pool: str, menu: str, learned: tuple[int, ...] = (0, 1), every: int = 1) -> float:
+    """``success`` on the batched engine (``per_cluster_batched``'s mean)."""
+    return float(np.mean(list(per_cluster_batched(learners, pool, menu, learned, every).values())))
 
 
 def rule_partner(tree: Any, learned: tuple[int, ...]) -> PartnerSlots | None:
@@ -264,22 +284,33 @@ def rule_partner(tree: Any, learned: tuple[int, ...]) -> PartnerSlots | None:
     return PartnerSlots(tree, make_policy("rule"), others) if others else None
 
 
+def engine_for(engine: str | None, orders: int = 1) -> str:
+    """The engine a run plays: ``engine``, or when none is named the batched one, except for sequences of orders,
+    which play the pipeline (a batched engine asked for them is refused)."""
+    if engine is not None and engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; expected one of {list(ENGINES)}")
+    if engine == "batched" and orders > 1:
+        raise ValueError("--engine batched plays one order per episode; --orders plays the pipeline")
+    return engine or ("pipeline" if orders > 1 else "batched")
+
+
 def train(algo: str, menu: str, updates: int, seed: int = 0, log: Callable[..., None] | None = None,
           policy: str = "mlp", learn: str = "both", listener_first: int = 0,
-          episodes: int = EPISODES, engine: str = "batched") -> tuple[Learners, list[float]]:
-    """Train for ``updates`` PPO updates of ``episodes`` episodes; the training success of each update (also
-    passed to ``log``)."""
+          episodes: int = EPISODES, engine: str | None = None, orders: int = 1,
+          orders_reward: str = "all") -> tuple[Learners, list[float]]:
+    """Train for ``updates`` PPO updates of ``episodes`` episodes (of ``orders`` orders each); the training
+    success of each update's orders (also passed to ``log``)."""
     torch.manual_seed(seed)
     torch.set_num_threads(1)  # one thread: the thread count changes the order of reductions and so the run
-    if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; expected one of {list(ENGINES)}")
-    if engine == "batched":  # one tree per menu, with the state: every run shares it
+    if engine_for(engine, orders) == "batched":  # one tree per menu, with the state: every run shares it
         batched = BatchedEngine(shared_tree(pool="train", menu=menu, observations="bag", state=True), episodes,
                                 seed=seed, autoreset=False)
         space, tables = batched.tree.env.observation_space(AGENTS[0]), Tables(batched)
         partners = {learned: rule_partner(batched.tree, learned) for learned in {LEARN["second"], LEARN[learn]}}
     else:
-        env = EpisodeStatistics(make_env("train", menu, seed), window=episodes)
+        env = EpisodeStatistics(make_env("train", menu, seed), window=episodes * orders)  # inside: counts orders
+        if orders > 1:
+            env = OrderSequence(env, orders, orders_reward)
         space, batched = env.observation_space(AGENTS[0]), None
     learners = Learners(space["observation"].shape[0], space["action_mask"].shape[0], algo, policy)
     # fused: one kernel per step instead of one per parameter and operation; about a third of an update's
@@ -312,27 +343,46 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--log", default=None, help="CSV file for the training curve (RunLog)")
     parser.add_argument("--save", default=None, help="checkpoint file for the trained actors (MenuPolicy)")
-    parser.add_argument("--engine", choices=ENGINES, default="batched",
-                        help="the batched engine, or the pipeline one episode at a time")
+    parser.add_argument("--engine", choices=ENGINES, default=None,
+                        help="the batched engine (default, unless --orders), or the pipeline one episode at a time")
+    parser.add_argument("--no-eval", action="store_true", help="train (and save) only; gencoord evaluate judges the checkpoint")
+    parser.add_argument("--orders", type=int, default=1, metavar="K",
+                        help="K orders per training episode, paid at its end (OrderSequence; plays the pipeline)")
+    parser.add_argument("--orders-reward", choices=("all", "mean"), default="all",
+                        help="with --orders: 1 when every order succeeded, or the share that did")
     args = parser.parse_args(argv)
-    engine = args.engine
+    if args.orders < 1:
+        parser.error(f"--orders must be at least 1, got {args.orders}")
+    try:
+        engine = engine_for(args.engine, args.orders)
+    except ValueError as error:
+        parser.error(str(error))
     run_log = RunLog(args.log) if args.log else None
     start, cpu = time.perf_counter(), time.process_time()
     learners, curve = train(args.algo, args.menu, BUDGETS[args.budget], args.seed, run_log.write if run_log else None,
-                            args.policy, args.learn, args.listener_first, engine=engine)
+                            args.policy, args.learn, args.listener_first, engine=engine, orders=args.orders,
+                            orders_reward=args.orders_reward)
     seconds = time.perf_counter() - start
+    result: dict[str, Any] = {"curve": curve, "seconds": seconds, "episodes": len(curve) * EPISODES, "engine": engine,
+                              "orders": len(curve) * EPISODES * args.orders}
+    if args.save:
+        about = {k: getattr(args, k) for k in ("algo", "menu", "policy", "learn", "listener_first", "budget", "seed",
+                                               "orders", "orders_reward")}
+        about.update(seconds=round(seconds, 1), curve=curve)
+        result["checkpoint"] = str(learners.policy_of(args.menu, about).save(args.save))
+    run = f"{args.algo} {args.policy} menu={args.menu} learn={args.learn} seed={args.seed} engine={engine}" + (
+        f" orders={args.orders} ({args.orders_reward})" if args.orders > 1 else "")
+    if args.no_eval:
+        print(f"{run}: {result['episodes']} training episodes ({seconds:.0f} s)")
+        return result
     learned = LEARN[args.learn]
     if engine == "batched":
-        result: dict[str, Any] = {pool: success_batched(learners, pool, args.menu, learned) for pool in EVAL_POOLS}
+        clusters = {pool: per_cluster_batched(learners, pool, args.menu, learned) for pool in EVAL_POOLS}
     else:
-        result = {pool: success(learners, pool, args.menu, learned) for pool in EVAL_POOLS}
-    result.update(curve=curve, seconds=seconds, wall_seconds=time.perf_counter() - start,
-                  cpu_seconds=time.process_time() - cpu, episodes=len(curve) * EPISODES, engine=engine)
-    if args.save:
-        about = {k: getattr(args, k) for k in ("algo", "menu", "policy", "learn", "listener_first", "budget", "seed")}
-        result["checkpoint"] = str(learners.policy_of(args.menu, about).save(args.save))
-    print(f"{args.algo} {args.policy} menu={args.menu} learn={args.learn} seed={args.seed} engine={engine}: "
-          + ", ".join(f"{p} {result[p]:.3f}" for p in EVAL_POOLS)
+        clusters = {pool: per_cluster(learners, pool, args.menu, learned) for pool in EVAL_POOLS}
+    result.update({pool: float(np.mean(list(c.values()))) for pool, c in clusters.items()}, clusters=clusters,
+                  wall_seconds=time.perf_counter() - start, cpu_seconds=time.process_time() - cpu)
+    print(f"{run}: " + ", ".join(f"{p} {result[p]:.3f}" for p in EVAL_POOLS)
           + f" after {result['episodes']} training episodes ({seconds:.0f} s training, {result['wall_seconds']:.0f} s "
           f"with evaluation)")
     return result

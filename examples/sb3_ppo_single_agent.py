@@ -61,24 +61,29 @@ def train(timesteps: int, seed: int = 0, role: str = "first", menu: str = "defau
     return model, callback.curve
 
 
-def success(model: MaskablePPO, pool: str = "heldout", role: str = "first", menu: str = "default") -> float:
-    """Greedy success over every episode of ``pool`` (``request_removed``: the request pool, its REQ removed
-    by a ``RequestRemoval`` intervention passed to each reset)."""
+def per_cluster(model: MaskablePPO, pool: str = "heldout", role: str = "first", menu: str = "default") -> dict[str, float]:
+    """Greedy success of each cluster (the mean of its role permutations) over every episode of ``pool``
+    (``request_removed``: the request pool, its REQ removed by a ``RequestRemoval`` intervention passed to
+    each reset)."""
     removed = pool == "request_removed"
     env = gencoord_env.gym_env(pool="request" if removed else pool, role=role, menu=menu, **VIEW)
     options: dict[str, Any] = {}
     if removed:
         options["interventions"] = (RequestRemoval(gencoord_env.parallel_env(backend="sim", pool="request")),)
-    episodes = len(env.unwrapped.env.episodes)
-    wins = 0.0
-    for k in range(episodes):
+    wins: dict[str, list[float]] = {}
+    for k in range(len(env.unwrapped.env.episodes)):
         obs, _ = env.reset(options={"index": k, **options})
         terminated = truncated = False
         while not (terminated or truncated):
             action, _ = model.predict(obs, deterministic=True, action_masks=env.action_masks())
             obs, reward, terminated, truncated, _ = env.step(int(action))
-        wins += reward
-    return wins / episodes
+        wins.setdefault(env.unwrapped.env.session.episode.cluster.id, []).append(float(reward))
+    return {c: float(np.mean(v)) for c, v in wins.items()}
+
+
+def success(model: MaskablePPO, pool: str = "heldout", role: str = "first", menu: str = "default") -> float:
+    """Greedy success over every episode of ``pool`` (``per_cluster``'s mean)."""
+    return float(np.mean(list(per_cluster(model, pool, role, menu).values())))
 
 
 def heldout_success(model: MaskablePPO) -> float:
@@ -97,8 +102,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     start = time.perf_counter()
     model, curve = train(BUDGETS[args.budget], args.seed, args.role, args.menu, RunLog(args.log) if args.log else None)
     seconds = time.perf_counter() - start
-    result: dict[str, Any] = {pool: success(model, pool, args.role, args.menu) for pool in EVAL_POOLS}
-    result.update(heldout_success=result["heldout"], curve=curve, seconds=seconds, steps=BUDGETS[args.budget])
+    clusters = {pool: per_cluster(model, pool, args.role, args.menu) for pool in EVAL_POOLS}
+    result: dict[str, Any] = {pool: float(np.mean(list(c.values()))) for pool, c in clusters.items()}
+    result.update(heldout_success=result["heldout"], clusters=clusters, curve=curve, seconds=seconds,
+                  steps=BUDGETS[args.budget])
     print(f"role={args.role} menu={args.menu} seed={args.seed}: held-out success {result['heldout']:.3f}, horizon "
           f"{result['horizon']:.3f}, request removed {result['request_removed']:.3f} after {BUDGETS[args.budget]} steps "
           f"({seconds:.0f} s of training)")

@@ -171,7 +171,7 @@ def test_unknown_names_suggest_the_closest(capsys: pytest.CaptureFixture[str]) -
 
 
 @pytest.mark.parametrize("argv, line", [
-    (["rolout"], "error: unknown command 'rolout'; expected one of setup, rollout, serve, doctor, replay, experiment, train "
+    (["rolout"], "error: unknown command 'rolout'; expected one of setup, rollout, serve, doctor, replay, experiment, evaluate, train "
                  "(did you mean 'rollout'?); see 'gencoord --help'"),
     (["rollout", "--pool", "heldot"], None),
     (["rollout", "--bogus"], "error: unrecognized arguments: --bogus; see 'gencoord --help'"),

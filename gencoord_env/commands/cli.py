@@ -7,7 +7,10 @@
     gencoord rollout ... --arenas 4 [--workers 2 [--ray-address HOST:6379]]   the same results, K at a time
     gencoord replay TRACE.jsonl             re-run recorded episodes and check they match
     gencoord replay --show TRACE.jsonl [--episode ID]   print one episode's runtime accounting
+    gencoord replay --html TRACE.jsonl [--episode ID] [--out PAGE.html]   one episode as an HTML page
     gencoord experiment NAME [--backend sim|minecraft] [--out DIR]
+    gencoord evaluate --first POLICY [--second POLICY] [--seeds ...] [--pool P]   a pair's success with intervals
+    gencoord evaluate --zoo NAME=POLICY ... [--seeds ...] --out DIR          cross-play of a partner zoo
     gencoord serve --port 8000 [--host 127.0.0.1] [--max-sessions 4] [--queue Q] [--idle-timeout S]
                    [--plays sender --partner rule] [--backend sim --pool heldout ...]
                                             the env as an OpenEnv server (needs the openenv extra)
@@ -39,6 +42,8 @@ DELEGATED: dict[str, tuple[str, str]] = {
     "doctor": ("gencoord_env.commands.doctor:main", "check what an episode needs, in order; each failure names its fix"),
     "replay": ("gencoord_env.commands.replay:main", "re-run a recorded episode and compare (--show: its accounting)"),
     "experiment": ("gencoord_env.commands.experiments.cli:main", "the paper's evaluations as tables and figures (experiments extra)"),
+    "evaluate": ("gencoord_env.commands.experiments.protocol:main",
+                 "a policy pair's success with intervals over clusters and seeds; cross-play over a zoo"),
     "train": ("gencoord_env.train.cli:main", "SFT data, training, transfer, learned table rows (lm extra)"),
 }
 DEBUG_FLAG = "--debug"
@@ -107,7 +112,8 @@ def policy_help() -> str:
     """What ``--policy`` accepts: the rule agents' names from the registry, or a learned checkpoint."""
     from gencoord_env.agents.registry import POLICIES
 
-    return f"a rule agent ({' | '.join(POLICIES)}) or model:PATH, a learned checkpoint (needs the lm extra)"
+    return (f"a rule agent ({' | '.join(POLICIES)}), model:PATH, a learned checkpoint (needs the lm extra), or "
+            "rl:PATH[#ACTOR], a menu learner's checkpoint (needs torch)")
 
 
 def add_scale_arguments(parser: argparse.ArgumentParser) -> None:

@@ -8,6 +8,7 @@
 | ``UnreliableChannel`` | ``deliver`` | forward, single_step | seeded drop / delay / duplicate of the REQ |
 | ``TraceRecorder`` | (none) | all | one JSONL record per finished episode (see ``gencoord_env.commands.replay``) |
 | ``EpisodeStatistics`` | (none) | all | return, length and success of each finished episode in its final infos |
+| ``OrderSequence`` | (none) | all | K orders in one episode, paid at its end (every order succeeded, or the share): credit over 2K decisions |
 
 Every intervention writes ``{"stage": "intervention", "intervention": <name>, ...}`` into the trace.
 Interventions stack, two on the same stage included: the outer one rewrites what the inner one left. A new
@@ -25,6 +26,7 @@ from gencoord_env.suggest import unknown
 from gencoord_env.wrappers.base import StageIntervention, interventions
 from gencoord_env.wrappers.counterfactual_feedback import CounterfactualFeedback
 from gencoord_env.wrappers.episode_statistics import EpisodeStatistics
+from gencoord_env.wrappers.order_sequence import OrderSequence
 from gencoord_env.wrappers.request_removal import RequestRemoval
 from gencoord_env.wrappers.request_replacement import RequestReplacement
 from gencoord_env.wrappers.trace_recorder import TraceRecorder
@@ -47,6 +49,6 @@ def apply(env: Any, specs: list[dict[str, Any]]) -> Any:
 
 
 __all__ = [
-    "INTERVENTIONS", "CounterfactualFeedback", "EpisodeStatistics", "RequestRemoval", "RequestReplacement", "StageIntervention",
+    "INTERVENTIONS", "CounterfactualFeedback", "EpisodeStatistics", "OrderSequence", "RequestRemoval", "RequestReplacement", "StageIntervention",
     "TraceRecorder", "UnreliableChannel", "apply", "interventions",
 ]

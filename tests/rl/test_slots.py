@@ -72,3 +72,42 @@ def test_a_checkpoint_plays_from_the_observation_it_learned_on(example, tmp_path
             obs, _, _, _, infos = env.step({turn: slot})
             _, _, _, _, text_infos = text_env.step({turn: texts[slot]})
         assert text_infos[turn]["outcome"] == infos[turn]["outcome"]
+
+
+def test_checkpoints_of_several_seeds_cross_play_by_name(example, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from gencoord_env.commands.experiments.protocol import Setting, cross_play, evaluate_pair
+
+    marl = example("marl_ppo")
+    for seed in (0, 1):
+        learners, _ = marl.train("ippo", "branches", updates=1, seed=seed, policy="slots", episodes=8)
+        learners.policy_of("branches", {"seed": seed}).save(tmp_path / f"run{seed}.pt")
+    spec = f"rl:{tmp_path}/run{{seed}}.pt"
+    setting = Setting("heldout", episodes=8)
+    self_play = evaluate_pair(spec, spec, setting, seeds=[0, 1])
+    assert self_play.units == ["0", "1"] and self_play.table.shape == (2, 4)
+    one_actor = make_policy(f"rl:{tmp_path}/run0.pt#agent_b")
+    assert one_actor.actor == "agent_b" and one_actor.actor_for("agent_a") == "agent_b"
+    with pytest.raises(ValueError, match="no actor 'agent_c'"):
+        make_policy(f"rl:{tmp_path}/run0.pt#agent_c")
+    with pytest.raises(FileNotFoundError, match="no menu-policy checkpoint"):
+        make_policy(f"rl:{tmp_path}/none.pt")
+    xp = cross_play([f"slots={spec}", "rule=rule"], setting, seeds=[0, 1])
+    assert xp.names == ["slots/0", "slots/1", "rule"]
+    scores = xp.scores()["slots"]
+    assert scores["cross_play"].units == ["slots/0|slots/1", "slots/1|slots/0"]
+    assert scores["with_others"].table.shape == (4, 4) and scores["self_play"].table.shape == (2, 4)
+
+
+def test_sequences_of_orders_train_on_the_pipeline_with_one_return_per_sequence(example) -> None:  # type: ignore[no-untyped-def]
+    marl = example("marl_ppo")
+    with pytest.raises(ValueError, match="--orders plays the pipeline"):
+        marl.engine_for("batched", orders=2)
+    assert marl.engine_for(None, orders=2) == "pipeline" and marl.engine_for(None) == "batched"
+    env = marl.OrderSequence(marl.EpisodeStatistics(marl.make_env("train", "branches")), 3, "mean")
+    learners = marl.Learners(env.observation_space("agent_a")["observation"].shape[0], 19, "ippo", "slots")
+    batch = marl.collect(env, learners, episodes=4)
+    returns = [round(r, 4) for b in batch.values() for r in b["ret"].tolist()]
+    assert 4 * 3 <= len(returns) <= 4 * 3 * 2  # every decision of every order (one ends at a refused first record)
+    assert set(returns) <= {0.0, 0.3333, 0.6667, 1.0} and len(env.successes) == 12  # a share; each order counted
+    _, curve = marl.train("ippo", "branches", updates=1, seed=0, policy="slots", episodes=4, orders=2)
+    assert len(curve) == 1 and 0.0 <= curve[0] <= 1.0

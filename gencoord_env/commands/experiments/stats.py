@@ -6,7 +6,11 @@ repeated seeds) is averaged within the cluster first, and intervals resample clu
 - ``bootstrap_ci``: percentile cluster bootstrap, 95%, 10,000 resamples, fixed seed (``scipy.stats.bootstrap``);
 - ``paired_bootstrap_ci``: the same on cluster-aligned differences (reference minus condition);
 - ``exact_ci``: two-sided 95% Clopper-Pearson interval for k of n (``scipy.stats.binomtest``), used for
-  pools where every cluster succeeds (a bootstrap interval of constant data says nothing).
+  pools where every cluster succeeds (a bootstrap interval of constant data says nothing);
+- ``two_way_bootstrap_ci``: a learner's success over several training seeds, where a seed (or a partner of a
+  cross-play score) is a second independent unit beside the cluster: each resample draws the seeds and the
+  clusters with replacement, independently (the percentile interval of the grand mean), so the interval
+  holds the spread between runs as well as between tasks.
 
 Seeds follow the paper: condition intervals use ``CONDITION_SEED + i`` (8901, 8902, ...) for the i-th
 condition, paired differences ``PAIRED_SEED + j`` (8911, ...) for the j-th comparison.
@@ -84,6 +88,29 @@ def exact_ci(successes: int, n: int) -> Interval | None:
     return (float(ci.low), float(ci.high))
 
 
+def two_way_bootstrap_ci(values: np.ndarray | Iterable[Iterable[float]], seed: int = CONDITION_SEED,
+                         resamples: int = RESAMPLES) -> Interval | None:
+    """Percentile interval of the mean of a (units x clusters) table (units: training seeds, or partners),
+    resampling rows and columns independently; one row is the cluster bootstrap. ``None`` for an empty table.
+
+    >>> two_way_bootstrap_ci([[1.0, 1.0], [1.0, 1.0]])
+    (1.0, 1.0)
+    """
+    table = np.asarray(values if isinstance(values, np.ndarray) else [list(r) for r in values], dtype=float)
+    if table.size == 0:
+        return None
+    if np.all(table == table.flat[0]):
+        return (float(table.flat[0]), float(table.flat[0]))
+    rows, cols = table.shape
+    rng = np.random.default_rng(seed)
+    # a resample's mean is w_rows . table . w_cols / (rows * cols), with w the draw counts of each row and column
+    w_rows = rng.multinomial(rows, np.full(rows, 1 / rows), size=resamples).astype(float)
+    w_cols = rng.multinomial(cols, np.full(cols, 1 / cols), size=resamples).astype(float)
+    means = np.einsum("rs,sc,rc->r", w_rows, table, w_cols) / (rows * cols)
+    low, high = np.percentile(means, [50 * (1 - CONFIDENCE), 50 * (1 + CONFIDENCE)])
+    return (float(low), float(high))
+
+
 def percentile(values: Iterable[float], q: float) -> float | None:
     """The ``q``-th percentile (linear interpolation), ``None`` for no values."""
     data = list(values)
@@ -92,5 +119,5 @@ def percentile(values: Iterable[float], q: float) -> float | None:
 
 __all__ = [
     "CONDITION_SEED", "CONFIDENCE", "PAIRED_SEED", "RESAMPLES", "bootstrap_ci", "cluster_means", "exact_ci",
-    "paired_bootstrap_ci", "paired_differences", "percentile",
+    "paired_bootstrap_ci", "paired_differences", "percentile", "two_way_bootstrap_ci",
 ]
