@@ -6,8 +6,8 @@ The env's menu observation (``actions="menu"``, ``observations="bag"``) carries,
 and the action mask, ``menu_labels``: the token ids of each usable slot's label (``branch=SITE_B self=1``;
 ``gencoord_env.envs.gencoord.menu``). ``SlotNet`` embeds a label's grammar words (``branch``, ``self``,
 ``task``, digits, ...) and gives every other word (a branch id) one shared embedding plus how often that
-word occurs in the agent's local text outside the menu block: the private fact for the sender, the
-request's content for the receiver. Relabelling the branches of a template permutes the slots' scores and
+word occurs in the agent's local text (the bag's first half, which leaves the menu out): the private fact
+for the sender, the request's content for the receiver. Relabelling the branches of a template permutes the slots' scores and
 nothing else, so the only way to tell the branches apart is to read the fact or the message: a pair of
 learners cannot settle on "always the first slot" or "always SITE_A", the 0.5 convention that bag MLPs
 lock into on ``menu="branches"``.
@@ -68,13 +68,10 @@ class SlotNet(nn.Module):
         """(B, N, width): each slot's label read against the local text."""
         local = bag[:, : self.vocab_size]
         b, n, length = labels.shape
-        flat = labels.reshape(b, n * length)
-        used = (flat != 0).to(local.dtype)  # the package tokenizer pads with id 0
-        in_menu = torch.zeros_like(local).scatter_add_(1, flat, used)  # each word's count in the labels
-        outside = (local.gather(1, flat) - in_menu.gather(1, flat)).clamp(min=0).reshape(b, n, length)
+        said = local.gather(1, labels.reshape(b, n * length)).reshape(b, n, length)  # each label word in the local text
         kind = self.kind[labels]
         names = (kind == _NAME).to(local.dtype)
-        tokens = self.embed(kind) + self.position + self.match(torch.log1p(outside * names).unsqueeze(-1))
+        tokens = self.embed(kind) + self.position + self.match(torch.log1p(said * names).unsqueeze(-1))
         return (tokens * (kind != _PAD).unsqueeze(-1).to(local.dtype)).sum(2)
 
     def forward(self, bag: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -142,8 +139,8 @@ class MenuPolicy:
     def observe(self, context: Context) -> tuple[dict[str, np.ndarray], tuple[str | None, ...]]:
         """(the menu observation of ``context`` as the env builds it, the records of its slots as text)."""
         menu = self.interface.menu(context)
-        parts = with_menu(render_parts(context), menu)
-        return self.interface.observe("\n".join(parts), menu, context, parts), menu.texts
+        parts = render_parts(context)
+        return self.interface.observe("\n".join(with_menu(parts, menu)), menu, context, parts), menu.texts
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         return self.act_batch([observation], [info])[0]

@@ -1,6 +1,6 @@
 """A menu slot is its record sent as text: the same step, outcome, infos and trace; the menu's observation
-is the text one with a ``MENU`` line for each usable slot; token and bag observations are those of the
-rendered text; what the env memoizes never leaks into what it returns."""
+is the text one with a ``MENU`` line for each usable slot; token observations are those of the rendered
+text, bags those of the text without the menu; what the env memoizes never leaks into what it returns."""
 from __future__ import annotations
 
 import dataclasses
@@ -90,13 +90,12 @@ def test_token_and_bag_observations_are_those_of_the_rendered_text(route: str) -
                 assert len(ids) < 2048 and t_obs[a]["observation_mask"].sum() == len(ids)
                 assert t_obs[a]["observation"][: len(ids)].tolist() == ids and not t_obs[a]["observation"][len(ids):].any()
                 context = b_infos[a].get("context")
-                if context is not None and context.peer_view is None:  # the prior is counted apart, the menu not
+                if context is not None and context.peer_view is None:  # the prior is counted apart, the menu not at all
                     local, prior = "\n".join(render_parts(context)[:3]), context.prior.text
                     assert seen.startswith(local) and prior in seen
-                    local = seen[: seen.index(prior) - 1]
-                    assert local.split("\n")[-1].startswith("MENU ")  # the menu block, between messages and prior
-                else:
-                    local, prior = seen, ""
+                    assert seen[len(local) + 1: seen.index(prior) - 1].startswith("MENU 0 empty")  # between them
+                else:  # a centralized planner's uploads are local words too; the menu is not counted
+                    local, prior = "\n".join(x for x in seen.split("\n") if not x.startswith("MENU ")), ""
                 expected = np.concatenate([np.bincount(tok.encode(local), minlength=v), np.bincount(tok.encode(prior), minlength=v)])
                 assert b_obs[a]["observation"].dtype == np.float32 and (b_obs[a]["observation"] == expected).all()
             turn = _deciding(t_infos)

@@ -433,9 +433,8 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         interface = self.interface
         self._menu = interface.menu(self._context) if interface.actions == "menu" else WAITING
         parts = render_parts(self._context) if self._context is not None else None  # render(), in blocks
-        if parts is not None and interface.actions == "menu":
-            parts = with_menu(parts, self._menu)
-        deciding_text = "\n".join(parts) if parts is not None else None
+        shown = with_menu(parts, self._menu) if parts is not None and interface.actions == "menu" else parts
+        deciding_text = "\n".join(shown) if shown is not None else None
         self._last_text = {a: deciding_text if deciding_text is not None and a == s.turn else s.observation(a)
                            for a in s.episode.agents}
         if self._context is not None:

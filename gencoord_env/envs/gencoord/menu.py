@@ -31,9 +31,9 @@ Labels. Each usable slot also has a label, in the public terms of the agent's vi
 ``branch=<id>+<id>``), ``branch=<id> self=<k>`` (a joint record whose SELF takes the first k tasks of that
 branch's joint path), ``branch=<id> task=<i>`` (a single-step task, the i-th of the agent's path). The
 deciding agent's observation carries them (``interface``: a ``MENU <slot> <label>`` line per usable slot in
-its text, between the messages and the prior, so also in its token ids and bag of words; with a tokenizer,
-``menu_labels``, each slot's label as token ids), so a learner can tell which slot holds which branch
-without ``infos["candidates"]``. A label is a function of the menu's key (the prior, stage, route, history
+its text, between the messages and the prior, so also in its token ids; with a tokenizer, ``menu_labels``,
+each slot's label as token ids, which is where a bag learner reads them), so a learner can tell which slot
+holds which branch without ``infos["candidates"]``. A label is a function of the menu's key (the prior, stage, route, history
 and requests: ``menu_key``) and never of the private field, so it is the same for every binding behind
 one observation (``tests/tasks/test_paired_views.py``): it names branches the codebook already lists and
 says which slot holds each; which branch is *true* stays with the fact's holder and the request.
