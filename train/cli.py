@@ -23,6 +23,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -327,11 +328,16 @@ def transfer_main(argv: Sequence[str] | None = None) -> int:
                              ("tokenizer-rows", int), ("pretrain-steps", int), ("protocol-steps", int), ("finetune-steps", int),
                              ("decision-weight", float), ("code-renaming", float), ("pretrain-code-renaming", float),
                              ("monitor-every", int)))
+    p.add_argument("--nondeterministic", action="store_true",
+                   help="train on the fused (nondeterministic) kernels: faster on a GPU, a rerun of a seed can end "
+                        "elsewhere; default: deterministic kernels")
     p.add_argument("--summarize-only", action="store_true",
                    help="rebuild the summary from OUT/inputs.json and OUT/lanes/ (e.g. of a run cut short); trains nothing")
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args(argv)
     budget = with_overrides(BUDGETS[a.budget], a)
+    if a.nondeterministic:
+        budget = dataclasses.replace(budget, deterministic=False)
     config = TransferConfig(out=a.out, seeds=tuple(a.seeds), budget=budget, backends=tuple(a.backends), pools=tuple(a.pools),
                             work=a.work, device=a.device, jobs=a.jobs, data_workers=a.data_workers, progress=not a.quiet,
                             chains=tuple(a.chains))

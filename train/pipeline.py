@@ -138,6 +138,7 @@ class Recipe:
     request_removal: float = 0.0  # the share of receiver samples shown without their request (train.removal)
     monitor_every: int = 0  # decision-token accuracy on a fixed sample every this many updates (0: at the end)
     resume_every: int = 0  # the run's resumable state every this many updates (not part of any key)
+    deterministic: bool = True  # deterministic kernels (sft.SFTConfig.deterministic); part of the key only when off
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,8 @@ class RunSpec:
         d = dataclasses.asdict(self)
         d["init"] = {"kind": type(self.init).__name__, **d["init"]}
         d["recipe"].pop("resume_every")
+        if d["recipe"]["deterministic"]:  # the default since keys existed: a run's key stays what it was
+            d["recipe"].pop("deterministic")
         for k in ("plays", "max_new_tokens", "name"):
             d.pop(k)
         return d
@@ -355,7 +358,7 @@ def sft_config(lane: Lane, run: RunSpec, base: str | None) -> SFTConfig:
         max_length=r.max_length, seed=lane.seed, device=lane.device, progress=False, log_every=50,
         subword_dropout=r.subword_dropout, subword_dropout_rows=r.subword_dropout_rows, decision_weight=r.decision_weight,
         code_renaming=r.code_renaming, request_removal=r.request_removal, monitor_every=r.monitor_every,
-        resume_every=r.resume_every,
+        resume_every=r.resume_every, deterministic=r.deterministic,
     )
 
 

@@ -147,6 +147,7 @@ class Budget:
     monitor_every: int = 100  # decision-token accuracy on a fixed sample every this many updates
     decode_check: bool = True  # replay heldout with transformers' generate and count differing decisions
     resume_every: int = 0  # each run's resumable state every this many updates (sft; 0: none)
+    deterministic: bool = True  # deterministic kernels in every run (False: --nondeterministic, faster on a GPU)
 
 
 #: ``full``: hidden 256 x 6 layers (about 6M parameters with the ~2k-token vocabulary): deep enough to
@@ -246,7 +247,7 @@ def runs(config: TransferConfig, backend: str, chain: str) -> tuple[RunSpec, ...
     paper, procedural = BACKENDS[backend]
     scratch = Scratch(b.arch, b.vocab_size, b.hidden_size, b.num_layers)  # type: ignore[arg-type]
     common = dict(max_length=b.max_length, decision_weight=b.decision_weight, monitor_every=b.monitor_every,
-                  resume_every=b.resume_every)
+                  resume_every=b.resume_every, deterministic=b.deterministic)
     paper_rows = dict(micro_batch=b.micro_batch, grad_accum=b.grad_accum, code_renaming=b.code_renaming, **common)
     spec = {
         "protocol_only": RunSpec("protocol_only", paper, scratch, Recipe(

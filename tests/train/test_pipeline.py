@@ -82,3 +82,30 @@ def test_transfer_is_a_protocol_lane_and_a_pretrain_then_fine_tune_lane_per_seed
     assert names[:4] == ["train", "heldout", "heldout/sender", "heldout/receiver"] and "heldout/generate" in names
     assert "heldout/generate" not in [p.name for p in pre.plays]  # only the arms trained on the paper's rows
     assert Path(lanes["1/direct/protocol"].results) == tmp_path / "lanes"
+
+
+def test_nondeterministic_kernels_reach_every_run_and_part_its_key_from_the_default(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gencoord_env.train.transfer_report as report
+    from gencoord_env.train.cli import transfer_main
+    from gencoord_env.train.pipeline import sft_config
+
+    run = RunSpec("direct", "forward", Scratch(hidden_size=32), Recipe(steps=4))
+    fused = dataclasses.replace(run, recipe=Recipe(steps=4, deterministic=False))
+    lane = _lane(run)
+    assert lane.run_key(run) != _lane(fused).run_key(fused)  # results may differ, so cached weights may not be reused
+    assert sft_config(lane, run, None).deterministic and not sft_config(_lane(fused), fused, None).deterministic
+    # the CLI flag reaches every run of every lane of the transfer experiment
+    seen: list[transfer.TransferConfig] = []
+
+    def capture(config: transfer.TransferConfig, argv: object) -> dict[str, object]:
+        seen.append(config)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(report, "run", capture)
+    for flag in ([], ["--nondeterministic"]):
+        with pytest.raises(SystemExit):
+            transfer_main(["--out", str(tmp_path), "--seeds", "1", *flag])
+    default, fast = (transfer.lanes_for(c, INPUTS) for c in seen)
+    assert all(r.recipe.deterministic for lane in default for r in lane.runs)
+    assert not any(r.recipe.deterministic for lane in fast for r in lane.runs)
