@@ -11,7 +11,9 @@ the same machine), and the protocol's bookkeeping.
 
     python benchmarks/serve_throughput.py [--sessions 1 64 2048] [--episodes-per-session 2] [--pool heldout]
 
-The load average (``os.getloadavg``) is printed before and after: on a shared machine it says how much of
+Columns beside the rates: the server process's CPU milliseconds per request while the sessions played, the
+in-process wall milliseconds per request, and the server's CPU seconds while the sessions opened (an env
+each), which the rates leave out. The load average (``os.getloadavg``) is printed before and after: on a shared machine it says how much of
 the CPU others took.
 """
 from __future__ import annotations
@@ -69,13 +71,16 @@ def local(plan: list[list[Episode]], pool: str) -> tuple[float, int, list[list[A
     return time.perf_counter() - t0, requests, out
 
 
-async def remote(url: str, plan: list[list[Episode]]) -> tuple[float, int, list[list[Any]]]:
-    """Every session at once, one OpenEnv client each; (seconds, requests, transcripts)."""
+async def remote(url: str, plan: list[list[Episode]], server_pid: int) -> tuple[float, int, list[list[Any]], float, float]:
+    """Every session at once, one OpenEnv client each; (seconds, requests, transcripts, the server's CPU seconds
+    while the sessions opened, and while they played)."""
     from openenv.core import GenericEnvClient
 
     clients = [GenericEnvClient(base_url=url, message_timeout_s=600, connect_timeout_s=600) for _ in plan]
-    for i in range(0, len(clients), 64):  # connect (a session each) before the clock starts
+    cpu0 = cpu_seconds(server_pid)
+    for i in range(0, len(clients), 64):  # connect (a session each, its env made) before the clock starts
         await asyncio.gather(*(c.connect() for c in clients[i:i + 64]))
+    cpu1 = cpu_seconds(server_pid)
 
     async def session(client: Any, episodes: list[Episode]) -> list[Any]:
         mine = []
@@ -89,8 +94,9 @@ async def remote(url: str, plan: list[list[Episode]]) -> tuple[float, int, list[
     t0 = time.perf_counter()
     out = await asyncio.gather(*(session(c, e) for c, e in zip(clients, plan)))
     seconds = time.perf_counter() - t0
+    cpu2 = cpu_seconds(server_pid)
     await asyncio.gather(*(c.close() for c in clients))
-    return seconds, sum(1 + len(a) for episodes in plan for _, a in episodes), list(out)
+    return seconds, sum(1 + len(a) for episodes in plan for _, a in episodes), list(out), cpu1 - cpu0, cpu2 - cpu1
 
 
 def start(pool: str, sessions: int) -> tuple[subprocess.Popen[bytes], str]:
@@ -129,15 +135,13 @@ def main() -> None:
     print(f"serve_throughput: {args.pool} on the sim, rule actions, {args.episodes_per_session} episodes per session, "
           f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"{'sessions':>8}  {'requests':>8}  {'server req/s':>12}  {'in-process req/s':>16}  {'server/in-process':>17}  "
-          f"{'server CPU-s':>12}")
+          f"{'server CPU ms/request':>21}  {'in-process ms/request':>21}  {'server CPU-s opening':>20}")
     for n in args.sessions:
         plan = [[episodes[(s * args.episodes_per_session + e) % len(episodes)] for e in range(args.episodes_per_session)]
                 for s in range(n)]
         server, url = start(args.pool, n)
         try:
-            cpu0 = cpu_seconds(server.pid)
-            seconds, requests, got = asyncio.run(remote(url, plan))
-            cpu = cpu_seconds(server.pid) - cpu0
+            seconds, requests, got, opening, cpu = asyncio.run(remote(url, plan, server.pid))
         finally:
             server.terminate()
             server.wait(timeout=60)
@@ -147,7 +151,8 @@ def main() -> None:
         if bad:
             raise SystemExit(f"{len(bad)} of {n} sessions played otherwise than in-process (the first: session {bad[0]})")
         r, lr = requests / seconds, local_requests / local_seconds
-        print(f"{n:>8}  {requests:>8}  {r:>12.0f}  {lr:>16.0f}  {r / lr:>17.2f}  {cpu:>12.1f}")
+        print(f"{n:>8}  {requests:>8}  {r:>12.0f}  {lr:>16.0f}  {r / lr:>17.2f}  {1e3 * cpu / requests:>21.2f}  "
+              f"{1e3 * local_seconds / local_requests:>21.2f}  {opening:>20.1f}")
     load = os.getloadavg()
     print(f"every session's episodes equal in-process play; load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
