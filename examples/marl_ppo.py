@@ -185,28 +185,30 @@ def success(learners: Learners, pool: str, menu: str, learned: tuple[int, ...] =
 class Tables:
     """The learners' inputs on the batched engine: the tree's observation rows (bag, menu labels) and the
     critic's features (log of the bag, of the state with mappo) as tensors, each row converted once and the
-    tensors extended as the tree meets new observations."""
+    tensors extended as the tree meets new observations. Each form of a part (the bag as counts for the actors,
+    as the log of the counts for ippo's critics) keeps tensors of its own."""
 
     def __init__(self, engine: BatchedEngine) -> None:
         self.engine = engine
-        self.parts: dict[tuple[str, str], torch.Tensor] = {}
+        self.parts: dict[tuple[str, str, str], torch.Tensor] = {}
 
-    def _rows(self, part: str, rows: str, convert: Callable[[np.ndarray], torch.Tensor], index: np.ndarray) -> torch.Tensor:
+    def _rows(self, form: str, part: str, rows: str, convert: Callable[[np.ndarray], torch.Tensor],
+              index: np.ndarray) -> torch.Tensor:
         table = self.engine.table(part, rows)
-        have = self.parts.get((part, rows))
+        have = self.parts.get((form, part, rows))
         if have is None or len(have) != len(table):  # only the new rows: the old ones do not change
             new = convert(np.array(table[0 if have is None else len(have):]))
-            have = self.parts[(part, rows)] = new if have is None else torch.cat([have, new])
+            have = self.parts[(form, part, rows)] = new if have is None else torch.cat([have, new])
         return have[torch.as_tensor(index, dtype=torch.long)]
 
     def actor(self, index: np.ndarray, mask: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(bag, labels, mask) of observation rows ``index``, as ``slots.batch`` gives them."""
-        bag = self._rows("observation", "observations", lambda a: torch.as_tensor(a, dtype=torch.float32), index)
-        labels = self._rows("menu_labels", "observations", lambda a: torch.as_tensor(a, dtype=torch.long), index)
+        bag = self._rows("counts", "observation", "observations", lambda a: torch.as_tensor(a, dtype=torch.float32), index)
+        labels = self._rows("ids", "menu_labels", "observations", lambda a: torch.as_tensor(a, dtype=torch.long), index)
         return bag, labels, torch.as_tensor(mask)
 
     def critic(self, index: np.ndarray, rows: str = "observations") -> torch.Tensor:
-        return self._rows("observation", rows, features, index)
+        return self._rows("features", "observation", rows, features, index)
 
 
 def collect_batched(engine: BatchedEngine, learners: Learners, tables: Tables | None = None, greedy: bool = False,

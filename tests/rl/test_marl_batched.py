@@ -46,3 +46,15 @@ def test_a_rule_partner_on_the_batched_engine_is_the_pipelines(example) -> None:
     learned = marl.LEARN["second"]
     assert marl.success_batched(learners, "heldout", "branches", learned, every=3) == pytest.approx(
         marl.success(learners, "heldout", "branches", learned, every=3))
+
+
+def test_ippo_critics_read_the_log_of_the_bag_the_actors_read(example) -> None:  # type: ignore[no-untyped-def]
+    """On the batched engine as in the pipeline's collection (``features``): the critic's input is the log of the
+    counts the actor reads, every decision."""
+    marl = example("marl_ppo")
+    tree = marl.shared_tree(pool="train", menu="default", observations="bag", state=True)
+    space = tree.env.observation_space("agent_a")
+    learners = marl.Learners(space["observation"].shape[0], space["action_mask"].shape[0], "ippo")
+    batched, _ = marl.collect_batched(marl.BatchedEngine(tree, 32, seed=0, autoreset=False), learners)
+    for agent, b in batched.items():
+        assert torch.equal(b["critic_x"], marl.features(b["bag"].numpy())), agent
