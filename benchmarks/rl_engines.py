@@ -18,13 +18,11 @@ success of the two engines is the same when their intervals overlap (the same le
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import platform
-import sys
+import runpy
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -36,29 +34,45 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ENGINES = ("pipeline", "batched")
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"gencoord_examples_{name}", EXAMPLES / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def machine() -> str:
     return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
             f"numpy {np.__version__}")
 
 
+def report(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
+    """The table: per baseline and engine, held-out success with its interval, seconds and ratios."""
+    print(f"\n{'baseline':16s} {'engine':9s} {'held-out (95% interval)':>26s} {'wall s':>8s} {'CPU s':>8s} "
+          f"{'wall ratio':>10s} {'CPU ratio':>9s}  same success")
+    totals = {e: {"wall": 0.0, "cpu": 0.0} for e in ENGINES}
+    for name, by_engine in runs.items():
+        sums = {e: {k: sum(r[k] for r in rs) for k in ("wall", "cpu")} for e, rs in by_engine.items()}
+        clusters = sorted(by_engine["pipeline"][0]["clusters"])
+        spans = {e: two_way_bootstrap_ci([[r["clusters"][c] for c in clusters] for r in rs]) for e, rs in by_engine.items()}
+        for engine, rs in by_engine.items():
+            (low, high), other = spans[engine], spans["pipeline"]
+            line = (f"{name:16s} {engine:9s} {np.mean([r['heldout'] for r in rs]):8.3f} ({low:.3f}-{high:.3f})"
+                    f"{'':3s} {sums[engine]['wall']:8.1f} {sums[engine]['cpu']:8.1f}")
+            if engine == "batched":
+                line += (f" {sums['pipeline']['wall'] / sums[engine]['wall']:9.1f}x "
+                         f"{sums['pipeline']['cpu'] / sums[engine]['cpu']:8.1f}x  "
+                         + ("yes (the intervals overlap)" if low <= other[1] and other[0] <= high else "no"))
+            print(line)
+            for k in ("wall", "cpu"):
+                totals[engine][k] += sums[engine][k]
+    print(f"{'all':16s} {'':9s} {'':26s} wall {totals['pipeline']['wall']:.0f} s (pipeline) / "
+          f"{totals['batched']['wall']:.0f} s (batched) = {totals['pipeline']['wall'] / totals['batched']['wall']:.1f}x; "
+          f"CPU {totals['pipeline']['cpu'] / totals['batched']['cpu']:.1f}x")
+
+
 def main(argv: list[str] | None = None) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    baselines = _load("baselines")
-    parallel = sorted(name for name, (script, _) in baselines.BASELINES.items() if script == "marl_ppo")
+    baselines = runpy.run_path(str(EXAMPLES / "baselines.py"))  # its table of runs and its loader of the examples
+    parallel = sorted(name for name, (script, _) in baselines["BASELINES"].items() if script == "marl_ppo")
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", nargs="+", choices=parallel, default=["ippo_default", "mappo_default"])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--budget", default="small", help="marl_ppo.py's --budget (tiny: 3 updates, small: 30, full: 60)")
     args = ap.parse_args(argv)
-    marl = _load("marl_ppo")
+    marl = baselines["_script"]("marl_ppo")
     if args.budget not in marl.BUDGETS:
         ap.error(f"--budget must be one of {sorted(marl.BUDGETS)}, got {args.budget!r}")
     caches.clear()  # the batched runs build their trees in this run
@@ -67,7 +81,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, list[dict[str, An
     print(f"machine: {machine()}; load average at start {os.getloadavg()[0]:.2f}")
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {name: {e: [] for e in ENGINES} for name in args.only}
     for name in args.only:
-        extra = [a for a in baselines.BASELINES[name][1] if a != "--engine"]
+        extra = [a for a in baselines["BASELINES"][name][1] if a != "--engine"]
         for seed in args.seeds:
             for engine in ENGINES:
                 start, cpu = time.perf_counter(), time.process_time()
@@ -75,24 +89,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, list[dict[str, An
                 runs[name][engine].append({"seed": seed, "heldout": result["heldout"],
                                            "clusters": result["clusters"]["heldout"],
                                            "wall": time.perf_counter() - start, "cpu": time.process_time() - cpu})
-    print(f"\n{'baseline':16s} {'engine':9s} {'held-out (95% interval)':>26s} {'wall s':>8s} {'CPU s':>8s} "
-          f"{'wall ratio':>10s} {'CPU ratio':>9s}")
-    totals = {e: {"wall": 0.0, "cpu": 0.0} for e in ENGINES}
-    for name, by_engine in runs.items():
-        sums = {e: {k: sum(r[k] for r in rs) for k in ("wall", "cpu")} for e, rs in by_engine.items()}
-        for engine, rs in by_engine.items():
-            clusters = sorted(rs[0]["clusters"])
-            low, high = two_way_bootstrap_ci([[r["clusters"][c] for c in clusters] for r in rs]) or (np.nan, np.nan)
-            ratio = ({k: sums["pipeline"][k] / sums["batched"][k] for k in ("wall", "cpu")} if engine == "batched"
-                     else None)
-            print(f"{name:16s} {engine:9s} {np.mean([r['heldout'] for r in rs]):8.3f} ({low:.3f}-{high:.3f})"
-                  f"{'':3s} {sums[engine]['wall']:8.1f} {sums[engine]['cpu']:8.1f} "
-                  + (f"{ratio['wall']:9.1f}x {ratio['cpu']:8.1f}x" if ratio else ""))
-            for k in ("wall", "cpu"):
-                totals[engine][k] += sums[engine][k]
-    print(f"{'all':16s} {'':9s} {'':26s} wall {totals['pipeline']['wall']:.0f} s (pipeline) / "
-          f"{totals['batched']['wall']:.0f} s (batched) = {totals['pipeline']['wall'] / totals['batched']['wall']:.1f}x; "
-          f"CPU {totals['pipeline']['cpu'] / totals['batched']['cpu']:.1f}x")
+    report(runs)
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
     print("target: the baselines >= 10x faster wall time to the same held-out success")
     return runs
