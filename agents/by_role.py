@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gencoord_env.agents.base import Policy
+from gencoord_env.errors import UsageError
 from gencoord_env.suggest import unknown
 
 __all__ = ["ByRole"]
@@ -29,7 +30,7 @@ class ByRole:
 
     def __init__(self, policies: Mapping[str, Policy], default: Policy | None = None) -> None:
         if not policies:
-            raise ValueError("ByRole needs a policy for at least one role")
+            raise UsageError("ByRole needs a policy for at least one role")
         self.policies = dict(policies)
         self.default = default
         self.last_records: list[Any] | None = None
@@ -51,7 +52,7 @@ class ByRole:
         if role in self.policies:
             return self.policies[role]
         if self.default is None:
-            raise ValueError(unknown("role", role, sorted(self.policies)) + "; give ByRole a default policy for the others")
+            raise UsageError(unknown("role", role, sorted(self.policies)) + "; give ByRole a default policy for the others")
         return self.default
 
     def act(self, observation: str, info: dict[str, Any]) -> str:

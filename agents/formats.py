@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from gencoord_env import dsl
+from gencoord_env.errors import UnknownName, UsageError
 from gencoord_env.lifecycle import DecisionStage
-from gencoord_env.suggest import unknown
 from gencoord_env.tasks.context_view import compose, roles
 from gencoord_env.tasks.contexts import Context
 from gencoord_env.types import PeerRequest, Proposal
@@ -66,7 +66,7 @@ _XML_FUNCTION = re.compile(r"^<function=([^\n>]+)>\s*(.*?)\s*</function>$", re.S
 _XML_PARAMETER = re.compile(r"<parameter=([^>\n]+)>\n?(.*?)\n?</parameter>", re.S)
 
 
-class FormatMismatchError(ValueError):
+class FormatMismatchError(UsageError):
     """A checkpoint asked to play in another output format than the one it was trained in."""
 
 
@@ -162,7 +162,7 @@ def _played(stage: str, binding: str, action: str) -> str:
 
 def _field_and_code(stage: str, binding: str, action: str) -> str:
     if stage not in CODE_FIELDS:
-        raise ValueError(f"Factor-Code has no field for stage {stage!r}; it writes {dict(CODE_FIELDS)}")
+        raise UsageError(f"Factor-Code has no field for stage {stage!r}; it writes {dict(CODE_FIELDS)}")
     return f"{CODE_FIELDS[stage]}={binding}"
 
 
@@ -199,7 +199,7 @@ class OutputFormat:
     def rename(self, text: str, names: Mapping[str, str]) -> str:
         """``text`` (a prompt or target of this format) with its codes renamed by ``names``."""
         if not self.renames:
-            raise ValueError(f"the {self.name} format ({self.title}) names no code renaming can swap")
+            raise UsageError(f"the {self.name} format ({self.title}) names no code renaming can swap")
         return rename_words(text, names)
 
 
@@ -219,7 +219,7 @@ def output_format(name: str | OutputFormat) -> OutputFormat:
     if isinstance(name, OutputFormat):
         return name
     if name not in FORMATS:
-        raise ValueError(unknown("output format", name, FORMATS))
+        raise UnknownName("output format", name, FORMATS)
     return FORMATS[name]
 
 

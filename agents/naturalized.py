@@ -30,7 +30,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from gencoord_env.caches import cache
-from typing import Any
 
 from gencoord_env.tasks.context_view import codebook
 from gencoord_env.agents.rules import NO_PLAN, RuleMinimalRequest

@@ -14,7 +14,7 @@ from importlib import import_module
 from typing import Any
 
 from gencoord_env.agents.base import RulePolicy
-from gencoord_env.suggest import unknown
+from gencoord_env.errors import UnknownName, UsageError
 
 #: name -> (module, class, fixed keyword arguments)
 POLICIES: dict[str, tuple[str, str, dict[str, Any]]] = {
@@ -33,7 +33,7 @@ POLICIES: dict[str, tuple[str, str, dict[str, Any]]] = {
 
 def policy_class(name: str) -> Callable[..., RulePolicy]:
     if name not in POLICIES:
-        raise ValueError(unknown("policy", name, sorted(POLICIES)))
+        raise UnknownName("policy", name, sorted(POLICIES))
     module, cls, _ = POLICIES[name]
     try:
         return getattr(import_module(f"gencoord_env.agents.{module}"), cls)  # type: ignore[no-any-return]
@@ -55,7 +55,7 @@ def learned_checkpoint(name: str) -> str | None:
         return None
     path = name[len(LEARNED):]
     if not path:
-        raise ValueError(f"{name!r} names no checkpoint; expected {LEARNED}PATH, a checkpoint directory or hub id")
+        raise UsageError(f"{name!r} names no checkpoint; expected {LEARNED}PATH, a checkpoint directory or hub id")
     return path
 
 
@@ -77,7 +77,7 @@ def make_policy(name: str, **kwargs: Any) -> Any:
     if name.startswith(MENU_LEARNER):
         path, _, actor = name[len(MENU_LEARNER):].partition("#")
         if not path:
-            raise ValueError(f"{name!r} names no checkpoint; expected {MENU_LEARNER}PATH or {MENU_LEARNER}PATH#ACTOR")
+            raise UsageError(f"{name!r} names no checkpoint; expected {MENU_LEARNER}PATH or {MENU_LEARNER}PATH#ACTOR")
         from gencoord_env.agents.slots import MenuPolicy  # torch: the rl extra
 
         return MenuPolicy.load(path, actor or None, **kwargs)

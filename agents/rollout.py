@@ -18,7 +18,8 @@ def run_episode(env: Any, policy: Policy, index: int | None = None, seed: int | 
         actions = {a: "" for a in env.agents}
         actions[turn] = policy.act(obs[turn], infos[turn])
         obs, _, _, _, infos = env.step(actions)
-    return infos[env.possible_agents[0]]
+    final: dict[str, Any] = infos[env.possible_agents[0]]
+    return final
 
 
 def summarize(results: Iterable[dict[str, Any]]) -> dict[str, Any]:

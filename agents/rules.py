@@ -49,7 +49,7 @@ def _joint_branch(ctx: Context, binding: str, peer: str) -> str:
     if text is None:
         first, second = roles(ctx)
         text = _SAID.put(key, _joint(*compose(ctx, binding, first, second), peer))
-    return text  # type: ignore[no-any-return]
+    return text
 
 
 def _self_only(path: tuple[Task, ...]) -> str:
@@ -127,9 +127,10 @@ class RuleMinimalRequest(RulePolicy):
         requests = delivered(ctx)
         for m in requests:
             known += [b for t in m.request.requested_plan if isinstance(b := t.args.get("bind"), str)]
-        for m in ctx.messages:  # a peer's COUNTER names the branch of its edge; ACCEPT keeps the first one
-            if isinstance(m, ResponseMessage) and m.response.decision == "COUNTER" and m.response.counter_offer_id:
-                known.append(m.response.counter_offer_id)
+        for message in ctx.messages:  # a peer's COUNTER names the branch of its edge; ACCEPT keeps the first one
+            if isinstance(message, ResponseMessage) and message.response.decision == "COUNTER" \
+                    and message.response.counter_offer_id:
+                known.append(message.response.counter_offer_id)
         joint = ctx.stage in JOINT_STAGES
         needed = set(range(len(shape.factors))) if joint else shape.known(ctx.role)
         selected: set[str] = set()

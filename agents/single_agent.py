@@ -32,6 +32,7 @@ from gencoord_env.agents.base import Policy
 from gencoord_env.agents.registry import make_policy
 from gencoord_env.envs.gencoord.gencoord import raw_env
 from gencoord_env.envs.gencoord.routes import ROUTES, second_role_decides
+from gencoord_env.errors import UsageError
 
 ROLES: tuple[str, ...] = ("first", "second")
 _ROLE_INDEX = {"first": 0, "second": 1}
@@ -46,16 +47,16 @@ class GenCoordGym(gymnasium.Env):
     def __init__(self, role: str | int = "first", partner: str | Policy = "rule", **env_kwargs: Any) -> None:
         self.infos_mode = env_kwargs.pop("infos", "full")
         if self.infos_mode not in ("full", "numbers"):
-            raise ValueError(f"unknown infos {self.infos_mode!r}; expected one of ['full', 'numbers']")
+            raise UsageError(f"unknown infos {self.infos_mode!r}; expected one of ['full', 'numbers']")
         self.env = raw_env(infos="full", **env_kwargs)  # the partner reads the full infos (its context)
         n = len(self.env.possible_agents)
         index = _ROLE_INDEX.get(role) if isinstance(role, str) else role
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
-            raise ValueError(f"unknown role {role!r}; expected one of {list(ROLES)}"
+            raise UsageError(f"unknown role {role!r}; expected one of {list(ROLES)}"
                              + (f" or a role index 0 .. {n - 1} of this team pool" if n > 2 else ""))
         if index > 0 and self.env.route in FIRST_ONLY:
             who = "the second role" if index == 1 else f"role {role!r}"
-            raise ValueError(f"on route {self.env.route!r} {who} never decides (only the first does); play role='first'")
+            raise UsageError(f"on route {self.env.route!r} {who} never decides (only the first does); play role='first'")
         self.role = role
         self.role_index = index
         self.partner: Policy = make_policy(partner) if isinstance(partner, str) else partner
@@ -122,7 +123,7 @@ class GenCoordGym(gymnasium.Env):
         """The current decision's valid menu slots as booleans (``actions="menu"`` only): the method
         sb3-contrib's ``MaskablePPO`` calls, equal to the observation's ``action_mask``."""
         if self.env.interface.actions != "menu":
-            raise ValueError("action_masks() needs actions='menu' (a menu of records); this env has "
+            raise UsageError("action_masks() needs actions='menu' (a menu of records); this env has "
                              f"actions={self.env.interface.actions!r}")
         return self._obs[self._me]["action_mask"].astype(bool)
 

@@ -34,6 +34,7 @@ from torch import nn
 
 from gencoord_env.envs.gencoord.interface import LABEL_TOKENS, Interface, with_menu
 from gencoord_env.envs.gencoord.surfaces import SURFACES
+from gencoord_env.errors import DataError, UsageError
 from gencoord_env.tasks.contexts import Context, render_parts
 from gencoord_env.tokens import WordTokenizer
 
@@ -51,7 +52,7 @@ class SlotNet(nn.Module):
         super().__init__()
         tok = WordTokenizer.default()
         if tok.vocab_size != vocab_size:
-            raise ValueError(f"vocab_size {vocab_size} is not the package tokenizer's ({tok.vocab_size})")
+            raise UsageError(f"vocab_size {vocab_size} is not the package tokenizer's ({tok.vocab_size})")
         self.vocab_size, self.width = vocab_size, width
         kind = torch.full((vocab_size,), _NAME, dtype=torch.long)
         kind[tok.pad_id] = _PAD
@@ -98,7 +99,7 @@ def mlp(inputs: int, outputs: int, width: int = 64) -> nn.Module:
 
 def make_net(kind: str, vocab_size: int, slots: int, width: int = 64) -> nn.Module:
     if kind not in KINDS:
-        raise ValueError(f"unknown menu learner {kind!r}; expected one of {list(KINDS)}")
+        raise UsageError(f"unknown menu learner {kind!r}; expected one of {list(KINDS)}")
     return (SlotNet if kind == "slots" else BagMLP)(vocab_size, slots, width)
 
 
@@ -117,10 +118,10 @@ class MenuPolicy:
     def __init__(self, nets: Mapping[str, nn.Module], kind: str, menu: str, actor: str | None = None,
                  surface: str = "dsl", sample: bool = False, seed: int = 0, about: Mapping[str, Any] | None = None) -> None:
         if not nets:
-            raise ValueError("a menu policy needs at least one actor")
+            raise UsageError("a menu policy needs at least one actor")
         self.nets = dict(nets)
         if actor is not None and actor not in self.nets:
-            raise ValueError(f"no actor {actor!r} in this checkpoint; it holds {sorted(self.nets)}")
+            raise UsageError(f"no actor {actor!r} in this checkpoint; it holds {sorted(self.nets)}")
         self.actor = actor
         self.net = self.nets[actor or next(iter(self.nets))]
         self.kind, self.menu, self.sample = kind, menu, sample
@@ -149,7 +150,7 @@ class MenuPolicy:
         seen = []
         for info in infos:
             if not isinstance(info.get("context"), Context):
-                raise ValueError("a menu policy reads the deciding agent's typed context: pass the full infos "
+                raise UsageError("a menu policy reads the deciding agent's typed context: pass the full infos "
                                  "(infos='full', or env.full_infos()) of the deciding agent")
             seen.append(self.observe(info["context"]))
         answers: list[str] = [""] * len(seen)
@@ -186,7 +187,7 @@ class MenuPolicy:
         except FileNotFoundError:
             raise FileNotFoundError(f"no menu-policy checkpoint at {path}") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise ValueError(f"{path} is not a menu-policy checkpoint (expected format {FORMAT!r})")
+            raise DataError(f"{path} is not a menu-policy checkpoint (expected format {FORMAT!r})")
         nets = {}
         for name, state in data["actors"].items():
             nets[name] = make_net(data["kind"], data["vocab_size"], data["slots"], data["width"])

@@ -28,6 +28,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
 from gencoord_env.agents.single_agent import GenCoordGym
+from gencoord_env.errors import UsageError
 
 
 class GenCoordVectorEnv(VectorEnv):
@@ -35,7 +36,7 @@ class GenCoordVectorEnv(VectorEnv):
 
     def __init__(self, num_envs: int = 1, **view_kwargs: Any) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+            raise UsageError(f"num_envs must be a positive int, got {num_envs!r}")
         view_kwargs.setdefault("backend", "sim")
         seed = view_kwargs.pop("seed", 0)
         self.envs = [GenCoordGym(seed=None if seed is None else seed + i, **view_kwargs) for i in range(num_envs)]
@@ -45,14 +46,15 @@ class GenCoordVectorEnv(VectorEnv):
         self.single_action_space = self.envs[0].action_space
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self._obs = create_empty_array(self.single_observation_space, num_envs)
+        self._obs: Any = create_empty_array(self.single_observation_space, num_envs)
 
     def reset(self, *, seed: int | list[int | None] | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         seeds = seed if isinstance(seed, list) else [None if seed is None else seed + i for i in range(self.num_envs)]
         if len(seeds) != self.num_envs:
-            raise ValueError(f"reset(seed=[...]) needs {self.num_envs} seeds, one per env; got {len(seeds)}")
-        observations, infos = [], {}
+            raise UsageError(f"reset(seed=[...]) needs {self.num_envs} seeds, one per env; got {len(seeds)}")
+        observations: list[Any] = []
+        infos: dict[str, Any] = {}
         for i, (env, s) in enumerate(zip(self.envs, seeds)):
             obs, info = env.reset(seed=s, options=options)
             observations.append(obs)
@@ -63,7 +65,8 @@ class GenCoordVectorEnv(VectorEnv):
         rewards = np.zeros(self.num_envs, dtype=np.float64)
         terminations = np.zeros(self.num_envs, dtype=np.bool_)
         truncations = np.zeros(self.num_envs, dtype=np.bool_)
-        observations, infos = [], {}
+        observations: list[Any] = []
+        infos: dict[str, Any] = {}
         for i, (env, action) in enumerate(zip(self.envs, gymnasium.vector.utils.iterate(self.action_space, actions))):
             obs, reward, terminated, truncated, info = env.step(action)
             rewards[i], terminations[i], truncations[i] = reward, terminated, truncated

@@ -50,7 +50,7 @@ def varied(records: Sequence[str], copies: int) -> list[str]:
     for copy in range(copies):
         counter = iter(range(10**6))
         for text in records:
-            out.append(QUANTITY_RE.sub(lambda m: f"{m.group(1)}={1 + (copy * 13 + next(counter) * 7) % 64}", text))
+            out.append(QUANTITY_RE.sub(lambda m, copy=copy, counter=counter: f"{m.group(1)}={1 + (copy * 13 + next(counter) * 7) % 64}", text))
     return out
 
 

@@ -28,7 +28,6 @@ JSON with ``--latency``).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gc
 import json
 import os
@@ -157,7 +156,7 @@ def plan(rate: float, decisions_per_s: float, prompt_tokens: float, seeds: int =
     for pool_name in POOLS:  # two decisions an episode; a held-out pool again with the model in each role
         pool_decisions += 2 * 2 * len(load_pool(pool_name)) * (1 if pool_name == "train" else 3)
     pool_decisions += 2 * 2 * len(load_pool("heldout"))  # the decode check replays heldout
-    for backend, (paper, procedural) in BACKENDS.items():
+    for backend, (paper, _procedural) in BACKENDS.items():
         paper_row = row_tokens(paper)
         pre = b.pretrain_rows * b.pretrain_epochs * row_tokens("procedural")
         protocol = tokens[paper]["rows"] * b.protocol_epochs * paper_row

@@ -27,8 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from gencoord_env.commands.run_log import RunLog
-
 HERE = Path(__file__).resolve().parent
 #: name -> (script, its arguments); a baseline's runs differ only in the seed
 BASELINES: dict[str, tuple[str, list[str]]] = {

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gencoord_env.errors import DataError
 from gencoord_env.world.types import EXECUTOR_ACTIONS
 from gencoord_env.trace import jsonable
 
@@ -134,9 +135,9 @@ def account(record: Mapping[str, Any]) -> EpisodeAccount:
     try:
         trace: list[dict[str, Any]] = jsonable(record["trace"])
         metrics: Mapping[str, Any] = record["metrics"]
-    except KeyError as e:
-        raise ValueError(f"expected a trace record or a final infos entry with 'trace' and 'metrics', "
-                         f"got keys {sorted(record)}") from None
+    except KeyError:
+        raise DataError(f"expected a trace record or a final infos entry with 'trace' and 'metrics', "
+                        f"got keys {sorted(record)}") from None
     commitment = _last(trace, "resolve", {}).get("resolution", {}).get("commitment")
     verify = _last(trace, "verify", {})
     verdict = verify.get("verdict")
@@ -186,12 +187,12 @@ def _handoffs(verdict: Mapping[str, Any] | None, commitment: Mapping[str, Any] |
         committed = [tuple(h) for h in commitment["handoffs"]] if "handoffs" in commitment else [commitment["handoff"]]
     else:
         return ()
-    return tuple(_handoff(*h, events) for h in committed)  # type: ignore[misc]
+    return tuple(_handoff(*h, events) for h in committed)
 
 
 def _handoff(sender: str, receiver: str, item: str, count: int, events: Sequence[Mapping[str, Any]]) -> Handoff:
     handoffs = (e.get("data", {}) for e in events if e.get("kind") == "handoff" and e.get("ok"))
-    data = next((d for d in handoffs if (d.get("from"), d.get("to"), d.get("item")) == (sender, receiver, item)), {})
+    data: Mapping[str, Any] = next((d for d in handoffs if (d.get("from"), d.get("to"), d.get("item")) == (sender, receiver, item)), {})
     before, after = data.get("inventories_before"), data.get("inventories_after")
     if not before or not after:
         return Handoff(sender, receiver, item, int(count))

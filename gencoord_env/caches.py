@@ -22,7 +22,9 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, NamedTuple, TypeVar
 
+
 F = TypeVar("F", bound=Callable[..., Any])
+V = TypeVar("V")
 
 _REGISTRY: list[Any] = []
 
@@ -63,7 +65,7 @@ def entry_bytes(obj: Any) -> int:
     return sys.getsizeof(obj) if type(nbytes) is not int else max(nbytes, sys.getsizeof(obj))
 
 
-class Memo(dict):  # type: ignore[type-arg]
+class Memo(dict[Any, Any]):
     """A bounded dict for hot lookups (``memo.get(key)`` is a C call), registered like ``cache``.
 
     ``put`` keeps an entry of at most ``max_entry_bytes``; to hold it within ``maxsize`` entries and
@@ -74,8 +76,9 @@ class Memo(dict):  # type: ignore[type-arg]
     def __init__(self, name: str, maxsize: int = 4096, max_bytes: int = MAX_BYTES,
                  max_entry_bytes: int = MAX_ENTRY_BYTES) -> None:
         super().__init__()
+        # a leaf module (errors -> suggest -> caches): only the package's own memos are built, so bad bounds are a bug
         if not 0 < max_entry_bytes <= max_bytes:
-            raise ValueError(f"Memo {name!r}: expected 0 < max_entry_bytes <= max_bytes, got {max_entry_bytes} and {max_bytes}")
+            raise AssertionError(f"Memo {name!r}: expected 0 < max_entry_bytes <= max_bytes, got {max_entry_bytes} and {max_bytes}")
         self.name = name
         self.maxsize = maxsize
         self.max_bytes = max_bytes
@@ -85,7 +88,7 @@ class Memo(dict):  # type: ignore[type-arg]
         self.__qualname__ = name
         _REGISTRY.append(self)
 
-    def put(self, key: Any, value: Any, size: int | None = None) -> Any:
+    def put(self, key: Any, value: V, size: int | None = None) -> V:
         """Keep ``value`` under ``key`` if it fits (``size``: its bytes, when the caller knows them better
         than ``entry_bytes``, e.g. a parsed record holds about its text again); returns ``value``."""
         if key in self:

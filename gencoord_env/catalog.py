@@ -41,7 +41,6 @@ anything else a literal.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import re
 from collections.abc import Mapping
@@ -52,7 +51,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from gencoord_env.errors import DataError
 from gencoord_env.limits import LIMITS, Limit, Limits
+from gencoord_env.suggest import close_matches
 from gencoord_env.world.types import OP_ARGS
 
 DATA_DIR = data_dir()
@@ -65,7 +66,7 @@ ARG_TYPES = frozenset({"positive_int", "agent", "peer", "reference", "binding", 
 _KEY_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
-class CatalogError(ValueError):
+class CatalogError(DataError):
     """The catalog file is malformed; the message names the entry to fix."""
 
 
@@ -295,7 +296,7 @@ def _lowering(raw: Any, where: str, spec: SkillSpec, defaults: Mapping[str, Any]
             step = _object(step_raw, here, {"op", "args", "by"}, {"op", "args"})
             op = step["op"]
             if op not in OP_ARGS:
-                close = difflib.get_close_matches(str(op), list(OP_ARGS), n=1)
+                close = close_matches(str(op), list(OP_ARGS), n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 raise CatalogError(f"{here}.op: unknown op {op!r}; expected one of {sorted(OP_ARGS)} (skill_ops.json){hint}")
             if not isinstance(step["args"], dict) or set(step["args"]) != set(OP_ARGS[op]):
@@ -474,10 +475,10 @@ def parse_catalog(raw: Any, limits: Limits = LIMITS) -> Catalog:
                 raise CatalogError(f"{where}: {key!r} is an alias; use the compact key {aliases[key]!r}")
         for table_name, table in zip(("required", "optional", "exactly_one_of"), tables):
             for key, type_name in table.items():
-                first = key_types.setdefault(key, (type_name, f"{where}.{table_name}.{key}"))
-                if first[0] != type_name:
-                    raise CatalogError(f"{where}.{table_name}.{key}: type {type_name!r} differs from {first[0]!r} "
-                                       f"at {first[1]}; a key has one type in every skill")
+                seen = key_types.setdefault(key, (type_name, f"{where}.{table_name}.{key}"))
+                if seen[0] != type_name:
+                    raise CatalogError(f"{where}.{table_name}.{key}: type {type_name!r} differs from {seen[0]!r} "
+                                       f"at {seen[1]}; a key has one type in every skill")
         spec = SkillSpec(
             name=name,
             required=MappingProxyType(required),
@@ -545,10 +546,10 @@ def _check_fits(spec: SkillSpec, key_limits: Mapping[str, Limit], limits: Limits
                         f"{'' if kind == 'int' else ' characters'} ({limit.cite()}), but {step.op}.{arg} takes "
                         f"{op_type.expected()} (skill_ops.json); make the limit fit the op argument")
     for key, value in defaults.items():
-        limit = key_limits.get(key)
-        if limit is not None and value not in limit:
-            raise CatalogError(f"catalog.skills.{spec.name}.defaults.{key}: {value!r} is not within {limit.cite()} "
-                               f"[{limit.min}, {limit.max}]")
+        bound = key_limits.get(key)
+        if bound is not None and value not in bound:
+            raise CatalogError(f"catalog.skills.{spec.name}.defaults.{key}: {value!r} is not within {bound.cite()} "
+                               f"[{bound.min}, {bound.max}]")
 
 
 def load_catalog(path: Path = CATALOG_PATH) -> Catalog:

@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gencoord_env.catalog import CATALOG, Catalog, SkillSpec, minecraft_items
+from gencoord_env.catalog import CATALOG, Catalog, CatalogError, SkillSpec, minecraft_items
+from gencoord_env.errors import UsageError
 from gencoord_env.suggest import close_match
 from gencoord_env.types import PeerRequest, Proposal, Task, Value
 from gencoord_env.dsl.syntax import ATOM_RE, shorten
@@ -54,7 +55,7 @@ class PublicScope:
         if not isinstance(self.agent, str):
             raise TypeError(f"Expected PublicScope.agent to be a str but got {type(self.agent).__name__}")
         if self.agent not in self.agents:
-            raise ValueError(f"PublicScope.agent {self.agent!r} is not one of the episode's agents {self.agents}")
+            raise UsageError(f"PublicScope.agent {self.agent!r} is not one of the episode's agents {self.agents}")
 
 
 @dataclass(frozen=True)
@@ -320,4 +321,4 @@ def _check_value(type_name: str, key: str, value: Value, actor: str, scope: Publ
         if ATOM_RE.fullmatch(value) is None:
             return "wrong_type", f"{key} must be an atom [A-Za-z0-9_.:/+-]+, got {_show(value)}"
         return None
-    raise AssertionError(f"catalog type {type_name!r} has no check; add it to contract._check_value")
+    raise CatalogError(f"catalog type {type_name!r} has no check; add it to contract._check_value")

@@ -54,7 +54,8 @@ from typing import Any
 from gencoord_env.catalog import CATALOG
 from gencoord_env.data_files import data_path
 from gencoord_env.dsl.errors import DSLSyntaxError
-from gencoord_env.types import PeerRequest, Proposal, Task
+from gencoord_env.errors import UsageError
+from gencoord_env.types import Args, PeerRequest, Proposal, Task, Value
 
 _INT_KEYS = frozenset({"q", "ticks"})
 _WORD = r"[A-Za-z0-9_:/+\-]+"
@@ -94,7 +95,7 @@ def say_task(task: Task) -> str:
     """One task as its English clause."""
     spec = CATALOG.skills.get(task.skill)
     if spec is None or spec.say is None:
-        raise ValueError(f"skill {task.skill!r} is not in the catalog (gencoord_env/data/catalog.json)")
+        raise UsageError(f"skill {task.skill!r} is not in the catalog (gencoord_env/data/catalog.json)")
     args = dict(task.args)
     text = spec.say.head.format(**args)
     for key, phrase in spec.say.optional:
@@ -112,23 +113,25 @@ def read_task(clause: str) -> Task | None:
     for skill, pattern in _clause_patterns():
         m = pattern.match(clause.strip())
         if m:
-            args = {k: v for k, v in m.groupdict().items() if v is not None}
+            args: dict[str, Value] = {k: v for k, v in m.groupdict().items() if v is not None}
             for key in _INT_KEYS & args.keys():
                 try:
-                    args[key] = int(args[key])
+                    args[key] = int(str(args[key]))
                 except ValueError:  # more digits than int() converts: no task says that
                     return None
-            return Task(skill, args)
+            return Task(skill, Args(args))
     return None
 
 
 def say_path(tasks: Sequence[Task]) -> str:
-    return table()["clause_separator"].join(say_task(t) for t in tasks)
+    separator: str = table()["clause_separator"]
+    return separator.join(say_task(t) for t in tasks)
 
 
 def read_path(text: str) -> tuple[Task, ...] | None:
-    tasks = [read_task(c) for c in text.split(table()["clause_separator"])]
-    return None if any(t is None for t in tasks) else tuple(tasks)  # type: ignore[misc]
+    clauses = text.split(table()["clause_separator"])
+    tasks = [t for t in (read_task(c) for c in clauses) if t is not None]
+    return tuple(tasks) if len(tasks) == len(clauses) else None
 
 
 @dataclass(frozen=True)

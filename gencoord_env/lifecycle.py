@@ -20,7 +20,7 @@ import enum
 
 class _Name(str, enum.Enum):
     def __str__(self) -> str:
-        return self.value
+        return str.__str__(self)
 
 
 class DecisionStage(_Name):

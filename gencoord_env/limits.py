@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from gencoord_env.data_files import data_path, read_json
+from gencoord_env.errors import DataError
 
 LIMITS_PATH = data_path("limits.json")
 
@@ -25,7 +26,7 @@ LIMITS_PATH = data_path("limits.json")
 ARG_LIMITS = frozenset({"count", "ticks", "name_chars", "task_args", "path_tasks"})
 
 
-class LimitsError(ValueError):
+class LimitsError(DataError):
     """``limits.json`` is malformed; the message names the entry to fix."""
 
 

@@ -30,7 +30,7 @@ def _reduce_proxy(view: Mapping[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
 
 def install() -> None:
     """Let ``pickle`` and ``copy.deepcopy`` handle ``MappingProxyType`` (see the module docstring)."""
-    copyreg.pickle(MappingProxyType, _reduce_proxy)  # type: ignore[arg-type]
+    copyreg.pickle(MappingProxyType, _reduce_proxy)
 
 
 __all__ = ["install"]

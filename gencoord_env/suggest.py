@@ -36,12 +36,17 @@ def close_match(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str |
     A ``frozenset`` of more than ``SMALL`` names is indexed once (memoized by the set); other choices are
     compared whole.
     """
+    close = close_matches(word, choices, 1, cutoff)
+    return close[0] if close else None
+
+
+def close_matches(word: str, choices: Iterable[str], n: int = 3, cutoff: float = 0.6) -> list[str]:
+    """The (at most) ``n`` names of ``choices`` closest to ``word``, best first, as ``close_match`` finds one."""
     if isinstance(choices, frozenset) and len(choices) > SMALL:
-        names = _index(choices).candidates(word)
+        names = _index(choices).candidates(word, max(CANDIDATES, n))
     else:
         names = sorted(choices)
-    close = difflib.get_close_matches(word, names, n=1, cutoff=cutoff)
-    return close[0] if close else None
+    return difflib.get_close_matches(word, names, n=n, cutoff=cutoff)
 
 
 def unknown(what: str, value: object, names: Iterable[str]) -> str:
@@ -93,4 +98,4 @@ def _index(choices: frozenset[str]) -> NameIndex:
     return NameIndex(choices)
 
 
-__all__ = ["CANDIDATES", "NameIndex", "close_match"]
+__all__ = ["CANDIDATES", "NameIndex", "close_match", "close_matches", "unknown"]

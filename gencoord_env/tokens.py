@@ -26,6 +26,7 @@ import numpy as np
 
 from gencoord_env.caches import Memo, cache
 from gencoord_env.data_files import data_path
+from gencoord_env.errors import DataError, UsageError
 
 PAD, UNK = 0, 1
 SPECIALS: tuple[str, ...] = ("<pad>", "<unk>")
@@ -54,9 +55,9 @@ class WordTokenizer:
 
     def __init__(self, vocab: Sequence[str]) -> None:
         if tuple(vocab[: len(SPECIALS)]) != SPECIALS:
-            raise ValueError(f"a vocabulary starts with {SPECIALS}; got {tuple(vocab[:2])}")
+            raise DataError(f"a vocabulary starts with {SPECIALS}; got {tuple(vocab[:2])}")
         if len(set(vocab)) != len(vocab):
-            raise ValueError("a vocabulary lists every word once")
+            raise DataError("a vocabulary lists every word once")
         self.words = tuple(vocab)
         self.ids = {w: i for i, w in enumerate(vocab)}
         self.vocab_size = len(vocab)
@@ -121,7 +122,7 @@ def as_tokenizer(spec: Any) -> Tokenizer:
     if isinstance(spec, (WordTokenizer, HFTokenizer)):
         return spec
     if isinstance(spec, str):
-        raise ValueError(f"unknown tokenizer {spec!r}; pass 'word' or a loaded Hugging Face tokenizer object")
+        raise UsageError(f"unknown tokenizer {spec!r}; pass 'word' or a loaded Hugging Face tokenizer object")
     return HFTokenizer(spec)
 
 

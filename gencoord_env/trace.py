@@ -173,6 +173,14 @@ class FaultRecord(TraceRecord):
 
 
 @dataclass(frozen=True, eq=False)
+class MaxCyclesRecord(TraceRecord):
+    """The episode reached the env's ``max_cycles`` without an outcome: a truncation."""
+
+    kind = "max_cycles"
+    reason: str
+
+
+@dataclass(frozen=True, eq=False)
 class ExtractRecord(TraceRecord):
     """The free-form surface: the commitment the extractor read from the dialogue."""
 
@@ -262,6 +270,6 @@ def dumps(record: Mapping[str, Any]) -> str:
 
 __all__ = [
     "ABSENT", "CheckRecord", "CompileRecord", "DecisionRecord", "DeliverRecord", "ExecuteRecord", "ExtractRecord",
-    "FaultRecord", "InterventionRecord", "MaterializeRecord", "ResolveRecord", "RespondRecord", "TraceRecord",
+    "FaultRecord", "InterventionRecord", "MaterializeRecord", "MaxCyclesRecord", "ResolveRecord", "RespondRecord", "TraceRecord",
     "VerifyRecord", "EVENT_DATA_MEASURES", "EVENT_MEASURES", "WALL_CLOCK", "dumps", "jsonable", "what_happened",
 ]

@@ -84,16 +84,17 @@ class TurnEnv:
 
     def _turn(self, infos: dict[str, dict[str, Any]], reward: float) -> Turn:
         some = next(iter(infos.values()))
-        common = {"episode_id": str(some["episode_id"]), "template": str(some["template"])}
+        episode_id, template = str(some["episode_id"]), str(some["template"])
         if some["turn"] is None:  # the end
             self.info = {}
             fault = some.get("fault")
-            return Turn("", None, None, "done", **common, done=True, reward=reward, outcome=_code(some["outcome"]),
-                        reason=some.get("reason"), metrics=dict(some["metrics"]), fault=dict(fault) if fault else None)
+            return Turn("", None, None, "done", episode_id, template, done=True, reward=reward,
+                        outcome=_code(some["outcome"]), reason=some.get("reason"), metrics=dict(some["metrics"]),
+                        fault=dict(fault) if fault else None)
         agent = str(some["turn"])
         info = self.info = infos[agent]
-        return Turn(self.env.observation_text(agent), agent, str(info["role"]), str(info["stage"]), **common,
-                    candidates=info.get("candidates"))
+        return Turn(self.env.observation_text(agent), agent, str(info["role"]), str(info["stage"]), episode_id,
+                    template, candidates=info.get("candidates"))
 
     def close(self) -> None:
         self.env.close()

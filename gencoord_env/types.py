@@ -5,7 +5,7 @@ different tasks even though ``1 == 1.0 == True`` in Python.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -41,13 +41,13 @@ class Args(Mapping[str, Value]):
     def __contains__(self, key: object) -> bool:
         return key in self._items
 
-    def keys(self):  # type: ignore[no-untyped-def]
+    def keys(self) -> KeysView[str]:
         return self._items.keys()
 
-    def items(self):  # type: ignore[no-untyped-def]
+    def items(self) -> ItemsView[str, Value]:
         return self._items.items()
 
-    def values(self):  # type: ignore[no-untyped-def]
+    def values(self) -> ValuesView[Value]:
         return self._items.values()
 
     def __iter__(self) -> Iterator[str]:

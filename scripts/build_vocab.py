@@ -67,7 +67,7 @@ def menu_words(episodes: int = 24) -> set[str]:
     from gencoord_env.envs.gencoord.menu import MENUS
 
     words: set[str] = set()
-    for pool, route, surface in {(p, r, "dsl") for p, r, s in runs() if s == "dsl"}:
+    for pool, route in {(p, r) for p, r, s in runs() if s == "dsl"}:
         for menu in MENUS:
             env = gencoord_env.parallel_env(pool=pool, backend="sim", route=route, actions="menu", menu=menu)
             words |= played_words(env, make_policy("rule"), range(min(episodes, len(env.episodes))))

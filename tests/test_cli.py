@@ -17,6 +17,7 @@ import pytest
 import gencoord_env
 from gencoord_env.agents.registry import POLICIES
 from gencoord_env.commands.cli import build_parser, describe_error, env_choices, extra_providing, main
+from gencoord_env.errors import DataError, UnknownName
 from gencoord_env.train.cli import COMMANDS as TRAIN_COMMANDS
 from gencoord_env.world.minecraft import runtime
 from gencoord_env.world.minecraft.errors import ProtocolMismatch, ServerUnreachable, SidecarDied, SidecarTimeout
@@ -259,7 +260,8 @@ def test_debug_shows_the_traceback() -> None:
     assert plain.returncode == 2 and "Traceback" not in plain.stderr
     for proc in (_gencoord("rollout", "--backend", "sim", "--policy", "rnadom", "--debug"),
                  _gencoord("rollout", "--backend", "sim", "--policy", "rnadom", env={"GENCOORD_DEBUG": "1"})):
-        assert proc.returncode == 1 and "Traceback" in proc.stderr and "ValueError: unknown policy 'rnadom'" in proc.stderr
+        assert proc.returncode == 1 and "Traceback" in proc.stderr
+        assert "gencoord_env.errors.UnknownName: unknown policy 'rnadom'" in proc.stderr
 
 
 @pytest.mark.parametrize("error, code", [
@@ -268,6 +270,8 @@ def test_debug_shows_the_traceback() -> None:
     (ProtocolMismatch("sidecar speaks protocol 2, this package 1; reinstall both"), 1),
     (ServerUnreachable("the Minecraft server did not open port 25565 in 90 s; see /l.log"), 1),
     (ValueError("unknown pool 'x'"), 2),
+    (UnknownName("pool", "x", ["train"]), 2),
+    (DataError("data/tasks.json pools: expected a 'pools' table"), 2),
 ])
 def test_typed_faults_become_their_first_line(error: Exception, code: int) -> None:
     message, got = describe_error(error)  # type: ignore[misc]

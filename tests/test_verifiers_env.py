@@ -14,7 +14,6 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -208,7 +207,7 @@ def test_a_frozen_partner_seat_plays_but_is_not_trained() -> None:
                                                                        "api_key_var": "GENCOORD_SCRIPTED_MODEL_KEY"}})
         traces = play(env, model)
     assert model.misses == partner.misses == []
-    for k, seats in traces.items():
+    for seats in traces.values():
         by_role = {t.agent.name: t for t in seats}
         assert set(by_role) == {"sender", "receiver"}
         assert by_role["sender"].agent.trainable and not by_role["receiver"].agent.trainable

@@ -138,12 +138,12 @@ def sft_main(argv: Sequence[str] | None = None) -> int:
     prov = result.provenance
     if _plays_train(a.play, a.data) and result.checkpoint is not None:
         _play_train(result, Path(a.out))
-    fit = prov.get("fit") or {}
+    fit_record = prov.get("fit") or {}
     print(json.dumps({k: prov[k] for k in ("optimizer_steps", "train_seconds", "loss_first", "loss_final", "token_exposure")}
                      | {"lr": prov["config"]["lr"], "parameters": prov["base_model"]["parameters"], "device": prov["libraries"]["device_name"],
                         "checkpoint": str(result.checkpoint) if result.checkpoint else None,
-                        "fits": fit.get("fits"), "fit_reasons": fit.get("reasons"),
-                        "decision_accuracy": (fit.get("teacher_forced") or {}).get("decision_accuracy")}, indent=2))
+                        "fits": fit_record.get("fits"), "fit_reasons": fit_record.get("reasons"),
+                        "decision_accuracy": (fit_record.get("teacher_forced") or {}).get("decision_accuracy")}, indent=2))
     return 0
 
 

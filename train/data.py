@@ -78,8 +78,8 @@ from gencoord_env.agents.freeform import FreeformRule
 from gencoord_env.envs.gencoord.gencoord import raw_env
 from gencoord_env.envs.gencoord.routes import ROUTES
 from gencoord_env.caches import cache
+from gencoord_env.errors import DataError, UnknownName, UsageError
 from gencoord_env.lifecycle import DecisionStage
-from gencoord_env.suggest import unknown
 from gencoord_env.tasks import Cluster, Episode, pool as load_pool
 from gencoord_env.tasks import references as ref
 from gencoord_env.tasks.contexts import Context
@@ -177,7 +177,7 @@ def reference(episode: Episode, context: Context) -> Proposal | None:
         return ref.requester_after_response(episode, r.decision, r.counter_offer_id)
     if stage == DecisionStage.CENTRALIZED:
         return ref.centralized(episode)
-    raise ValueError(f"no reference record for stage {stage!r}")
+    raise UsageError(f"no reference record for stage {stage!r}")
 
 
 def _play(episodes: Sequence[Episode], route: str, surface: str = "dsl") -> Iterator[tuple[Episode, str, Context, str, str]]:
@@ -211,7 +211,7 @@ def _play(episodes: Sequence[Episode], route: str, surface: str = "dsl") -> Iter
             turns += 1
         info = infos[episode.first]
         if info["outcome"] is not FailureCode.SUCCESS:
-            raise AssertionError(f"{episode.id}: reference play ended in {info['outcome']}: {info['reason']}")
+            raise DataError(f"{episode.id}: reference play ended in {info['outcome']}: {info['reason']}")
     env.close()
 
 
@@ -233,7 +233,7 @@ def _rows(set_name: str, episodes: Sequence[Episode], route: str, fmt: OutputFor
     written by ``fmt``."""
     fmt = fmt or data_set(set_name).output_format
     if fmt.target is None:
-        raise ValueError(f"the {fmt.name} format ({fmt.title}) has no target builder of its own; its rows are "
+        raise UsageError(f"the {fmt.name} format ({fmt.title}) has no target builder of its own; its rows are "
                          "built from another set's")
     for ep, prompt, ctx, action, label in _play(episodes, route, fmt.surface):
         yield _row(set_name, label, route, fmt.surface, ep, ctx.agent, prompt, fmt.target(label, ep.binding, action))
@@ -256,7 +256,7 @@ def training_variants(n: int = GC_TRAIN_VARIANTS, seed: int = 0) -> tuple[WorldV
     rng = random.Random(f"gc_train:{seed}")
     rng.shuffle(geometries)
     if n > len(geometries):
-        raise ValueError(f"only {len(geometries)} unused world geometries exist, asked for {n}")
+        raise UsageError(f"only {len(geometries)} unused world geometries exist, asked for {n}")
     return tuple(WorldVariant(f"T{i:02d}", shift, mirror, rng.choice((20, 30, 40)))
                  for i, (shift, mirror) in enumerate(geometries[:n]))
 
@@ -337,7 +337,7 @@ def expected_rows(name: str, seed: int = 0) -> int:
     free-form surface two turns more where the receiver asks first (``freeform.clarifies``)."""
     spec = data_set(name)
     if spec.episodes not in EPISODES:
-        raise ValueError(f"set {name!r} is sized by its rows argument; expected one of the fixed sets {sorted(DATASETS)}")
+        raise UsageError(f"set {name!r} is sized by its rows argument; expected one of the fixed sets {sorted(DATASETS)}")
     episodes = EPISODES[spec.episodes](seed)
     if spec.output_format.surface == "freeform":
         return sum(4 if freeform.clarifies(ep.template.family) else 2 for ep in episodes)
@@ -362,10 +362,10 @@ def procedural_rows(rows: int = PROCEDURAL_ROWS, seed: int = 0, codes: bool = Fa
     matched pairs in that many processes; the rows (and their order) do not depend on it.
     """
     if rows < ROWS_PER_PAIR or rows % ROWS_PER_PAIR:
-        raise ValueError(f"rows must be a positive multiple of {ROWS_PER_PAIR} (one matched pair: 2 bindings x "
+        raise UsageError(f"rows must be a positive multiple of {ROWS_PER_PAIR} (one matched pair: 2 bindings x "
                          f"2 role permutations x 2 stages), got {rows}")
     if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
+        raise UsageError(f"workers must be >= 1, got {workers}")
     if codes:  # the same episodes and prompts: play once, name the code
         return as_factor_code(procedural_rows(rows, seed, codes=False, workers=workers), "procedural_factor_code")
     name = "procedural"
@@ -391,7 +391,7 @@ def data_set(name: str) -> DataSet:
     """The set of that name, fixed-size or procedural; an unknown name raises with the closest one."""
     found = DATASETS.get(name) or PROCEDURAL.get(name)
     if found is None:
-        raise ValueError(unknown("data set", name, sorted([*DATASETS, *PROCEDURAL])))
+        raise UnknownName("data set", name, sorted([*DATASETS, *PROCEDURAL]))
     return found
 
 
@@ -400,7 +400,7 @@ def rows_format(rows: Iterable[Row]) -> OutputFormat:
     names = sorted({r.set for r in rows})
     found = {data_set(n).format for n in names}
     if len(found) != 1:
-        raise ValueError(f"rows of sets {names} are in {len(found) or 'no'} output formats {sorted(found)}; a model is "
+        raise UsageError(f"rows of sets {names} are in {len(found) or 'no'} output formats {sorted(found)}; a model is "
                          "trained in one (train the sets of each format separately)")
     return output_format(found.pop())
 
@@ -417,15 +417,15 @@ def build_set(name: str, seed: int = 0, rows: int | None = None, workers: int = 
     else:
         expected = expected_rows(name, seed)
         if rows is not None and rows != expected:
-            raise ValueError(f"set {name!r} has a fixed size, {expected} rows (its pool's episodes); "
+            raise UsageError(f"set {name!r} has a fixed size, {expected} rows (its pool's episodes); "
                              f"rows={rows} applies to the procedural sets {sorted(PROCEDURAL)} only")
         out = list(spec(seed))
         if len(out) != expected:
-            raise AssertionError(f"set {name!r} has {len(out)} rows; its episodes and route make {expected}")
+            raise DataError(f"set {name!r} has {len(out)} rows; its episodes and route make {expected}")
     ids = Counter(r.id for r in out)
     dup = [i for i, n in ids.items() if n > 1]
     if dup:
-        raise AssertionError(f"set {name!r} repeats row ids, e.g. {dup[:3]}")
+        raise DataError(f"set {name!r} repeats row ids, e.g. {dup[:3]}")
     return out
 
 
@@ -453,7 +453,7 @@ def load_rows(path: str | os.PathLike[str]) -> list[Row]:
             raw = json.loads(line)
             missing = names - set(raw)
             if missing:
-                raise ValueError(f"{path}:{n}: row lacks fields {sorted(missing)}; rebuild the data with build_all")
+                raise DataError(f"{path}:{n}: row lacks fields {sorted(missing)}; rebuild the data with build_all")
             out.append(Row(**{k: raw[k] for k in names}))
     return out
 

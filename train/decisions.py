@@ -43,6 +43,7 @@ import gencoord_env
 from gencoord_env.agents import make_policy
 from gencoord_env.agents.base import Policy
 from gencoord_env.envs.gencoord.routes import ROUTES
+from gencoord_env.errors import DataError, UsageError
 from gencoord_env.outcomes import FailureCode
 
 __all__ = ["DecisionPoint", "Replay", "Replayed", "decision_points", "load_points", "write_points"]
@@ -75,7 +76,8 @@ class DecisionPoint:
 
 def _policy(partner: Policy | str) -> Policy:
     if isinstance(partner, str):
-        return make_policy(partner)
+        policy: Policy = make_policy(partner)
+        return policy
     if not callable(getattr(partner, "act", None)):
         raise TypeError(f"partner must be a policy name or have act(observation, info) -> str, got {type(partner).__name__}")
     return partner
@@ -110,7 +112,7 @@ def decision_points(
         unknown = sorted(keep - set(known))
         if unknown:
             env.close()
-            raise ValueError(f"route {route!r} has no decision stage {', '.join(map(repr, unknown))}; "
+            raise UsageError(f"route {route!r} has no decision stage {', '.join(map(repr, unknown))}; "
                              f"its stages are {', '.join(known)}")
     total = len(env.episodes) if episodes is None else min(episodes, len(env.episodes))
     points: list[DecisionPoint] = []
@@ -152,8 +154,9 @@ def load_points(path: str | os.PathLike[str]) -> list[DecisionPoint]:
             raw = json.loads(line)
             missing = names - set(raw)
             if missing:
-                raise ValueError(f"{path}:{n}: decision point lacks fields {sorted(missing)}; rewrite it with write_points")
-            out.append(DecisionPoint(**{k: (tuple(raw[k]) if k == "prefix" else raw[k]) for k in names}))
+                raise DataError(f"{path}:{n}: decision point lacks fields {sorted(missing)}; rewrite it with write_points")
+            fields: dict[str, Any] = {k: (tuple(raw[k]) if k == "prefix" else raw[k]) for k in names}
+            out.append(DecisionPoint(**fields))
     return out
 
 
@@ -204,7 +207,7 @@ class Replay:
         different observation (the decision point came from another pool, route or pool seed).
         """
         if not 0 <= index < len(self.env.episodes):
-            raise ValueError(f"episode index {index} is outside pool {self.pool!r} (0..{len(self.env.episodes) - 1})")
+            raise UsageError(f"episode index {index} is outside pool {self.pool!r} (0..{len(self.env.episodes) - 1})")
         other = self.partner if partner is None else _policy(partner)
         env = self.env
         obs, infos = env.reset(options={"index": index})
@@ -214,11 +217,11 @@ class Replay:
                 break
             obs, _, _, _, infos = env.step({_deciding(infos): action})
         if not env.agents:
-            raise ValueError(f"the {len(prefix)} prefix actions end episode {index} of {self.pool!r} "
+            raise UsageError(f"the {len(prefix)} prefix actions end episode {index} of {self.pool!r} "
                              f"({infos[env.possible_agents[0]]['outcome']}) before the decision they lead to")
         turn = _deciding(infos)
         if expect_prompt is not None and obs[turn] != expect_prompt:
-            raise ValueError(f"episode {index} of {self.pool!r}/{self.route!r} after {len(prefix)} actions shows "
+            raise UsageError(f"episode {index} of {self.pool!r}/{self.route!r} after {len(prefix)} actions shows "
                              f"{turn} another observation than the decision point's prompt; was it built with "
                              "the same pool, route, view, surface and pool_seed?")
         text = completion.strip()
@@ -240,7 +243,7 @@ class Replay:
     def score_point(self, point: DecisionPoint, completion: str, partner: Policy | str | None = None) -> float:
         """:meth:`score` at ``point``, checking that the env shows the decider exactly ``point.prompt``."""
         if (point.pool, point.route) != (self.pool, self.route):
-            raise ValueError(f"decision point {point.id!r} is from {point.pool!r}/{point.route!r}, "
+            raise UsageError(f"decision point {point.id!r} is from {point.pool!r}/{point.route!r}, "
                              f"this replay runs {self.pool!r}/{self.route!r}")
         return self.play(point.index, point.prefix, completion, partner, expect_prompt=point.prompt).reward
 

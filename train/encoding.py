@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gencoord_env.agents.lm.prompt import prompt_text
+from gencoord_env.errors import UsageError
 from gencoord_env.tasks.episode import parse_episode_id
 from gencoord_env.train.data import Row, data_set
 from gencoord_env.train.subword import BPEDropout
@@ -106,7 +107,7 @@ def encode(rows: Sequence[Row], tokenizer: Any, max_length: int = 2048,
     ``seed``) are segmented with BPE-dropout at that merge drop probability; targets stay canonical.
     """
     if tokenizer.eos_token_id is None:
-        raise ValueError("the tokenizer has no EOS token; set tokenizer.eos_token before training")
+        raise UsageError("the tokenizer has no EOS token; set tokenizer.eos_token before training")
     texts = [prompt_text(tokenizer, r.prompt) for r in rows]
     rng = random.Random(f"subword:{seed}")
     dropped: dict[int, list[int]] = {}
@@ -126,7 +127,7 @@ def encode(rows: Sequence[Row], tokenizer: Any, max_length: int = 2048,
         prompt = dropped[i] if i in dropped else next(it)
         target = list(targets[i]) + [tokenizer.eos_token_id]
         if len(prompt) + len(target) > max_length:
-            raise ValueError(
+            raise UsageError(
                 f"row {r.id} has {len(prompt) + len(target)} tokens, over max_length={max_length}; "
                 "raise max_length (truncating would cut the target)"
             )

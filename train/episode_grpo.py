@@ -42,6 +42,7 @@ import torch
 from gencoord_env.agents.lm.generate import GenerationConfig, Generator
 from gencoord_env.agents.lm.prompt import prompt_text
 from gencoord_env.agents.formats import commit_record
+from gencoord_env.errors import UsageError
 from gencoord_env.outcomes import REWARDS, FailureCode
 from gencoord_env.turns import Turn, TurnEnv
 
@@ -61,7 +62,7 @@ class Learner:
         self.max_grad_norm = max_grad_norm
         # No torch.compile: prompt widths vary from call to call and a compile per shape costs more than it
         # saves at these sizes; CUDA graphs (on by default on CUDA) still replay the decode step.
-        common = dict(max_new_tokens=max_new_tokens, stop_at_record_end=False, compile_decode=False,
+        common: dict[str, Any] = dict(max_new_tokens=max_new_tokens, stop_at_record_end=False, compile_decode=False,
                       compile_prefill=False, max_decoders=8, backend=backend)
         self.sampler = Generator(model, tokenizer, GenerationConfig(**common, do_sample=True, temperature=temperature,
                                                                     top_p=top_p, seed=seed))
@@ -133,7 +134,7 @@ def play_batch(envs: Sequence[TurnEnv], indices: Sequence[int], policies: Mappin
     """Play episode ``indices[k]`` in ``envs[k]`` for every k, each decision by ``policies[role]``; see the module
     docstring. ``sample``: the learners' samplers (else their greedy decoders)."""
     if len(envs) < len(indices):
-        raise ValueError(f"got {len(indices)} episodes but {len(envs)} environments")
+        raise UsageError(f"got {len(indices)} episodes but {len(envs)} environments")
     turns: list[Turn] = [env.reset(index=int(i)) for env, i in zip(envs, indices)]
     played = [Played(int(i), t.episode_id) for i, t in zip(indices, turns)]
     live = [k for k, t in enumerate(turns) if not t.done]
@@ -172,7 +173,7 @@ def advantages(rewards: Sequence[float], group: int, scale: bool = True) -> list
     """Each reward minus its group's mean (consecutive runs of ``group``), divided by the group's population
     standard deviation when ``scale`` (a group without variance: 0 everywhere)."""
     if group < 1 or len(rewards) % group:
-        raise ValueError(f"{len(rewards)} rewards do not split into groups of {group}")
+        raise UsageError(f"{len(rewards)} rewards do not split into groups of {group}")
     out: list[float] = []
     for start in range(0, len(rewards), group):
         chunk = rewards[start : start + group]
@@ -229,7 +230,7 @@ def grpo_update(learners: Sequence[Learner], played: Sequence[Played], rewards: 
     whose ratio left the clip range in the last step) and ``logprob_gap`` (mean |recomputed - sampled| raw
     log-probability)."""
     if iterations < 1:
-        raise ValueError(f"iterations must be >= 1, got {iterations}")
+        raise UsageError(f"iterations must be >= 1, got {iterations}")
     adv = advantages(rewards, group, scale)
     stats: dict[str, dict[str, float]] = {}
     for learner in learners:
@@ -295,7 +296,7 @@ def static_rollouts(trainer_class: type) -> type:
                                                args=args, environment_factory=GencoordToolEnv.factory(plays="both"))
     """
 
-    class StaticRollouts(trainer_class):  # type: ignore[misc, valid-type]
+    class StaticRollouts(trainer_class):
         def _generate_single_turn(self, prompt_ids: Any, images: Any, multimodal_fields: Any, num_generations: int,
                                   has_tool_images: bool = False) -> Any:
             a = self.args

@@ -24,6 +24,7 @@ from typing import Any
 
 from gencoord_env.agents.base import Policy
 from gencoord_env.envs.gencoord.gencoord import parallel_env
+from gencoord_env.errors import UsageError
 from gencoord_env.tasks import Episode
 from gencoord_env.tasks.episode import parse_episode_id
 
@@ -145,7 +146,7 @@ def evaluate(
     would otherwise need its own server).
     """
     if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        raise UsageError(f"batch_size must be >= 1, got {batch_size}")
     if backend != "sim":
         batch_size = 1
     envs = [parallel_env(pool=pool, route=route, view=view, surface=surface, backend=backend, pool_seed=pool_seed, timings=True)

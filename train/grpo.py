@@ -42,6 +42,7 @@ from gencoord_env.agents.formats import RECORD, resolve_format
 from gencoord_env.agents.lm.loading import load_model
 from gencoord_env.agents.lm.policy import make_policy, prompt_text
 from gencoord_env.envs.gencoord.gencoord import parallel_env
+from gencoord_env.errors import UsageError
 from gencoord_env.tasks.episode import parse_episode_id
 from gencoord_env.train.data import file_sha256
 from gencoord_env.train.decisions import DecisionPoint, Replay, decision_points, write_points
@@ -57,7 +58,7 @@ def prompt_dataset(points: Sequence[DecisionPoint], tokenizer: Any):  # type: ig
 
     ids = [p.id for p in points]
     if len(set(ids)) != len(ids):
-        raise ValueError("decision point ids repeat; build the points of one pool and route with decision_points")
+        raise UsageError("decision point ids repeat; build the points of one pool and route with decision_points")
     return Dataset.from_list([
         {"prompt": prompt_text(tokenizer, p.prompt), "decision_id": p.id, "index": p.index, "stage": p.stage, "agent": p.agent}
         for p in points
@@ -93,10 +94,10 @@ class EnvReward:
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], decision_id: Sequence[str] | None = None,
                  trainer_state: Any = None, log_metric: Any = None, **_: Any) -> list[float]:
         if decision_id is None:
-            raise ValueError("the dataset has no 'decision_id' column: build it with prompt_dataset(points, tokenizer) "
+            raise UsageError("the dataset has no 'decision_id' column: build it with prompt_dataset(points, tokenizer) "
                              "and keep remove_unused_columns=False in GRPOConfig")
         if len(decision_id) != len(completions):
-            raise ValueError(f"got {len(completions)} completions but {len(decision_id)} decision ids")
+            raise UsageError(f"got {len(completions)} completions but {len(decision_id)} decision ids")
         start = time.perf_counter()
         done: dict[tuple[str, str], tuple[float, str]] = {}
         rewards: list[float] = []
@@ -171,9 +172,9 @@ class GRPORunConfig:
 
     def __post_init__(self) -> None:
         if self.num_generations < 2:
-            raise ValueError(f"num_generations must be >= 2 (GRPO compares completions within a group), got {self.num_generations}")
+            raise UsageError(f"num_generations must be >= 2 (GRPO compares completions within a group), got {self.num_generations}")
         if self.prompts_per_step < 1 or self.steps < 1:
-            raise ValueError(f"prompts_per_step and steps must be >= 1, got {self.prompts_per_step} and {self.steps}")
+            raise UsageError(f"prompts_per_step and steps must be >= 1, got {self.prompts_per_step} and {self.steps}")
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -295,7 +296,7 @@ def run(config: GRPORunConfig) -> GRPOResult:
 
     points = decision_points(config.pool, config.route, config.partner, stages=config.stages, episodes=config.episodes)
     if not points:
-        raise ValueError(f"no decision points in {config.pool!r}/{config.route!r} for stages {config.stages}")
+        raise UsageError(f"no decision points in {config.pool!r}/{config.route!r} for stages {config.stages}")
     write_points(points, out / "points.jsonl")
     replay = Replay(config.pool, config.route, partial_credit=config.partial_credit, partner=config.partner)
     reward = EnvReward(points, replay)

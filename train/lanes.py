@@ -32,6 +32,8 @@ import transformers
 
 import gencoord_env
 
+from gencoord_env.errors import UsageError
+
 __all__ = ["device_name", "git_commit", "lane_device", "run_lanes", "threads_per_lane", "versions"]
 
 L = TypeVar("L")
@@ -81,7 +83,7 @@ def run_lanes(work: Callable[[L], dict[str, Any]], lanes: Sequence[L], jobs: int
     ``work`` must be a module-level function (it is pickled into the worker processes).
     """
     if jobs < 1:
-        raise ValueError(f"jobs must be >= 1, got {jobs}")
+        raise UsageError(f"jobs must be >= 1, got {jobs}")
     failures: list[str] = []
 
     def finish(lane: L, result: dict[str, Any] | None, error: str | None) -> None:

@@ -32,6 +32,8 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
+from gencoord_env.errors import UsageError
+
 __all__ = ["Packed", "collate", "kernels_used", "pack", "packed_hidden", "packed_loss", "supports_packing"]
 
 
@@ -55,7 +57,7 @@ def pack(items: Sequence[Any], max_tokens: int) -> list[list[Any]]:
     """``items`` (each with ``input_ids``) in order, cut into runs of at most ``max_tokens`` tokens (a longer
     row alone)."""
     if max_tokens < 1:
-        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        raise UsageError(f"max_tokens must be >= 1, got {max_tokens}")
     packs: list[list[Any]] = []
     current: list[Any] = []
     used = 0
@@ -86,7 +88,9 @@ def collate(items: Sequence[Any], device: torch.device, decision_weight: float =
             for k in e.decisions:
                 weights[0, start + e.prompt_tokens + k] = decision_weight
             start += n
-    move = lambda t: None if t is None else t.to(device, non_blocking=True)  # noqa: E731
+    def move(t: Any) -> Any:
+        return None if t is None else t.to(device, non_blocking=True)
+
     return Packed(move(ids), move(labels), move(positions), move(bounds), lengths, move(weights))
 
 
@@ -117,7 +121,8 @@ def _fla() -> tuple[Any, Any] | None:
             _FAST["fla"] = None
         else:
             _FAST["fla"] = (causal_conv1d, chunk_gated_delta_rule)
-    return _FAST["fla"]
+    fast: tuple[Any, Any] | None = _FAST["fla"]
+    return fast
 
 
 def _varlen() -> Any:
@@ -227,7 +232,7 @@ def packed_hidden(model: nn.Module, batch: Packed, prefer: str = "auto") -> torc
     docstring). ``prefer``: ``auto`` (fla and varlen attention on CUDA when present) or ``reference``."""
     text = _text_model(model)
     if text is None or not supports_packing(model):
-        raise ValueError(f"packed training runs the Qwen3.5 hybrid decoder; {type(model).__name__} is not one "
+        raise UsageError(f"packed training runs the Qwen3.5 hybrid decoder; {type(model).__name__} is not one "
                          "(train it with padded micro-batches: packing=False)")
     fast = batch.input_ids.device.type == "cuda" and prefer == "auto"
     hidden = text.embed_tokens(batch.input_ids)
@@ -251,7 +256,7 @@ def packed_loss(model: nn.Module, batch: Packed, n_items: int | None = None, pre
     keep = shifted != -100
     count = int(keep.sum()) if n_items is None else n_items
     if count == 0:
-        raise ValueError("no target tokens in the batch: every label is -100")
+        raise UsageError("no target tokens in the batch: every label is -100")
     hidden = packed_hidden(model, batch, prefer)[:, :-1]
     logits = model.get_output_embeddings()(hidden[keep]).float()
     losses = F.cross_entropy(logits, shifted[keep], reduction="none")

@@ -58,13 +58,14 @@ from transformers.utils import logging as hf_logging
 
 from gencoord_env.agents.by_role import ByRole
 from gencoord_env.agents.formats import OutputFormat
-from gencoord_env.agents.lm.generate import GenerationConfig
+from gencoord_env.agents.lm.generate import Backend, GenerationConfig
 from gencoord_env.agents.lm.loading import binding_codes, load_model, train_tokenizer, world_names
 from gencoord_env.agents.lm.policy import LMPolicy, make_policy
 from gencoord_env.agents.registry import make_policy as rule_agent
 from gencoord_env.commands.experiments.analysis import analyze
 from gencoord_env.commands.experiments.runner import EpisodeRow, episode_indices, make_env, run_condition
 from gencoord_env.commands.experiments.specs import DECISIONS, SUCCESS, WIRE, Condition, Experiment
+from gencoord_env.errors import UsageError
 from gencoord_env.train.data import PROCEDURAL, build_all, data_set, load_rows
 from gencoord_env.train.evaluate import run_lockstep
 from gencoord_env.train.lanes import device_name, run_lanes
@@ -158,7 +159,7 @@ class Play:
     episodes: int | None = None
     batch: int = 128
     role: str | None = None
-    decode: str | None = None
+    decode: Backend | None = None
     actions: bool = False
     warm_up: bool = False
 
@@ -241,10 +242,10 @@ class Lane:
         names = [r.name for r in self.runs]
         for k, run in enumerate(self.runs):
             if isinstance(run.init, After) and run.init.run not in names[:k]:
-                raise ValueError(f"lane {self.name}: run {run.name!r} starts after {run.init.run!r}, which is not an "
+                raise UsageError(f"lane {self.name}: run {run.name!r} starts after {run.init.run!r}, which is not an "
                                  f"earlier run of the lane ({names[:k]})")
         if len(set(names)) != len(names):
-            raise ValueError(f"lane {self.name}: run names repeat: {names}")
+            raise UsageError(f"lane {self.name}: run names repeat: {names}")
 
     @property
     def file_name(self) -> str:
@@ -305,7 +306,7 @@ def prepare(work: Path, sets: Sequence[str], corpus: Corpus | None, *, pool_seed
 def _data(data: Path, sets: Sequence[str], pool_seed: int, procedural_rows: int | None, workers: int,
           log: Callable[[str], None]) -> dict[str, Any]:
     path = data / "manifest.json"
-    previous = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    previous: dict[str, Any] | None = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
     def held(name: str) -> bool:
         f = (previous or {}).get("files", {}).get(name)
@@ -407,7 +408,7 @@ class Player:
         self.fallback: str | None = None
         self.policy = self.make()
 
-    def make(self, backend: str | None = None) -> LMPolicy:
+    def make(self, backend: Backend | None = None) -> LMPolicy:
         config = self.generation if backend is None else dataclasses.replace(self.generation, backend=backend)
         return make_policy(self.lm.model, self.lm.tokenizer, self.format, config)
 
@@ -593,7 +594,7 @@ def _run(lane: Lane, key: str, previous: Mapping[str, Any] | None) -> dict[str, 
 
 
 def execute(lanes: Sequence[Lane], jobs: int, log: Callable[[str], None], describe: Callable[[dict[str, Any]], str],
-            every: Callable[[], None] | None = None) -> list[str]:
+            every: Callable[[], object] | None = None) -> list[str]:
     """Run every lane, ``jobs`` at a time; log each one as it ends (``describe`` its result), call ``every`` (a
     provisional summary) at most once a minute; returns one line per failed lane."""
     last = [time.perf_counter()]

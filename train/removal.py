@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from gencoord_env.errors import DataError
 from gencoord_env.train.data import Row
 from gencoord_env.train.renaming import row_codes
 
@@ -37,7 +38,7 @@ def default_code(row: Row) -> str:
     """The branch a receiver without a request takes: the first code of the row's codebook."""
     codes = row_codes(row.prompt)
     if not codes:
-        raise ValueError(f"row {row.id} lists no codebook: no branch to default to")
+        raise DataError(f"row {row.id} lists no codebook: no branch to default to")
     return codes[0]
 
 
@@ -45,6 +46,6 @@ def without_request(row: Row, default_target: str) -> Row:
     """``row`` (a receiver row) as the receiver sees it with the request removed, answering with
     ``default_target``: the target of the same instance's receiver row on the :func:`default_code` branch."""
     if not MESSAGE_LINE.search(row.prompt):
-        raise ValueError(f"row {row.id} has no MESSAGE line: not a receiver row of the forward route")
+        raise DataError(f"row {row.id} has no MESSAGE line: not a receiver row of the forward route")
     return dataclasses.replace(row, id=f"{row.id}#removed", prompt=MESSAGE_LINE.sub("MESSAGE -", row.prompt, count=1),
                                target=default_target, binding=default_code(row))

@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from gencoord_env.agents.formats import rename_words
+from gencoord_env.errors import UsageError
 from gencoord_env.tasks.prior import prior
 from gencoord_env.train.data import Row, data_set
 
@@ -55,7 +56,7 @@ def rename_row(row: Row, names: Mapping[str, str]) -> Row:
     (a set whose prompts or targets do not name every code where renaming finds it raises)."""
     spec = data_set(row.set)
     if not spec.code_renaming:
-        raise ValueError(f"rows of set {row.set!r} ({spec.output_format.title}) cannot be code-renamed: their prompts "
+        raise UsageError(f"rows of set {row.set!r} ({spec.output_format.title}) cannot be code-renamed: their prompts "
                          "or targets do not name every code they use as a word")
     fmt = spec.output_format
     return dataclasses.replace(row, prompt=rename_words(row.prompt, names), target=fmt.rename(row.target, names),

@@ -63,6 +63,7 @@ from typing import Any
 
 from gencoord_env.agents.formats import commit_record
 from gencoord_env.commands.llm_rl import GencoordToolEnv, episode_dataset, staged_reward, success_reward, tool_rows, tool_tokenizer
+from gencoord_env.errors import UsageError
 
 __all__ = ["AUTO_EPOCHS", "SelfPlayConfig", "cross_play", "evaluate", "main", "play_transcript", "run"]
 
@@ -120,25 +121,25 @@ class SelfPlayConfig:
 
     def __post_init__(self) -> None:
         if self.reward not in ("staged", "binary"):
-            raise ValueError(f"reward must be 'staged' or 'binary', got {self.reward!r}")
+            raise UsageError(f"reward must be 'staged' or 'binary', got {self.reward!r}")
         if self.policies not in ("one", "two"):
-            raise ValueError(f"policies must be 'one' (self-play) or 'two' (sender and receiver models), got {self.policies!r}")
+            raise UsageError(f"policies must be 'one' (self-play) or 'two' (sender and receiver models), got {self.policies!r}")
         if self.trainer not in TRAINERS:
-            raise ValueError(f"trainer must be one of {list(TRAINERS)}, got {self.trainer!r}")
+            raise UsageError(f"trainer must be one of {list(TRAINERS)}, got {self.trainer!r}")
         if self.trainer != "episode" and self.policies != "one":
-            raise ValueError(f"trainer={self.trainer!r} trains one model (TRL's GRPOTrainer has one policy); use trainer='episode' for two")
+            raise UsageError(f"trainer={self.trainer!r} trains one model (TRL's GRPOTrainer has one policy); use trainer='episode' for two")
         if not self.train_roles or any(r not in ROLES for r in self.train_roles):
-            raise ValueError(f"train_roles must name roles among {list(ROLES)}, got {list(self.train_roles)}")
+            raise UsageError(f"train_roles must name roles among {list(ROLES)}, got {list(self.train_roles)}")
         if isinstance(self.sft_epochs, str) and self.sft_epochs != "auto":
-            raise ValueError(f"sft_epochs must be a number of epochs or 'auto', got {self.sft_epochs!r}")
+            raise UsageError(f"sft_epochs must be a number of epochs or 'auto', got {self.sft_epochs!r}")
         if not isinstance(self.sft_epochs, str) and self.sft_epochs < 0:
-            raise ValueError(f"sft_epochs must be >= 0, got {self.sft_epochs}")
+            raise UsageError(f"sft_epochs must be >= 0, got {self.sft_epochs}")
         if self.sft_epochs == 0 and self.model is None:
-            raise ValueError("sft_epochs=0 starts GRPO from model as it is: give model (a checkpoint in the tool format)")
+            raise UsageError("sft_epochs=0 starts GRPO from model as it is: give model (a checkpoint in the tool format)")
         if not 0.0 <= self.band[0] <= self.band[1] <= 1.0:
-            raise ValueError(f"band must be (low, high) with 0 <= low <= high <= 1, got {self.band}")
+            raise UsageError(f"band must be (low, high) with 0 <= low <= high <= 1, got {self.band}")
         if self.num_generations < 2 or self.prompts_per_step < 1 or self.steps < 0:
-            raise ValueError(f"num_generations must be >= 2 (GRPO compares a group), prompts_per_step >= 1 and steps >= 0; got "
+            raise UsageError(f"num_generations must be >= 2 (GRPO compares a group), prompts_per_step >= 1 and steps >= 0; got "
                              f"{self.num_generations}, {self.prompts_per_step}, {self.steps}")
 
     @property

@@ -75,6 +75,7 @@ from transformers import (
 from gencoord_env.agents.formats import RECORD, OutputFormat, output_format
 from gencoord_env.agents.lm.loading import build_qwen35_08b_config, build_tiny, load_model, train_tokenizer
 from gencoord_env.agents.lm.prompt import prompt_text
+from gencoord_env.errors import DataError, UsageError
 from gencoord_env.train.data import Row, data_set, file_sha256, load_rows, rows_format
 from gencoord_env.train.encoding import Encoded, encode
 from gencoord_env.train.fit import cell_of, shout, teacher_forced, twin_key, verdict
@@ -161,22 +162,22 @@ class SFTConfig:
 
     def __post_init__(self) -> None:
         if (self.base_model is None) == (self.scratch is None):
-            raise ValueError("give exactly one of base_model (a checkpoint to fine-tune) and scratch (train from random weights)")
+            raise UsageError("give exactly one of base_model (a checkpoint to fine-tune) and scratch (train from random weights)")
         if not self.data:
-            raise ValueError("SFTConfig.data needs at least one JSONL file from gencoord_env.train.data.build_all")
+            raise UsageError("SFTConfig.data needs at least one JSONL file from gencoord_env.train.data.build_all")
         if self.micro_batch < 1 or self.grad_accum < 1:
-            raise ValueError(f"micro_batch and grad_accum must be >= 1, got {self.micro_batch} and {self.grad_accum}")
+            raise UsageError(f"micro_batch and grad_accum must be >= 1, got {self.micro_batch} and {self.grad_accum}")
         if not 0.0 <= self.request_removal <= 1.0:
-            raise ValueError(f"request_removal must be in [0, 1], got {self.request_removal}")
+            raise UsageError(f"request_removal must be in [0, 1], got {self.request_removal}")
         if self.decision_weight <= 0 or not 0.0 <= self.code_renaming <= 1.0:
-            raise ValueError(f"decision_weight must be > 0 and code_renaming in [0, 1], got {self.decision_weight} "
+            raise UsageError(f"decision_weight must be > 0 and code_renaming in [0, 1], got {self.decision_weight} "
                              f"and {self.code_renaming}")
         if self.pack_tokens < 1:
-            raise ValueError(f"pack_tokens must be >= 1, got {self.pack_tokens}")
+            raise UsageError(f"pack_tokens must be >= 1, got {self.pack_tokens}")
         if self.resume_every < 0:
-            raise ValueError(f"resume_every must be >= 0 (0: no resumable state), got {self.resume_every}")
+            raise UsageError(f"resume_every must be >= 0 (0: no resumable state), got {self.resume_every}")
         if not (0.0 <= self.subword_dropout < 1.0 and 0.0 <= self.subword_dropout_rows <= 1.0):
-            raise ValueError(f"subword_dropout must be in [0, 1) and subword_dropout_rows in [0, 1], got "
+            raise UsageError(f"subword_dropout must be in [0, 1) and subword_dropout_rows in [0, 1], got "
                              f"{self.subword_dropout} and {self.subword_dropout_rows}")
         if self.format is not None:
             output_format(self.format)
@@ -203,7 +204,7 @@ class SFTConfig:
         if self.code_renaming > 0:
             fixed = sorted({r.set for r in rows if not data_set(r.set).code_renaming})
             if fixed or not fmt.renames:
-                raise ValueError(f"code_renaming={self.code_renaming} renames binding codes, but the rows of "
+                raise UsageError(f"code_renaming={self.code_renaming} renames binding codes, but the rows of "
                                  f"{fixed or sorted({r.set for r in rows})} ({fmt.title}) do not name every code they "
                                  "use where renaming can find it; set code_renaming=0 for them")
         return fmt
@@ -256,12 +257,12 @@ def masked_loss(model: PreTrainedModel, input_ids: torch.Tensor, labels: torch.T
     keep = shifted != -100
     count = int(keep.sum()) if n_items is None else n_items
     if count == 0:
-        raise ValueError("no target tokens in the batch: every label is -100")
+        raise UsageError("no target tokens in the batch: every label is -100")
     decoder = getattr(model, "model", None)
     head = model.get_output_embeddings()
     if decoder is None or head is None:  # an architecture without the usual decoder/head split
         if weights is not None:
-            raise ValueError(f"{type(model).__name__} has no decoder/head split: decision_weight needs one")
+            raise UsageError(f"{type(model).__name__} has no decoder/head split: decision_weight needs one")
         out = model(input_ids=input_ids, labels=labels, num_items_in_batch=count)
         return out.loss
     hidden = decoder(input_ids=input_ids, use_cache=False).last_hidden_state[:, :-1]
@@ -390,7 +391,7 @@ def train(config: SFTConfig, on_log: Callable[[int, float, float], None] | None 
         from gencoord_env.train.packed import supports_packing
 
         if not supports_packing(model):
-            raise ValueError(f"packing=True trains the Qwen3.5 hybrid decoder; this run's model is {model.config.model_type}: "
+            raise UsageError(f"packing=True trains the Qwen3.5 hybrid decoder; this run's model is {model.config.model_type}: "
                              "train it with packing=False (padded micro-batches)")
     model.train()
     lr = default_lr(config.base_model, config.scratch) if config.lr is None else config.lr
@@ -587,8 +588,8 @@ class _Resume:
             return 0, 0.0
         state = torch.load(self.path, map_location=device, weights_only=True)
         if state.get("config_sha256") != self.config_sha256:
-            raise ValueError(f"{self.path} holds the state of a run with other settings; remove it to start this "
-                             "run afresh, or start the run it belongs to")
+            raise DataError(f"{self.path} holds the state of a run with other settings; remove it to start this "
+                            "run afresh, or start the run it belongs to")
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         schedule.load_state_dict(state["schedule"])

@@ -24,6 +24,8 @@ import re
 
 from transformers import PreTrainedTokenizerBase
 
+from gencoord_env.errors import UsageError
+
 __all__ = ["BPEDropout"]
 
 
@@ -36,9 +38,9 @@ class BPEDropout:
             raise TypeError(f"BPE-dropout needs a fast (Rust-backed) tokenizer, got {type(tokenizer).__name__}")
         model = json.loads(backend.to_str())["model"]
         if model.get("type") != "BPE":
-            raise ValueError(f"BPE-dropout needs a BPE tokenizer, got a {model.get('type')} model")
-        merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) for m in model["merges"]]
-        self._ranks: dict[tuple[str, str], int] = {pair: r for r, pair in enumerate(merges)}
+            raise UsageError(f"BPE-dropout needs a BPE tokenizer, got a {model.get('type')} model")
+        merges = [m.split(" ", 1) if isinstance(m, str) else m for m in model["merges"]]
+        self._ranks: dict[tuple[str, str], int] = {(a, b): r for r, (a, b) in enumerate(merges)}
         self._vocab: dict[str, int] = model["vocab"]
         self._pre = backend.pre_tokenizer
         specials = sorted(tokenizer.all_special_tokens, key=len, reverse=True)
@@ -52,7 +54,7 @@ class BPEDropout:
         """Token ids of ``text``; special tokens and added words stay whole, every other pre-token goes
         through dropout BPE."""
         if not 0.0 <= p < 1.0:
-            raise ValueError(f"dropout probability must be in [0, 1), got {p}")
+            raise UsageError(f"dropout probability must be in [0, 1), got {p}")
         parts = self._split.split(text) if self._split else [text]
         ids: list[int] = []
         for part in parts:

@@ -27,6 +27,7 @@ from gencoord_env.commands.experiments.analysis import analyze, matrix
 from gencoord_env.commands.experiments.plot import plot
 from gencoord_env.commands.experiments.report import fmt, fmt_ci
 from gencoord_env.commands.experiments.runner import EpisodeRow, episode_indices, run_condition
+from gencoord_env.errors import DataError
 from gencoord_env.train.fit import template_of
 from gencoord_env.train.lanes import git_commit, versions
 from gencoord_env.train.pipeline import Inputs, execute, logger, prepare, rows_of
@@ -59,7 +60,7 @@ def table_records(name: str, lanes: Sequence[Mapping[str, Any]], rules: Mapping[
     quality: dict[str, list[EpisodeRow]] = {}
     timing: dict[str, list[EpisodeRow]] = {}
     names: dict[str, str] = {}
-    seeds: dict[str, dict[int, float]] = {}
+    seeds: dict[str, dict[int, float | None]] = {}
     for c in table.experiment.conditions:
         key = f"{name}/{c.name}"
         model = table.models.get(c.name)
@@ -355,7 +356,7 @@ def summarize(config: TablesConfig, quiet: bool = False) -> dict[str, Any]:
         raise FileNotFoundError(f"{work / 'run.json'} does not exist; run `gencoord train tables --out {config.out}` first")
     run_info = json.loads((work / "run.json").read_text(encoding="utf-8"))
     if not isinstance(run_info.get("inputs"), Mapping) or "sets" not in run_info["inputs"]:
-        raise ValueError(f"{work / 'run.json'} was written by an earlier version of the command; run the tables again")
+        raise DataError(f"{work / 'run.json'} was written by an earlier version of the command; run the tables again")
     rules = json.loads((work / "rules.json").read_text(encoding="utf-8"))
     results = []
     for lane in lanes_for(config, Inputs(**run_info["inputs"])):

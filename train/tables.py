@@ -68,7 +68,7 @@ from gencoord_env.commands.experiments.specs import (
     DECISIONS, GOAL_CAPABILITY, HORIZON, NATURALIZED, REPRESENTATION, REQUEST, SUCCESS, VISIBILITY, WIRE,
     Condition, Experiment,
 )
-from gencoord_env.suggest import unknown
+from gencoord_env.errors import UnknownName, UsageError
 from gencoord_env.train.data import data_set, expected_rows
 from gencoord_env.train.lanes import lane_device, threads_per_lane
 from gencoord_env.train.pipeline import Checkpoint, Corpus, Inputs, Lane, Play, Recipe, RunSpec, Scratch
@@ -162,10 +162,10 @@ class Table:
         names = {c.name for c in self.experiment.conditions}
         for condition, model in self.models.items():
             if condition not in names:
-                raise ValueError(f"table {self.name!r}: no condition {condition!r} in experiment "
+                raise UsageError(f"table {self.name!r}: no condition {condition!r} in experiment "
                                  f"{self.experiment.name!r}; expected one of {sorted(names)}")
             if model not in MODELS:
-                raise ValueError(f"table {self.name!r}, condition {condition!r}: unknown model {model!r}; "
+                raise UsageError(f"table {self.name!r}, condition {condition!r}: unknown model {model!r}; "
                                  f"expected one of {sorted(MODELS)}")
 
     @property
@@ -263,18 +263,18 @@ class TablesConfig:
     def __post_init__(self) -> None:
         missing = [t for t in self.tables if t not in TABLES]
         if missing:
-            raise ValueError(unknown("table", missing[0], TABLES))
+            raise UnknownName("table", missing[0], TABLES)
         if not self.tables:
-            raise ValueError(f"name at least one table; expected some of {list(TABLES)}")
+            raise UsageError(f"name at least one table; expected some of {list(TABLES)}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
-            raise ValueError(f"seeds must be distinct and at least one, got {list(self.seeds)}")
+            raise UsageError(f"seeds must be distinct and at least one, got {list(self.seeds)}")
         if (self.scratch is None) == (self.init is None):
-            raise ValueError("give exactly one of scratch (an architecture to build) and init (a checkpoint directory)")
+            raise UsageError("give exactly one of scratch (an architecture to build) and init (a checkpoint directory)")
         if self.init is not None and not (Path(self.init) / "config.json").is_file():
             raise FileNotFoundError(f"--init {self.init}: no checkpoint there (expected a directory with config.json, "
                                     "e.g. the final/ folder of a `gencoord train sft` or `transfer` run)")
         if self.jobs < 1:
-            raise ValueError(f"jobs must be >= 1, got {self.jobs}")
+            raise UsageError(f"jobs must be >= 1, got {self.jobs}")
 
     @property
     def work_dir(self) -> Path:

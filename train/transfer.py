@@ -79,8 +79,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gencoord_env.commands.experiments.specs import Condition
+from gencoord_env.errors import UsageError
 from gencoord_env.train.lanes import lane_device, threads_per_lane
 from gencoord_env.train.pipeline import After, Corpus, Inputs, Lane, Play, Recipe, RunSpec, Scratch
 
@@ -189,14 +191,14 @@ class TransferConfig:
 
     def __post_init__(self) -> None:
         if not self.chains or set(self.chains) - {"pretrained", "protocol"}:
-            raise ValueError(f"chains must be some of ['pretrained', 'protocol'], got {list(self.chains)}")
+            raise UsageError(f"chains must be some of ['pretrained', 'protocol'], got {list(self.chains)}")
         missing = [b for b in self.backends if b not in BACKENDS]
         if missing:
-            raise ValueError(f"unknown backends {missing}; expected some of {sorted(BACKENDS)}")
+            raise UsageError(f"unknown backends {missing}; expected some of {sorted(BACKENDS)}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
-            raise ValueError(f"seeds must be distinct and at least one, got {list(self.seeds)}")
+            raise UsageError(f"seeds must be distinct and at least one, got {list(self.seeds)}")
         if self.jobs < 1 or self.data_workers < 1:
-            raise ValueError(f"jobs and data_workers must be >= 1, got {self.jobs} and {self.data_workers}")
+            raise UsageError(f"jobs and data_workers must be >= 1, got {self.jobs} and {self.data_workers}")
 
     @property
     def out_dir(self) -> Path:
@@ -246,9 +248,9 @@ def runs(config: TransferConfig, backend: str, chain: str) -> tuple[RunSpec, ...
     b = config.budget
     paper, procedural = BACKENDS[backend]
     scratch = Scratch(b.arch, b.vocab_size, b.hidden_size, b.num_layers)  # type: ignore[arg-type]
-    common = dict(max_length=b.max_length, decision_weight=b.decision_weight, monitor_every=b.monitor_every,
+    common: dict[str, Any] = dict(max_length=b.max_length, decision_weight=b.decision_weight, monitor_every=b.monitor_every,
                   resume_every=b.resume_every, deterministic=b.deterministic)
-    paper_rows = dict(micro_batch=b.micro_batch, grad_accum=b.grad_accum, code_renaming=b.code_renaming, **common)
+    paper_rows: dict[str, Any] = dict(micro_batch=b.micro_batch, grad_accum=b.grad_accum, code_renaming=b.code_renaming, **common)
     spec = {
         "protocol_only": RunSpec("protocol_only", paper, scratch, Recipe(
             epochs=b.protocol_epochs, steps=b.protocol_steps, **paper_rows), plays(config, "protocol_only"), b.max_new_tokens),

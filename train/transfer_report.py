@@ -24,6 +24,7 @@ from transformers import AutoTokenizer
 from gencoord_env.agents.lm.prompt import prompt_text
 from gencoord_env.caches import cache
 from gencoord_env.commands.experiments import stats
+from gencoord_env.errors import DataError, UsageError
 from gencoord_env.tasks import Episode, pool as load_pool
 from gencoord_env.tasks.episode import parse_episode_id
 from gencoord_env.train.data import _play, load_rows
@@ -94,7 +95,7 @@ def code_coverage(rows: Mapping[str, Sequence[Any]], pools: Sequence[str], seed:
     missing = {name: [c for c in cs if c not in named] for name, cs in used.items()}
     missing = {k: v for k, v in missing.items() if v}
     if missing:
-        raise ValueError(f"pretraining rows never name binding codes the evaluated pools use: {missing}; "
+        raise UsageError(f"pretraining rows never name binding codes the evaluated pools use: {missing}; "
                          "generate more procedural rows (--pretrain-rows) so that every public code appears")
     return {"pretraining": named, "evaluated": sorted({c for cs in used.values() for c in cs}), "by_pool": used}
 
@@ -136,7 +137,7 @@ def _lengths(tokenizer: Any, rows: Mapping[str, Sequence[Any]], prompts: Mapping
         pool_tokens[name] = Counter(t for x in ids for t in x)
     longest = max([v["max_tokens"] for v in sets.values()] + [v["max_prompt_tokens"] for v in pools.values()])
     if longest > max_length:
-        raise ValueError(f"a row or pool prompt has {longest} tokens, over max_length={max_length}; raise max_length")
+        raise UsageError(f"a row or pool prompt has {longest} tokens, over max_length={max_length}; raise max_length")
     return {"max_length": max_length, "sets": sets, "pools": pools}, pool_tokens
 
 
@@ -193,7 +194,7 @@ def _fit(arm: Mapping[str, Any]) -> dict[str, Any]:
 def _compare_decisions(ours: Sequence[Mapping[str, Any]], reference: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Decisions (actions) of two closed-loop passes over the same episodes: how many, how many differ."""
     decisions = differ = 0
-    examples = []
+    examples: list[dict[str, Any]] = []
     for a, b in zip(ours, reference):
         for x, y in zip(a["actions"], b["actions"]):
             decisions += 1
@@ -413,10 +414,10 @@ def plot(summary: Mapping[str, Any], path: Path) -> None:
         ax.set_xticks(x, pools, fontsize=8)
         ax.set_ylim(0, 110)
         ax.set_ylabel("closed-loop success (%)", fontsize=8)
-        n = summary["model"]["parameters"]
-        size = f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}k"
-        seeds = len(summary["seeds"])
-        ax.set_title(f"{backend} ({size} parameters, {seeds} seed{'s' if seeds != 1 else ''})", fontsize=9)
+        parameters = summary["model"]["parameters"]
+        size = f"{parameters / 1e6:.1f}M" if parameters >= 1e6 else f"{parameters / 1e3:.0f}k"
+        n_seeds = len(summary["seeds"])
+        ax.set_title(f"{backend} ({size} parameters, {n_seeds} seed{'s' if n_seeds != 1 else ''})", fontsize=9)
         ax.tick_params(axis="y", labelsize=7)
         ax.spines[["top", "right"]].set_visible(False)
     handles, names = axes[0][0].get_legend_handles_labels()
@@ -463,7 +464,7 @@ def summarize(config: TransferConfig, failures: Sequence[str] = (), timing: Mapp
         raise FileNotFoundError(f"{out / 'inputs.json'} does not exist; run `gencoord train transfer --out {out}` first")
     inputs = json.loads((out / "inputs.json").read_text(encoding="utf-8"))
     if "inputs" not in inputs:
-        raise ValueError(f"{out / 'inputs.json'} was written by an earlier version of the command; run the transfer again")
+        raise DataError(f"{out / 'inputs.json'} was written by an earlier version of the command; run the transfer again")
     lane_results = _lane_results(config, Inputs(**inputs["inputs"]))
     if not quiet:  # a model that does not fit its rows is said loudly, once, at the end
         for r in lane_results:

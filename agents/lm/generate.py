@@ -69,6 +69,7 @@ from gencoord_env.agents.lm import kernels
 from gencoord_env.agents.lm.hybrid import FusedProjections, HybridState, hybrid_forward, supports_hybrid
 from gencoord_env.agents.lm.prefix import PrefixCache, PrefixState, compute_prefix, splice, weights_fingerprint
 from gencoord_env.agents.lm.prompt import prompt_parts
+from gencoord_env.errors import UsageError
 
 __all__ = ["GenerationConfig", "GenerationRecord", "Generator", "kernel_report"]
 
@@ -147,23 +148,23 @@ class GenerationConfig:
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+            raise UsageError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
         if not 0 <= self.min_new_tokens <= self.max_new_tokens:
-            raise ValueError(
+            raise UsageError(
                 f"min_new_tokens must be in [0, max_new_tokens={self.max_new_tokens}], got {self.min_new_tokens}"
             )
         if self.recurrent_state not in ("float32", "model"):
-            raise ValueError(f"recurrent_state must be 'float32' or 'model', got {self.recurrent_state!r}")
+            raise UsageError(f"recurrent_state must be 'float32' or 'model', got {self.recurrent_state!r}")
         if self.backend not in ("auto", "static", "generate"):
-            raise ValueError(f"backend must be 'auto', 'static' or 'generate', got {self.backend!r}")
+            raise UsageError(f"backend must be 'auto', 'static' or 'generate', got {self.backend!r}")
         if not self.temperature > 0:
-            raise ValueError(f"temperature must be > 0 (greedy decoding is do_sample=False), got {self.temperature}")
+            raise UsageError(f"temperature must be > 0 (greedy decoding is do_sample=False), got {self.temperature}")
         if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+            raise UsageError(f"top_p must be in (0, 1], got {self.top_p}")
         if self.min_prefix_tokens < 1:
-            raise ValueError(f"min_prefix_tokens must be >= 1, got {self.min_prefix_tokens}")
+            raise UsageError(f"min_prefix_tokens must be >= 1, got {self.min_prefix_tokens}")
         if self.max_prefixes < 1:
-            raise ValueError(f"max_prefixes must be >= 1, got {self.max_prefixes}")
+            raise UsageError(f"max_prefixes must be >= 1, got {self.max_prefixes}")
 
     @property
     def wants_logprobs(self) -> bool:
@@ -211,7 +212,8 @@ def kernel_report() -> dict[str, str]:
         chosen = fn
         for cell in getattr(fn, "__closure__", None) or ():
             value = cell.cell_contents
-            if callable(value) and getattr(value, "__module__", "") and not getattr(value, "__module__", "").startswith("transformers"):
+            module = getattr(value, "__module__", None)
+            if callable(value) and isinstance(module, str) and module and not module.startswith("transformers"):
                 chosen = value
                 break
         report[name] = f"{getattr(chosen, '__module__', '?')}.{getattr(chosen, '__name__', '?')}"
@@ -227,7 +229,7 @@ def _eos_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> list
             continue
         ids.update([source] if isinstance(source, int) else source)
     if not ids:
-        raise ValueError("neither the model nor the tokenizer defines an EOS token id; set tokenizer.eos_token")
+        raise UsageError("neither the model nor the tokenizer defines an EOS token id; set tokenizer.eos_token")
     return sorted(ids)
 
 
@@ -363,7 +365,7 @@ class Generator:
         if isinstance(shared, int):
             shared = [shared] * len(rows)
         if shared is not None and len(shared) != len(rows):
-            raise ValueError(f"got {len(rows)} prompts but {len(shared)} shared lengths")
+            raise UsageError(f"got {len(rows)} prompts but {len(shared)} shared lengths")
         return self._run(rows, time.perf_counter(), seed, None if shared is None else list(shared))
 
     def graph_status(self) -> dict[str, str]:
@@ -374,8 +376,8 @@ class Generator:
             status[f"{batch}x{length}"] = f"{forward} decode " + ("graph" if d.graph is not None else (d.graph_error or "eager"))
             for width, entry in d.prefills.items():
                 status[f"{batch}x{length} prefill {width}"] = "graph" if entry.graph is not None else (entry.error or "eager")
-            for (start, width), entry in d.extends.items():
-                status[f"{batch}x{length} suffix {start}+{width}"] = "graph" if entry.graph is not None else (entry.error or "eager")
+            for (start, width), suffix in d.extends.items():
+                status[f"{batch}x{length} suffix {start}+{width}"] = "graph" if suffix.graph is not None else (suffix.error or "eager")
         return status
 
     # ------------------------------------------------------------------ internals
@@ -431,7 +433,7 @@ class Generator:
         if not prompts:
             return []
         if any(len(p) == 0 for p in prompts):
-            raise ValueError("every prompt needs at least one token")
+            raise UsageError("every prompt needs at least one token")
         noise = self._noise(len(prompts), seed)
         # CUDA graphs are captured on, and replayed from, the current device's streams: a model on cuda:1
         # decoded while cuda:0 is current captures an empty graph and replays nothing (the output buffer's
@@ -868,7 +870,7 @@ class _StaticDecoder:
     def _splice(self, prefix: _Prefix) -> None:
         """Put each row's head state (or an empty one) into the cache, before slot ``prefix.start``."""
         if len(prefix.heads) != self.batch:
-            raise ValueError(f"got head states for {len(prefix.heads)} rows, the decoder has {self.batch}")
+            raise UsageError(f"got head states for {len(prefix.heads)} rows, the decoder has {self.batch}")
         if self.hybrid:
             state = self.state
             splice(prefix.heads, prefix.start, conv=state.conv, recurrent=state.recurrent, keys=state.keys,
@@ -995,7 +997,7 @@ class _StaticDecoder:
         self.record_lines.fill_(config.record_lines if config.stop_at_record_end else 0)
         if self.sample:
             if noise is None:
-                raise ValueError("this decoder samples: pass noise")
+                raise UsageError("this decoder samples: pass noise")
             self.noise.zero_()
             self.noise[: noise.shape[0], : noise.shape[1]].copy_(noise[:, : self.cache_len])
             self.temperature.fill_(config.temperature)

@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from gencoord_env.agents.lm import kernels
+from gencoord_env.errors import UsageError
 
 __all__ = ["FusedProjections", "HybridState", "hybrid_forward", "supports_hybrid"]
 
@@ -78,7 +79,7 @@ class HybridState:
     def allocate(cls, model: nn.Module, *, batch: int, cache_len: int, state_dtype: torch.dtype = torch.float32) -> HybridState:
         text = _text_model(model)
         if text is None:
-            raise ValueError(f"{type(model).__name__} has no Qwen3.5 decoder stack; use the transformers forward")
+            raise UsageError(f"{type(model).__name__} has no Qwen3.5 decoder stack; use the transformers forward")
         param = next(model.parameters())
         device, dtype = param.device, param.dtype
         conv, recurrent, keys, values = {}, {}, {}, {}
@@ -115,7 +116,7 @@ class FusedProjections:
     def __init__(self, model: nn.Module) -> None:
         text = _text_model(model)
         if text is None:
-            raise ValueError(f"{type(model).__name__} has no Qwen3.5 decoder stack to fuse")
+            raise UsageError(f"{type(model).__name__} has no Qwen3.5 decoder stack to fuse")
         self._modules: dict[tuple[int, str], list[nn.Linear]] = {}
         for index, layer in enumerate(text.layers):
             for group, names in FUSABLE.items():
@@ -245,6 +246,7 @@ def _attention(
     elif extend:
         # A chunk after cached tokens: attend over the cache up to the mask's width (the slots in use),
         # query heads packed per key/value head as in decoding, so the cache is not repeated.
+        assert mask is not None  # forward() refuses an extension without one
         span = mask.shape[-1]
         packed = query.reshape(batch, kv_heads, groups * length, m.head_dim)
         grouped = mask[:, :, None].expand(-1, -1, groups, -1, -1).reshape(batch, 1, groups * length, span)
@@ -294,8 +296,10 @@ def hybrid_forward(
     weights to use instead of the modules' own (same function, fewer kernels).
     """
     if extend and attn_mask is None:
-        raise ValueError("an extension needs attn_mask over the cache slots it attends to")
+        raise UsageError("an extension needs attn_mask over the cache slots it attends to")
     text = _text_model(model)
+    if text is None:
+        raise UsageError(f"{type(model).__name__} has no Qwen3.5 decoder stack; use the transformers forward")
     hidden = text.embed_tokens(ids)
     cos, sin = text.rotary_emb(hidden, positions[None].expand(3, -1, -1))
     for index, layer in enumerate(text.layers):

@@ -32,6 +32,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from gencoord_env.agents.lm.attention import use_pad_safe_attention
+from gencoord_env.errors import Fault, UsageError
 
 if TYPE_CHECKING:
     from transformers import Qwen3_5TextConfig
@@ -63,7 +64,7 @@ CHAT_TEMPLATE = (
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(Fault):
     """A model or tokenizer could not be loaded; the message says what to do about it."""
 
 
@@ -277,14 +278,14 @@ def build_tiny(
     from transformers import Qwen3Config, Qwen3_5TextConfig
 
     if hidden_size % 4:
-        raise ValueError(f"hidden_size must be a multiple of 4 (4 attention heads), got {hidden_size}")
+        raise UsageError(f"hidden_size must be a multiple of 4 (4 attention heads), got {hidden_size}")
     if (corpus is None) == (tokenizer is None):
-        raise ValueError("give exactly one of corpus (train a tokenizer on it) and tokenizer (use this one)")
+        raise UsageError("give exactly one of corpus (train a tokenizer on it) and tokenizer (use this one)")
     if tokenizer is None:
         assert corpus is not None
         tokenizer = train_tokenizer(corpus, vocab_size=vocab_size)
     elif tokenizer.eos_token_id is None or tokenizer.pad_token_id is None:
-        raise ValueError("the tokenizer needs EOS and pad tokens (train_tokenizer sets both)")
+        raise UsageError("the tokenizer needs EOS and pad tokens (train_tokenizer sets both)")
     common = dict(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,
@@ -311,7 +312,7 @@ def build_tiny(
             linear_value_head_dim=32,
         )
     else:
-        raise ValueError(f"arch must be 'qwen3' or 'qwen3_5', got {arch!r}")
+        raise UsageError(f"arch must be 'qwen3' or 'qwen3_5', got {arch!r}")
     resolved_device = _resolve_device(device)
     resolved_dtype = dtype if dtype is not None else default_dtype(resolved_device)
     torch.manual_seed(seed)

@@ -38,6 +38,7 @@ from gencoord_env.agents.formats import CODE_FIELDS, OutputFormat, expand_code
 from gencoord_env.agents.lm.generate import GenerationConfig, GenerationRecord, Generator
 from gencoord_env.agents.lm.loading import load_model
 from gencoord_env.agents.lm.prompt import prompt_text
+from gencoord_env.errors import UsageError
 
 __all__ = [
     "CODE_FIELDS",
@@ -88,7 +89,7 @@ class LMPolicy:
 
     def act_batch(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
         if len(observations) != len(infos):
-            raise ValueError(f"got {len(observations)} observations but {len(infos)} infos")
+            raise UsageError(f"got {len(observations)} observations but {len(infos)} infos")
         if not observations:
             self.last_records = []
             return []

@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from gencoord_env.agents.lm.hybrid import HybridState, hybrid_forward
+from gencoord_env.errors import UsageError
 
 __all__ = ["PrefixCache", "PrefixState", "compute_prefix", "splice", "weights_fingerprint"]
 
@@ -68,7 +69,7 @@ def compute_prefix(model: nn.Module, tokens: Sequence[int], *, hybrid: bool) -> 
     else through the model's own forward with a dynamic cache (attention-only models: keys/values).
     """
     if not tokens:
-        raise ValueError("a prefix needs at least one token")
+        raise UsageError("a prefix needs at least one token")
     device = next(model.parameters()).device
     ids = torch.tensor([list(tokens)], dtype=torch.long, device=device)
     positions = torch.arange(len(tokens), device=device)[None]
@@ -112,7 +113,7 @@ def splice(
             groups.setdefault(entry.tokens, (entry, []))[1].append(row)
     for entry, members in groups.values():
         if entry.length > start:
-            raise ValueError(f"a prefix of {entry.length} tokens does not fit before slot {start}")
+            raise UsageError(f"a prefix of {entry.length} tokens does not fit before slot {start}")
         index = torch.tensor(members, dtype=torch.long, device=device)
         count = len(members)
         for layer, tensor in conv.items():
@@ -136,7 +137,7 @@ class PrefixCache:
 
     def __init__(self, compute: Callable[[tuple[int, ...]], PrefixState], max_entries: int = 64) -> None:
         if max_entries < 1:
-            raise ValueError(f"max_entries must be >= 1, got {max_entries}")
+            raise UsageError(f"max_entries must be >= 1, got {max_entries}")
         self._compute = compute
         self.max_entries = max_entries
         self._entries: OrderedDict[tuple[int, ...], PrefixState] = OrderedDict()

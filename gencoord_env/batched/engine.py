@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from gencoord_env.batched.tree import GameTree
+from gencoord_env.errors import UsageError
 
 
 class Batch(NamedTuple):
@@ -129,12 +130,23 @@ _STEPPED = ("child", "turn", "obs", "mask", "reward", "terminated", "truncated",
 class BatchedEngine:
     """``num_envs`` episodes of ``tree`` stepped at once (see the module docstring)."""
 
+    # the tree's arrays of _STEPPED on the engine's device, set by _refresh
+    _child: Any
+    _turn: Any
+    _obs: Any
+    _mask: Any
+    _reward: Any
+    _terminated: Any
+    _truncated: Any
+    _outcome: Any
+    _state: Any
+
     def __init__(self, tree: GameTree, num_envs: int, seed: int | None = 0, autoreset: bool = True,
                  episodes: Sequence[int] | np.ndarray | None = None, device: Any = None) -> None:
         if not isinstance(tree, GameTree):
             raise TypeError(f"expected a GameTree, got {type(tree).__name__}")
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+            raise UsageError(f"num_envs must be a positive int, got {num_envs!r}")
         self.tree = tree
         self.num_envs = int(num_envs)
         self.autoreset = bool(autoreset)
@@ -144,7 +156,7 @@ class BatchedEngine:
         self.device = device
         pool = np.arange(tree.episodes) if episodes is None else np.unique(np.asarray(episodes, dtype=np.int64))
         if pool.size == 0 or pool.min() < 0 or pool.max() >= tree.episodes:
-            raise ValueError(f"episodes must be pool indices in 0 .. {tree.episodes - 1}, got {episodes!r}")
+            raise UsageError(f"episodes must be pool indices in 0 .. {tree.episodes - 1}, got {episodes!r}")
         self.pool = self.ops.put(pool, self.ops.index)
         self._version = -1
         self._tables: dict[tuple[str, str], tuple[int, Any]] = {}
@@ -197,7 +209,7 @@ class BatchedEngine:
         else:
             host = np.asarray(self.ops.host(episodes), dtype=np.int64)
             if host.shape != (self.num_envs,) or host.min() < 0 or host.max() >= self.tree.episodes:
-                raise ValueError(f"reset(episodes=...) takes {self.num_envs} pool indices in 0 .. {self.tree.episodes - 1}")
+                raise UsageError(f"reset(episodes=...) takes {self.num_envs} pool indices in 0 .. {self.tree.episodes - 1}")
             chosen = self.ops.put(host, self.ops.index)
         self.episode = chosen
         self.node = self._roots(chosen)
@@ -243,7 +255,7 @@ class BatchedEngine:
 
     def _deciding_actions(self, actions: Any) -> Any:
         ops = self.ops
-        act = actions if not isinstance(ops, _Numpy) or isinstance(actions, np.ndarray) else np.asarray(actions)
+        act: Any = actions if not isinstance(ops, _Numpy) or isinstance(actions, np.ndarray) else np.asarray(actions)
         if isinstance(ops, _Torch):
             act = ops.torch.as_tensor(act, device=ops.device)
             integral = not (act.is_floating_point() or act.is_complex() or act.dtype == ops.torch.bool)
@@ -255,7 +267,7 @@ class BatchedEngine:
             turn = self._turn[self.node]
             act = act[self._rows, ops.where(turn >= 0, turn, 0)]
         if tuple(act.shape) != (self.num_envs,):
-            raise ValueError(f"actions must have shape ({self.num_envs},) (the deciding agent's slot in each episode) or "
+            raise UsageError(f"actions must have shape ({self.num_envs},) (the deciding agent's slot in each episode) or "
                              f"({self.num_envs}, {len(self.agents)}) (every agent's), got {tuple(act.shape)}")
         return act.astype(np.int64, copy=False) if isinstance(ops, _Numpy) else act.long()
 
@@ -301,7 +313,7 @@ class BatchedEngine:
     def states(self, part: str = "observation") -> Any:
         """(B, ...) the centralized state of each episode now (a tree built with ``state=True``)."""
         if not self.tree.keeps_state:
-            raise ValueError("states() needs a tree built with GameTree(env, state=True)")
+            raise UsageError("states() needs a tree built with GameTree(env, state=True)")
         self._refresh()
         return self.table(part, "states")[self._state[self.node]]
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from gencoord_env.batched.tree import OUTCOMES, GameTree  # noqa: F401 - OUTCOMES: the docstring's example
+from gencoord_env.errors import UsageError
 
 
 class PartnerSlots:
@@ -63,7 +64,7 @@ class PartnerSlots:
         try:
             return int(info["candidates"].index(record))
         except ValueError:
-            raise ValueError(f"the partner's record {record!r} at episode {int(self.tree.episode[node])}, choices "
+            raise UsageError(f"the partner's record {record!r} at episode {int(self.tree.episode[node])}, choices "
                              f"{self.tree.path(node)} is not on the menu; a batched partner plays menu records only") from None
 
 

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from gencoord_env.caches import cache
+from gencoord_env.errors import UsageError
 from gencoord_env.outcomes import FailureCode
 
 #: outcome codes by index (``GameTree.outcome``; -1: none yet, or a truncation)
@@ -60,7 +61,7 @@ class Rows:
             return row
         row = len(self._index)
         if self._arrays and parts.keys() != self._arrays.keys():
-            raise ValueError(f"an observation with the parts {sorted(parts)}, expected {sorted(self._arrays)}")
+            raise UsageError(f"an observation with the parts {sorted(parts)}, expected {sorted(self._arrays)}")
         for k, v in parts.items():
             table = self._arrays.get(k)
             if table is None or row == len(table):
@@ -96,16 +97,16 @@ class GameTree:
     def __init__(self, env: Any, episodes: int | None = None, state: bool = False) -> None:
         base = env.unwrapped
         if getattr(getattr(base, "interface", None), "actions", None) != "menu":
-            raise ValueError("a game tree needs an env with actions='menu' (a Discrete menu of records); got "
+            raise UsageError("a game tree needs an env with actions='menu' (a Discrete menu of records); got "
                              f"{type(base).__name__} with actions={getattr(getattr(base, 'interface', None), 'actions', None)!r}")
         if base.backend != "sim":
-            raise ValueError(f"a game tree replays episodes many times: use backend='sim' (got {base.backend!r}); the "
+            raise UsageError(f"a game tree replays episodes many times: use backend='sim' (got {base.backend!r}); the "
                              "sim world is held equal to Minecraft by the parity tests")
         if base.pool.endless and episodes is None:
-            raise ValueError(f"pool {base.pool_name!r} is endless: pass episodes=N (its first N episodes)")
+            raise UsageError(f"pool {base.pool_name!r} is endless: pass episodes=N (its first N episodes)")
         size = len(base.episodes) if episodes is None else int(episodes)
         if not 0 < size <= (len(base.episodes) if not base.pool.endless else size):
-            raise ValueError(f"episodes must be in 1 .. {len(base.episodes)}, got {episodes!r}")
+            raise UsageError(f"episodes must be in 1 .. {len(base.episodes)}, got {episodes!r}")
         self.env = env
         self.agents: tuple[str, ...] = tuple(base.possible_agents)
         self.slots: int = base.interface.n
@@ -230,10 +231,11 @@ class GameTree:
         todo = self._arrays["child"][nodes, columns] < 0
         for node, column in sorted(set(zip(nodes[todo].tolist(), columns[todo].tolist()))):
             if self._arrays["turn"][node] < 0:
-                raise ValueError(f"node {node} ends its episode: it has no children")
+                raise UsageError(f"node {node} ends its episode: it has no children")
             made = self._play(int(self._arrays["episode"][node]), [*self.path(node), column], node, column)
             self._arrays["child"][node, column] = made  # after _play: it may have grown the arrays
-        return self._arrays["child"][nodes, columns]
+        children: np.ndarray = self._arrays["child"][nodes, columns]
+        return children
 
     def expand_all(self, episodes: Iterable[int] | None = None, masked: bool = False) -> int:
         """Compute every node reachable from the roots of ``episodes`` (default: all) through unmasked slots
@@ -320,7 +322,7 @@ class GameTree:
         node, a = self._size, self._arrays
         missing = [agent for agent in self.agents if agent not in obs]
         if missing:
-            raise ValueError(f"episode {episode} has no observation for {missing}: the batched engine needs every "
+            raise UsageError(f"episode {episode} has no observation for {missing}: the batched engine needs every "
                              "agent of the pool in every episode")
         turn = self._deciding(infos)
         a["episode"][node], a["parent"][node], a["action"][node] = episode, parent, action

@@ -36,6 +36,7 @@ import numpy as np
 
 from gencoord_env.batched.engine import Batch, BatchedEngine
 from gencoord_env.batched.tree import OUTCOMES, GameTree
+from gencoord_env.errors import UsageError
 
 _SUCCESS = OUTCOMES.index(next(c for c in OUTCOMES if c.value == "SUCCESS"))
 
@@ -97,7 +98,7 @@ class ParallelVectorEnv:
             return np.full(self.num_envs, -1, dtype=np.int64)
         if hasattr(action, "shape") and tuple(action.shape) == (self.num_envs,):
             return action
-        raise ValueError(f"actions[{agent!r}] must be an int array of shape ({self.num_envs},), got "
+        raise UsageError(f"actions[{agent!r}] must be an int array of shape ({self.num_envs},), got "
                          f"{getattr(action, 'shape', type(action).__name__)}")
 
     def _observations(self) -> dict[str, Any]:

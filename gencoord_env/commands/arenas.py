@@ -29,6 +29,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from gencoord_env.errors import Fault, UsageError
 from gencoord_env.world.types import World
 
 R = TypeVar("R")
@@ -76,7 +77,7 @@ class Played(Generic[R]):
     retries: tuple[Retry, ...] = ()
 
 
-class EpisodeLost(RuntimeError):
+class EpisodeLost(Fault):
     """An episode met an infrastructure fault twice; the run stops (results so far are in ``played``)."""
 
     def __init__(self, message: str, played: Mapping[int, Any] | None = None) -> None:
@@ -105,9 +106,9 @@ class ArenaRunner:
 
     def __init__(self, backend: str, arenas: int = 1, backend_options: Mapping[str, Any] | None = None) -> None:
         if arenas < 1:
-            raise ValueError(f"arenas must be at least 1, got {arenas}")
+            raise UsageError(f"arenas must be at least 1, got {arenas}")
         if backend not in ("sim", "minecraft"):
-            raise ValueError(f"unknown backend {backend!r}; expected 'sim' or 'minecraft'")
+            raise UsageError(f"unknown backend {backend!r}; expected 'sim' or 'minecraft'")
         self.backend = backend
         self.arenas = arenas
         self.pool: Any = None
@@ -329,13 +330,14 @@ def comparable(info: Mapping[str, Any]) -> dict[str, Any]:
     order in which two bots' calls finished)."""
     from gencoord_env.trace import what_happened
 
-    return what_happened({
+    kept: dict[str, Any] = what_happened({
         "outcome": str(info.get("outcome")),
         "reason": info.get("reason"),
         "episode_id": info.get("episode_id"),
         "metrics": dict(info.get("metrics") or {}),
         "trace": list(info.get("trace") or ()),
     })
+    return kept
 
 
 __all__ = ["ArenaRunner", "EpisodeLost", "Played", "Retry", "RolloutSpec", "SharedPolicy", "Slot", "comparable",

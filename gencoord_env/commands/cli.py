@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from gencoord_env.errors import Fault, UsageError
 from gencoord_env.suggest import unknown
 
 #: Subcommands implemented elsewhere: name -> ("module:function" taking argv and returning an exit code, the
@@ -131,7 +132,7 @@ def add_scale_arguments(parser: argparse.ArgumentParser) -> None:
 def check_scale_arguments(args: argparse.Namespace) -> None:
     """``--ray-address`` without ``--workers`` is a mistake, not a default."""
     if args.ray_address and not args.workers:
-        raise ValueError("--ray-address names the cluster that --workers run on; add --workers N")
+        raise UsageError("--ray-address names the cluster that --workers run on; add --workers N")
 
 
 def positive_int(value: str) -> int:
@@ -199,14 +200,10 @@ def extra_providing(module: str) -> str | None:
 def describe_error(error: BaseException, command: str = "") -> tuple[str, int] | None:
     """``(one-line message, exit code)`` for an error the user can act on; None for a bug.
 
-    The typed faults' classes are looked up among the loaded modules: a fault of a module that was never
-    imported cannot have been raised, and the error path imports nothing heavy.
+    A fault (``gencoord_env.errors.Fault``: the Minecraft backend's, a model that cannot load, a lost
+    episode) exits 1; a usage or data error (any ``ValueError``) exits 2.
     """
-    minecraft = sys.modules.get("gencoord_env.world.minecraft.errors")
-    loading = sys.modules.get("gencoord_env.agents.lm.loading")
-    if minecraft is not None and isinstance(error, minecraft.MinecraftBackendError):
-        return _one_line(str(error)), 1
-    if loading is not None and isinstance(error, loading.ModelLoadError):
+    if isinstance(error, Fault):
         return _one_line(str(error)), 1
     if isinstance(error, ModuleNotFoundError) and error.name and error.name.split(".")[0] != "gencoord_env":
         module = error.name.split(".")[0]
@@ -280,7 +277,7 @@ def _rollout(args: argparse.Namespace) -> int:
     if env.unwrapped.pool.endless:  # its first --episodes episodes, in order (each pair is a fresh template)
         if args.episodes is None:
             env.close()
-            raise ValueError(f"the {args.pool} pool is endless; give --episodes N")
+            raise UsageError(f"the {args.pool} pool is endless; give --episodes N")
         order = list(range(args.episodes))
     else:
         order = list(range(size))

@@ -32,7 +32,6 @@ from pydantic import BaseModel
 
 from gencoord_env.commands.wire import (
     CAPACITY_REACHED,
-    agent_info,
     CLOSE_CAPACITY,
     IDLE_TIMEOUT,
     GencoordAction,
@@ -72,6 +71,8 @@ class GencoordEnvClient(EnvClient[Any, GencoordObservation, GencoordState]):
     draws; either answers the first decision of the roles this session plays.
     """
 
+    _ws: Any  # EnvClient's WebSocket (None: not connected)
+
     def _step_payload(self, action: Any) -> dict[str, Any]:
         if isinstance(action, (GencoordAction, GencoordMenuAction)):
             return action.model_dump(exclude_defaults=True)
@@ -97,7 +98,8 @@ class GencoordEnvClient(EnvClient[Any, GencoordObservation, GencoordState]):
         try:
             response: dict[str, Any] = await super()._send_and_receive(message)
         except ConnectionClosed as e:
-            ws, self._ws = self._ws, None  # the next call connects again: a new session
+            ws: Any = self._ws
+            self._ws = None  # the next call connects again: a new session
             frame = e.rcvd
             why = await _last_word(ws) or (frame.reason if frame is not None and frame.reason else "it gave no reason")
             if frame is not None and frame.code == CLOSE_CAPACITY:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from gencoord_env.commands.arenas import ArenaRunner, Build, EpisodeLost, Play, Played, Retry, _first_line, _is_fault
+from gencoord_env.errors import UsageError
 
 
 def _ray() -> Any:
@@ -62,9 +63,9 @@ class RayRunner:
     def __init__(self, workers: int, backend: str, arenas: int = 1, backend_options: Mapping[str, Any] | None = None,
                  address: str | None = None, cpus_per_worker: float = 1.0) -> None:
         if workers < 1:
-            raise ValueError(f"workers must be at least 1, got {workers}")
+            raise UsageError(f"workers must be at least 1, got {workers}")
         if arenas < 1:
-            raise ValueError(f"arenas must be at least 1, got {arenas}")
+            raise UsageError(f"arenas must be at least 1, got {arenas}")
         if not address:
             # a cluster of this machine alone talks over loopback only: Ray's own switch for that, read when
             # ray is imported and inherited by its processes

@@ -36,6 +36,7 @@ from importlib import metadata
 from typing import Any
 
 from gencoord_env.commands.cli import Parser
+from gencoord_env.errors import UsageError
 
 OK, FAIL, SKIP = "ok", "FAIL", "skip"
 #: The agents of the Minecraft checks: a sender and a receiver, as every pool's episodes have.
@@ -127,7 +128,7 @@ def satisfies(version: str, specifier: str) -> bool:
 
 def check_python(ctx: Context) -> str:
     """Python version and the core packages' versions against the pins of the installed metadata."""
-    need = metadata.metadata("gencoord_env").get("Requires-Python") or ""
+    need = (metadata.metadata("gencoord_env").get_all("Requires-Python") or [""])[0]
     here = ".".join(map(str, sys.version_info[:3]))
     if need and not satisfies(here, need):
         raise Failed(f"Python {here} does not satisfy {need}", f"make the virtualenv with a Python {need}")
@@ -195,7 +196,7 @@ def _round_trip(endpoint: str, curve: tuple[bytes, bytes, bytes, bytes] | None =
     """Bind a ROUTER at ``endpoint``, send one message from a DEALER and answer it; returns the bound address."""
     import zmq
 
-    ctx = zmq.Context.instance()
+    ctx: Any = zmq.Context.instance()
     router, dealer = ctx.socket(zmq.ROUTER), ctx.socket(zmq.DEALER)
     try:
         for s in (router, dealer):
@@ -208,7 +209,7 @@ def _round_trip(endpoint: str, curve: tuple[bytes, bytes, bytes, bytes] | None =
             dealer.curve_publickey = client_public
             dealer.curve_secretkey = client_secret
         router.bind(endpoint)
-        bound = router.getsockopt(zmq.LAST_ENDPOINT).decode()
+        bound: str = router.getsockopt(zmq.LAST_ENDPOINT).decode()
         dealer.connect(bound)
         dealer.send(b"ping")
         if not router.poll(ROUND_TRIP_S * 1000):
@@ -405,7 +406,7 @@ def run_checks(backend: str = "minecraft", on_result: Callable[[Result], None] |
     Minecraft server to check against, as ``SidecarPool`` takes it (``{"server": "external", "host": ..., "port":
     ...}``; None: the embedded one)."""
     if backend not in BOTH:
-        raise ValueError(f"doctor checks backend 'minecraft' or 'sim', got {backend!r}")
+        raise UsageError(f"doctor checks backend 'minecraft' or 'sim', got {backend!r}")
     ctx = Context(server=dict(server or {}))
     results: list[Result] = []
     status: dict[str, str] = {}

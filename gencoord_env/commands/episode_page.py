@@ -89,4 +89,4 @@ def page(record: Mapping[str, Any], played: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
-__all__ = ["page", "play"]
+__all__ = ["page"]

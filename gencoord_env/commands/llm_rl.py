@@ -50,6 +50,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from gencoord_env.agents.formats import commit_record
+from gencoord_env.errors import UsageError
 from gencoord_env.outcomes import REWARDS, FailureCode
 from gencoord_env.turns import Turn, TurnEnv
 
@@ -120,17 +121,17 @@ def tool_tokenizer(tokenizer: Any) -> Any:
         tokenizer.eos_token = "<|im_end|>"
         return tokenizer
     if not template or "<|im_end|>" not in tokenizer.get_vocab():
-        raise ValueError("tool_tokenizer() needs the offline tokenizer (train_tokenizer) or a Qwen-style chat template "
+        raise UsageError("tool_tokenizer() needs the offline tokenizer (train_tokenizer) or a Qwen-style chat template "
                          "that ends turns with <|im_end|>; this tokenizer has " + ("no chat template" if not template else
                          "no <|im_end|> token"))
     probe = "SELF resource.obtain(q=1,item=x)\nREQ agent_b control.wait()"
     try:
         written = tool_call_text(tokenizer, probe)
     except Exception as exc:  # a template error of any kind: say which template failed and how
-        raise ValueError(f"this tokenizer's chat template cannot write a commit tool call ({type(exc).__name__}: {exc}); "
+        raise UsageError(f"this tokenizer's chat template cannot write a commit tool call ({type(exc).__name__}: {exc}); "
                          "use a Qwen3 or Qwen3.5 checkpoint's template or the offline tokenizer") from None
     if commit_record(written) != probe:
-        raise ValueError(f"this tokenizer's chat template writes a commit call as {written!r}, which commit_record() does not "
+        raise UsageError(f"this tokenizer's chat template writes a commit call as {written!r}, which commit_record() does not "
                          "read: it reads Qwen3's <tool_call>{json}</tool_call> and Qwen3.5's <tool_call><function=...> calls")
     if getattr(tokenizer, "response_template", None) is None and getattr(tokenizer, "response_schema", None) is None:
         try:
@@ -152,7 +153,7 @@ def tool_call_text(tokenizer: Any, record: str, tool: str = "commit") -> str:
     full = tokenizer.apply_chat_template([*user, call], tokenize=False)
     end = full.rindex("<|im_end|>")
     if not full.startswith(head):
-        raise ValueError("the chat template does not render an assistant turn after its generation prompt")
+        raise UsageError("the chat template does not render an assistant turn after its generation prompt")
     return str(full[len(head):end])
 
 
@@ -246,7 +247,8 @@ class GencoordToolEnv:
     @property
     def turn(self) -> Turn | None:
         """The current turn (None before the first reset)."""
-        return self._game.turn
+        turn: Turn | None = self._game.turn
+        return turn
 
     @property
     def outcome(self) -> str | None:
@@ -262,7 +264,7 @@ class GencoordToolEnv:
         """Let the partner play every decision that is not the model's."""
         while not turn.done and self._plays != "both" and turn.role != self._plays:
             if self._plays not in self._roles():
-                raise ValueError(f"plays={self._plays!r} is no role of episode {turn.episode_id} "
+                raise UsageError(f"plays={self._plays!r} is no role of episode {turn.episode_id} "
                                  f"(its roles: {sorted(self._roles())}); use 'both' or one of them")
             turn = self._game.act(self._partner.act(turn.text, self._game.info))
         return turn

@@ -25,7 +25,6 @@ True
 """
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import sys
@@ -33,6 +32,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gencoord_env.errors import DataError
+from gencoord_env.suggest import close_matches
 from gencoord_env.tasks.episode import Cluster, Episode
 from gencoord_env.wrappers import apply
 from gencoord_env.trace import jsonable, what_happened
@@ -48,7 +49,7 @@ MAX_TRACE_BYTES = 4 * 2**30
 MAX_REPLAYED_CHARACTERS = 16 * 2**20
 
 
-class ReplayError(ValueError):
+class ReplayError(DataError):
     """A record that cannot be replayed (wrong version, missing fields); the message says which."""
 
 
@@ -210,7 +211,7 @@ def play_pictured(record: Mapping[str, Any], backend: str | None = None) -> dict
 def pick_record(records: Iterable[dict[str, Any]], episode_id: str | None) -> dict[str, Any]:
     """The record of ``episode_id`` (the first one when ``None``); ``ReplayError`` naming close ids if absent.
     Records are read until the one asked for: a trace need not fit in memory."""
-    ids = []
+    ids: list[str] = []
     for r in records:
         if episode_id is None or r.get("episode_id") == episode_id:
             return r
@@ -218,7 +219,7 @@ def pick_record(records: Iterable[dict[str, Any]], episode_id: str | None) -> di
             ids.append(str(r.get("episode_id"))[:200])
     if episode_id is None or not ids:
         raise ReplayError("the trace holds no records")
-    close = difflib.get_close_matches(episode_id, ids, n=1, cutoff=0.5)
+    close = close_matches(episode_id, ids, n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else f"; it holds {ids[:3]}{' ...' if len(ids) > 3 else ''}"
     raise ReplayError(f"the trace has no episode {episode_id!r}{hint}")
 
@@ -324,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         records = read_records(args.trace)
         try:
             record = pick_record(records, args.episode)
-            more = args.episode is None and sum(1 for _ in records)
+            more = sum(1 for _ in records) if args.episode is None else 0
         except ReplayError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2

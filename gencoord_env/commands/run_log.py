@@ -18,6 +18,8 @@ import csv
 import os
 from typing import IO, Any
 
+from gencoord_env.errors import UsageError
+
 
 class RunLog:
     def __init__(self, path: str | os.PathLike[str] | IO[str], tensorboard: str | os.PathLike[str] | None = None) -> None:
@@ -40,7 +42,7 @@ class RunLog:
             self.columns = list(row)
             self._append(",".join(self.columns) + "\n", fresh=True)
         elif list(row) != self.columns:
-            raise ValueError(f"RunLog row keys {list(row)} differ from the columns {self.columns} set by the first row")
+            raise UsageError(f"RunLog row keys {list(row)} differ from the columns {self.columns} set by the first row")
         self.rows.append(row)
         out = _Line()
         csv.writer(out, lineterminator="\n").writerow([row[c] for c in self.columns])
@@ -51,9 +53,9 @@ class RunLog:
 
     def _append(self, text: str, fresh: bool = False) -> None:
         if hasattr(self.path, "write"):
-            self.path.write(text)  # type: ignore[union-attr]
+            self.path.write(text)
             return
-        with open(self.path, "w" if fresh else "a", encoding="utf-8") as f:  # type: ignore[arg-type]
+        with open(self.path, "w" if fresh else "a", encoding="utf-8") as f:
             f.write(text)
 
     def close(self) -> None:

@@ -58,6 +58,7 @@ from fastapi import Body, FastAPI, HTTPException, Query, WebSocket
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gencoord_env.agents import make_policy
+from gencoord_env.errors import UsageError
 from gencoord_env.tasks.context_wire import context_to_wire
 from gencoord_env.turns import Turn, TurnEnv
 from gencoord_env.commands.wire import (
@@ -101,17 +102,17 @@ class ServeConfig:
 
     def __post_init__(self) -> None:
         if self.max_sessions < 1:
-            raise ValueError(f"max_sessions must be at least 1, got {self.max_sessions}")
+            raise UsageError(f"max_sessions must be at least 1, got {self.max_sessions}")
         if self.queue < 0:
-            raise ValueError(f"queue must be 0 or more, got {self.queue}")
+            raise UsageError(f"queue must be 0 or more, got {self.queue}")
         if self.queue_timeout_s <= 0:
-            raise ValueError(f"queue_timeout_s must be positive, got {self.queue_timeout_s}")
+            raise UsageError(f"queue_timeout_s must be positive, got {self.queue_timeout_s}")
         if self.idle_timeout_s is not None and self.idle_timeout_s <= 0:
-            raise ValueError(f"idle_timeout_s must be positive (None: no timeout), got {self.idle_timeout_s}")
+            raise UsageError(f"idle_timeout_s must be positive (None: no timeout), got {self.idle_timeout_s}")
 
     @property
     def menu(self) -> bool:
-        return self.env.get("actions", "text") == "menu"
+        return bool(self.env.get("actions", "text") == "menu")
 
     @property
     def action_cls(self) -> type[GencoordAction] | type[GencoordMenuAction]:
@@ -144,13 +145,13 @@ class GencoordEnvironment:
         if plays != "both":
             roles = episode_roles(self.game.env)
             if plays not in roles:
-                raise ValueError(f"plays={plays!r} is no role of pool {self.game.env.pool_name!r}'s episodes (its roles: "
+                raise UsageError(f"plays={plays!r} is no role of pool {self.game.env.pool_name!r}'s episodes (its roles: "
                                  f"{', '.join(sorted(roles))}); give one of them, or 'both'")
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> GencoordObservation:
         unknown = sorted(set(kwargs) - {"index", "context"})
         if unknown:
-            raise ValueError(f"reset got unknown argument(s) {unknown}; expected {list(RESET_ARGUMENTS)}")
+            raise UsageError(f"reset got unknown argument(s) {unknown}; expected {list(RESET_ARGUMENTS)}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise TypeError(f"reset(seed=...) takes an int, got {seed!r}")
         index = kwargs.get("index")
@@ -202,11 +203,11 @@ def payload(obs: GencoordObservation) -> dict[str, Any]:
 
 class ResetBody(BaseModel):
     model_config = ConfigDict(extra="allow")
-    seed: int | None = Field(None, strict=True, description="seeds the env's RNG, which draws the episode")
-    index: int | None = Field(None, strict=True, description="the pool's episode to play")
-    context: bool | None = Field(None, strict=True, description="observations carry the deciding agent's typed context")
-    episode_id: str | None = Field(None, description="accepted and ignored (the pool names its episodes)")
-    session_id: str | None = Field(None, description="an open HTTP session to reset; none: open a new one")
+    seed: int | None = Field(default=None, strict=True, description="seeds the env's RNG, which draws the episode")
+    index: int | None = Field(default=None, strict=True, description="the pool's episode to play")
+    context: bool | None = Field(default=None, strict=True, description="observations carry the deciding agent's typed context")
+    episode_id: str | None = Field(default=None, description="accepted and ignored (the pool names its episodes)")
+    session_id: str | None = Field(default=None, description="an open HTTP session to reset; none: open a new one")
 
 
 class ResetReply(BaseModel):
@@ -360,11 +361,13 @@ class GencoordServer:
 
     async def reset(self, session: Session, data: Mapping[str, Any]) -> GencoordObservation:
         assert session.env is not None
-        return await self.call(session, lambda: session.env.reset(**data))  # type: ignore[union-attr]
+        observation: GencoordObservation = await self.call(session, lambda: session.env.reset(**data))  # type: ignore[union-attr]
+        return observation
 
     async def step(self, session: Session, action: Any) -> GencoordObservation:
         assert session.env is not None
-        return await self.call(session, session.env.step, action)
+        observation: GencoordObservation = await self.call(session, session.env.step, action)
+        return observation
 
     # --- the WebSocket protocol (OpenEnv's) ------------------------------------------------------------
 
@@ -589,10 +592,10 @@ def config_from_args(args: Any) -> ServeConfig:
                private_fact=args.private_fact, actions=args.actions, reward=args.reward, seed=args.seed,
                pool_seed=args.pool_seed, on_fault=args.on_fault)
     if args.plays == "both" and args.partner is not None:
-        raise ValueError(f"--partner {args.partner} plays the roles a session does not, but --plays both has every session "
+        raise UsageError(f"--partner {args.partner} plays the roles a session does not, but --plays both has every session "
                          "play every role: give --plays a role (sender, receiver, ...) or leave --partner out")
     if args.backend == "minecraft" and args.max_sessions > 64:
-        raise ValueError(f"--max-sessions {args.max_sessions}: on minecraft each session holds an arena of one Minecraft "
+        raise UsageError(f"--max-sessions {args.max_sessions}: on minecraft each session holds an arena of one Minecraft "
                          "server, which holds at most 64")
     config = ServeConfig(env=env, max_sessions=args.max_sessions, queue=args.queue, queue_timeout_s=args.queue_timeout,
                          idle_timeout_s=args.idle_timeout or None, plays=args.plays, partner=args.partner or "rule")
@@ -624,7 +627,7 @@ def sidecar_pool(config: ServeConfig) -> Any:
     from gencoord_env.world.minecraft import SidecarPool
 
     if config.max_sessions > 64:
-        raise ValueError(f"on minecraft each session holds an arena of one server, which holds at most 64; "
+        raise UsageError(f"on minecraft each session holds an arena of one server, which holds at most 64; "
                          f"got --max-sessions {config.max_sessions}")
     return SidecarPool(arenas=config.max_sessions, max_arenas=config.max_sessions)
 

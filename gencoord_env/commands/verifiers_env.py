@@ -64,6 +64,7 @@ from verifiers.v1.harnesses.null import NullHarnessConfig
 from verifiers.v1.runtimes import SubprocessConfig
 
 from gencoord_env.commands.llm_rl import GencoordToolEnv, episode_prompt, staged_reward, success_reward
+from gencoord_env.errors import UsageError
 
 __all__ = [
     "TASKSET_ID",
@@ -166,7 +167,9 @@ class GencoordEnv(vf.Env[GencoordEnvConfig]):
             async with contextlib.AsyncExitStack() as stack:
                 seats: dict[str, Any] = {}  # role -> its open interaction, opened at the role's first decision
                 while True:
-                    role = episode.turn.role
+                    turn = episode.turn
+                    assert turn is not None and turn.role is not None  # a deciding turn: the loop leaves at the end
+                    role = turn.role
                     if role not in seats:
                         seats[role] = await stack.enter_async_context(getattr(agents, role).interaction(task))
                     segment = await seats[role].turn(text)
@@ -204,7 +207,7 @@ def load_environment(pool: str = "train", route: str = "forward", backend: str =
     client, a harness, a runtime); ``frozen`` names the seats that are not trained."""
     unknown = sorted(set(frozen) - set(ROLES))
     if unknown:
-        raise ValueError(f"frozen={list(frozen)}: {unknown} name no seat; the seats are {list(ROLES)}")
+        raise UsageError(f"frozen={list(frozen)}: {unknown} name no seat; the seats are {list(ROLES)}")
     seats = {role: seat for role, seat in (("sender", sender), ("receiver", receiver)) if seat}
     config = vf.resolve_env_config({
         "taskset": {"id": TASKSET_ID, "pool": pool, "route": route, "backend": backend, "plays": plays,

@@ -22,6 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gencoord_env.errors import UsageError
+
 __all__ = [
     "CAPACITY_REACHED",
     "CLOSE_CAPACITY",
@@ -110,9 +112,9 @@ def agent_info(observation: GencoordObservation) -> dict[str, Any]:
     from gencoord_env.tasks.context_wire import context_from_wire
 
     if observation.done:
-        raise ValueError("the episode has ended: no agent decides")
+        raise UsageError("the episode has ended: no agent decides")
     if observation.context is None:
-        raise ValueError("this observation carries no context: reset the session with context=True")
+        raise UsageError("this observation carries no context: reset the session with context=True")
     return {"context": context_from_wire(observation.context), "turn": observation.agent, "deciding": True,
             "role": observation.role, "stage": observation.stage, "episode_id": observation.episode_id,
             "template": observation.template, "candidates": observation.candidates}

@@ -1,8 +1,10 @@
-"""The one error type of the codec: a ``ValueError`` that knows where in the text it happened."""
+"""The one error type of the codec: a usage error (a ``ValueError``) that knows where in the text it happened."""
 from __future__ import annotations
 
+from gencoord_env.errors import UsageError
 
-class DSLSyntaxError(ValueError):
+
+class DSLSyntaxError(UsageError):
     """Text that is not a Short DSL record (or not a GenCoord-JSON record).
 
     Carries ``msg`` (what was wrong and what was expected there), the text ``doc``, the 0-based

@@ -17,6 +17,7 @@ import math
 from typing import Any
 
 from gencoord_env.dsl.errors import DSLSyntaxError
+from gencoord_env.errors import UsageError
 from gencoord_env.types import Args, PeerRequest, Proposal, Task, Value
 from gencoord_env.dsl.serializer import canonical_items, checked_requests, format_path
 from gencoord_env.dsl.syntax import (
@@ -69,7 +70,7 @@ def _pairs_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a JSON number")
+    raise UsageError(f"{name} is not a JSON number")
 
 
 def from_json(text: str, max_requests: int = 1) -> Proposal:
@@ -78,7 +79,7 @@ def from_json(text: str, max_requests: int = 1) -> Proposal:
     ``max_requests``: the peer requests a record may carry (1: a two-agent episode; n - 1 in a team of n).
     """
     if type(max_requests) is not int or max_requests < 1:
-        raise ValueError(f"max_requests must be a positive int, got {max_requests!r}")
+        raise UsageError(f"max_requests must be a positive int, got {max_requests!r}")
     if not isinstance(text, str):
         raise TypeError(f"Expected the JSON text as str but got {type(text).__name__}")
     try:
@@ -124,7 +125,7 @@ def _proposal(raw: Any, text: str, max_requests: int) -> Proposal:
     if len(requests_raw) > max_requests:
         most = "one peer request" if max_requests == 1 else f"{max_requests} peer requests"
         raise _fail(text, "$.peer_requests", f"at most {most}; found {len(requests_raw)}")
-    peer_requests = []
+    peer_requests: list[PeerRequest] = []
     for index, request_raw in enumerate(requests_raw):
         where = f"$.peer_requests[{index}]"
         request = _fields(request_raw, ("target", "requested_plan"), where, text)
@@ -163,7 +164,7 @@ def _task(raw: Any, where: str, text: str) -> Task:
     for key, value in args_raw.items():
         if KEY_RE.fullmatch(key) is None:
             raise _fail(text, f"{where}.args", f"key {key!r} is not an identifier [A-Za-z][A-Za-z0-9_]*")
-        canonical = KEY_ALIASES.get(key, key)
+        canonical = KEY_ALIASES[key] if key in KEY_ALIASES else key
         if canonical in args:
             raise _fail(text, f"{where}.args", f"duplicate key {key!r}: {canonical!r} is already given as {spelled[canonical]!r}")
         if isinstance(value, (dict, list)):

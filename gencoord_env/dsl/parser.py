@@ -22,6 +22,7 @@ from json.decoder import scanstring  # type: ignore[attr-defined]  # C-accelerat
 
 from gencoord_env.dsl.errors import DSLSyntaxError
 from gencoord_env.caches import Memo, entry_bytes
+from gencoord_env.errors import UsageError
 from gencoord_env.types import Args, PeerRequest, Proposal, Task, Value
 from gencoord_env.dsl.syntax import (
     ATOM_CHARS,
@@ -65,7 +66,7 @@ def parse(text: str, max_requests: int = 1) -> Proposal:
     if not isinstance(text, str):
         raise TypeError(f"Expected the Short DSL text as str but got {type(text).__name__}")
     if type(max_requests) is not int or max_requests < 1:
-        raise ValueError(f"max_requests must be a positive int, got {max_requests!r}")
+        raise UsageError(f"max_requests must be a positive int, got {max_requests!r}")
     # Agents repeat records (rule agents, menu slots): a parsed record is an immutable value, so the same
     # text always gives the same Proposal. Errors are not memoized; they are raised again each time.
     key = text if max_requests == 1 else (max_requests, text)
@@ -73,13 +74,13 @@ def parse(text: str, max_requests: int = 1) -> Proposal:
     if proposal is None:
         # a record holds about its text again; the memo keeps none over its entry bound (caches.Memo)
         proposal = _RECORDS.put(key, parse_full(text, max_requests), size=2 * entry_bytes(key))
-    return proposal  # type: ignore[no-any-return]
+    return proposal
 
 
 def parse_full(src: str, max_requests: int = 1) -> Proposal:
     """The grammar, rule by rule."""
     if type(max_requests) is not int or max_requests < 1:
-        raise ValueError(f"max_requests must be a positive int, got {max_requests!r}")
+        raise UsageError(f"max_requests must be a positive int, got {max_requests!r}")
     for forbidden, message in (
         ("\r", "a carriage return is not allowed; lines end with LF only"),
         ("\t", "a tab is not allowed; use spaces"),
@@ -309,7 +310,7 @@ def parse_simple_args(body: str) -> dict[str, Value] | None:
             except DSLSyntaxError:
                 return None
             token_cache.put(token, value)
-        args[canonical] = value  # type: ignore[assignment]
+        args[canonical] = value
     return args
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from json.encoder import encode_basestring_ascii  # C-accelerated, stdlib
 
 from gencoord_env.caches import Memo
+from gencoord_env.errors import UsageError
 from gencoord_env.types import PeerRequest, Proposal, Task, Value
 from gencoord_env.dsl.syntax import (
     ATOM_RE,
@@ -61,30 +62,30 @@ def format(proposal: Proposal, max_requests: int = 1) -> str:  # noqa: A001  # t
 def checked_requests(peer_requests: Sequence[PeerRequest], max_requests: int = 1) -> Sequence[PeerRequest]:
     """The peer requests a record with at most ``max_requests`` REQ lines can carry, validated."""
     if type(max_requests) is not int or max_requests < 1:
-        raise ValueError(f"max_requests must be a positive int, got {max_requests!r}")
+        raise UsageError(f"max_requests must be a positive int, got {max_requests!r}")
     if len(peer_requests) > max_requests:
         if max_requests == 1:
-            raise ValueError(f"the REQ line carries at most one peer request; got {len(peer_requests)}")
-        raise ValueError(f"a record carries at most {max_requests} peer requests; got {len(peer_requests)}")
+            raise UsageError(f"the REQ line carries at most one peer request; got {len(peer_requests)}")
+        raise UsageError(f"a record carries at most {max_requests} peer requests; got {len(peer_requests)}")
     seen: set[str] = set()  # a two-line record's one request never meets a second
     for request in peer_requests:
         if not isinstance(request, PeerRequest):
             raise TypeError(f"Expected a PeerRequest but got {type(request).__name__}")
         target = request.target
         if not isinstance(target, str) or ATOM_RE.fullmatch(target) is None or target == "-":
-            raise ValueError(f"peer request target {target!r} is not an agent id [A-Za-z0-9_.:/+-]+ other than '-'")
+            raise UsageError(f"peer request target {target!r} is not an agent id [A-Za-z0-9_.:/+-]+ other than '-'")
         if not request.requested_plan:
-            raise ValueError(f"the peer request to {target!r} has an empty requested plan")
+            raise UsageError(f"the peer request to {target!r} has an empty requested plan")
         if max_requests > 1:
             if target in seen:
-                raise ValueError(f"two peer requests to {target!r}; a record sends at most one request to each peer")
+                raise UsageError(f"two peer requests to {target!r}; a record sends at most one request to each peer")
             seen.add(target)
     return peer_requests
 
 
 def format_path(tasks: Sequence[Task], where: str) -> str:
     if len(tasks) > MAX_PATH_TASKS:
-        raise ValueError(f"{where} has {len(tasks)} tasks; a path has at most {MAX_PATH_TASKS}")
+        raise UsageError(f"{where} has {len(tasks)} tasks; a path has at most {MAX_PATH_TASKS}")
     return " > ".join([format_task(task) for task in tasks])
 
 
@@ -108,20 +109,20 @@ def _checked_items(task: Task) -> dict[str, Value]:
     if not isinstance(task, Task):
         raise TypeError(f"Expected a Task but got {type(task).__name__}")
     if task.skill not in SKILLS:
-        raise ValueError(f"unknown skill {task.skill!r}; the Short DSL writes only catalog skills")
+        raise UsageError(f"unknown skill {task.skill!r}; the Short DSL writes only catalog skills")
     return task.args.as_dict()
 
 
 def key_order(skill: str, items: dict[str, Value]) -> tuple[str, ...]:
     """The keys of ``items`` in canonical order; refuses keys the parser would not read back unchanged."""
     keys = tuple(items)
-    order = _ORDERS.get(keys)
+    order: tuple[str, ...] | None = _ORDERS.get(keys)
     if order is None:
         for key in keys:
             if not isinstance(key, str) or KEY_RE.fullmatch(key) is None:
-                raise ValueError(f"key {key!r} of {skill!r} is not an identifier [A-Za-z][A-Za-z0-9_]*")
+                raise UsageError(f"key {key!r} of {skill!r} is not an identifier [A-Za-z][A-Za-z0-9_]*")
             if key in KEY_ALIASES:
-                raise ValueError(f"key {key!r} of {skill!r} is an alias; use the compact key {KEY_ALIASES[key]!r}")
+                raise UsageError(f"key {key!r} of {skill!r} is an alias; use the compact key {KEY_ALIASES[key]!r}")
         order = _ORDERS.put(keys, tuple(sorted(keys, key=key_rank)))
     return order
 
@@ -130,7 +131,7 @@ def format_value(value: Value) -> str:
     kind = type(value)
     if kind is str:
         assert isinstance(value, str)
-        text = _STRINGS.get(value)
+        text: str | None = _STRINGS.get(value)
         if text is None:
             text = _STRINGS.put(value, value if is_bare_string(value) else encode_basestring_ascii(value))
         return text
@@ -139,11 +140,11 @@ def format_value(value: Value) -> str:
     if kind is float:
         assert isinstance(value, float)
         if not math.isfinite(value):
-            raise ValueError(f"cannot write the non-finite number {value!r}; JSON numbers are finite")
+            raise UsageError(f"cannot write the non-finite number {value!r}; JSON numbers are finite")
         return repr(value)
     if kind is bool:
         return "true" if value else "false"
     if value is None:
         return "null"
     # Subclasses (str enums, numpy scalars) are refused: they would read back as a different type.
-    raise ValueError(f"cannot write a value of type {kind.__name__}; expected str, int, float, bool or None")
+    raise UsageError(f"cannot write a value of type {kind.__name__}; expected str, int, float, bool or None")

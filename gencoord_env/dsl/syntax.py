@@ -5,10 +5,10 @@ Character classes and token patterns of the supplement's BNF, plus the catalog f
 """
 from __future__ import annotations
 
-import difflib
 import re
 
 from gencoord_env.catalog import CATALOG
+from gencoord_env.suggest import close_matches
 
 #: ``atom ::= [A-Za-z0-9_.:/+-]+`` (ASCII only; ``re.ASCII`` keeps ``[0-9]`` from matching other digits).
 ATOM_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:/+-")
@@ -52,7 +52,7 @@ def is_bare_string(value: str) -> bool:
 
 def unknown_skill_message(skill: str) -> str:
     """'unknown skill' with a suggestion, the way gymnasium answers an unknown environment id."""
-    close = difflib.get_close_matches(skill, SKILL_ORDER, n=1, cutoff=0.6)
+    close = close_matches(skill, SKILL_ORDER, n=1, cutoff=0.6)
     if close:
         return f"unknown skill {skill!r}; did you mean {close[0]!r}?"
     return f"unknown skill {skill!r}; expected one of {', '.join(SKILL_ORDER)}"

@@ -7,7 +7,8 @@ from __future__ import annotations
 from gencoord_env.pipeline.compile import compile_plan
 from gencoord_env.pipeline.materialize import materialize
 from gencoord_env.pipeline.resolve import resolve_edges, resolve_feedback, resolve_forward, resolve_joint
-from gencoord_env.pipeline.response import Response, respond, response_valid
+from gencoord_env.messages import Response
+from gencoord_env.pipeline.response import respond, response_valid
 from gencoord_env.pipeline.types import Commitment, DispatchPlan, DispatchTask, Resolution, Verdict
 from gencoord_env.pipeline.verify import verify
 

@@ -12,6 +12,7 @@ from collections.abc import Collection
 from typing import Any
 
 from gencoord_env.catalog import CATALOG, LoweringCase
+from gencoord_env.errors import DataError
 from gencoord_env.pipeline.types import DispatchPlan, DispatchTask
 from gencoord_env.world.types import SkillCall
 
@@ -44,7 +45,7 @@ def lower(task: DispatchTask) -> list[tuple[str, str, dict[str, Any]]]:
     """
     cases = _LOWERINGS.get(task.task.skill)
     if cases is None:
-        raise ValueError(f"no lowering for skill {task.task.skill!r}")
+        raise DataError(f"no lowering for skill {task.task.skill!r}")
     args, actor = task.task.args, task.actor
     get, ground = args.as_dict().get, {"actor": actor, "location": task.loc}
     for case in cases:

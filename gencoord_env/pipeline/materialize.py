@@ -40,17 +40,14 @@ def materialize(commitment: Commitment, episode: Episode) -> DispatchPlan:
         preds_of.setdefault(b, set()).add(a)
     pending = [(actor, task, node_id) for actor, path, ids in paths for task, node_id in zip(path, ids)]
     # one global order that respects the merged relation: Kahn over node ids, stable in path order
-    order: list[tuple[str, object, str, set[str] | frozenset[str]]] = []
+    order: list[tuple[str, Task, str, set[str] | frozenset[str]]] = []
     done: set[str] = set()
     while pending:
-        for i, (actor, task, node_id) in enumerate(pending):
-            preds = preds_of.get(node_id, _NO_PREDS)
-            if preds <= done:
-                pending.pop(i)
-                break
-        else:
+        ready = next((i for i, (_, _, node_id) in enumerate(pending) if preds_of.get(node_id, _NO_PREDS) <= done), None)
+        if ready is None:
             raise MaterializationError("the merged relation has no executable order")
-        order.append((actor, task, node_id, preds))
+        actor, task, node_id = pending.pop(ready)
+        order.append((actor, task, node_id, preds_of.get(node_id, _NO_PREDS)))
         done.add(node_id)
     gives = {(producer, receiver) for producer, receiver, _, _ in commitment.handoffs}
     last = {actor: k for k, (actor, _, _, _) in enumerate(order)}
@@ -62,12 +59,12 @@ def materialize(commitment: Commitment, episode: Episode) -> DispatchPlan:
         if loc and loc not in references:
             raise MaterializationError(f"{node_id}: location {loc!r} is not a reference of this episode")
         checks: tuple[str, ...] = ()
-        handoff = CATALOG.skills[task.skill].handoff  # type: ignore[attr-defined]
-        if handoff is not None and handoff.to is not None and (actor, handoff.to.fill(task.args)) in gives:  # type: ignore[attr-defined]
+        handoff = CATALOG.skills[task.skill].handoff
+        if handoff is not None and handoff.to is not None and (actor, handoff.to.fill(task.args)) in gives:
             checks = ("handoff",)
         if last[actor] == k:
             checks += ("terminal",)
-        tasks.append(_task(id_of[node_id], node_id, actor, task, loc, tuple([id_of[p] for p in sorted(preds)]), checks))  # type: ignore[arg-type]
+        tasks.append(_task(id_of[node_id], node_id, actor, task, loc, tuple([id_of[p] for p in sorted(preds)]), checks))
     return DispatchPlan(tuple(tasks), commitment.handoffs, episode.terminal())
 
 

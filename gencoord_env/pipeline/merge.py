@@ -12,6 +12,7 @@ fit, or the channel into the agent whose path does not fit the selected branch.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from gencoord_env.caches import Memo
 from gencoord_env.catalog import CATALOG
@@ -155,7 +156,7 @@ def _consistent(paths: Mapping[str, Sequence[Task]], episode: Episode) -> None:
             k = template.factor_of(b) if isinstance(b, str) else None
             if k is None:
                 continue
-            earlier = chosen.setdefault(k, {}).setdefault(agent, b)  # type: ignore[arg-type]
+            earlier = chosen.setdefault(k, {}).setdefault(agent, b)
             if earlier != b:
                 raise MergeConflict(f"{agent}'s path selects both {earlier} and {b}", _channel_into(agent, episode))
     agents = [a for a in episode.role_agents if a in paths]
@@ -185,8 +186,8 @@ def merge_paths(paths: Mapping[str, Sequence[Task]], episode: Episode) -> Commit
     The commitment holds the caller's own task values; what the merge derives from them is memoized.
     """
     try:
-        key: tuple[object, ...] | None = (episode, tuple((a, tuple(p)) for a, p in paths.items()))
-        found = _MERGES.get(key)
+        key: Any = (episode, tuple((a, tuple(p)) for a, p in paths.items()))
+        found: Any = _MERGES.get(key)
     except TypeError:  # a task value that does not hash: merged every time
         key = found = None
     if found is None:
@@ -196,7 +197,7 @@ def merge_paths(paths: Mapping[str, Sequence[Task]], episode: Episode) -> Commit
         except MergeConflict as e:
             found = ("conflict", str(e), e.edge)
         if key is not None:  # about 600 bytes a task, as caches.entry_bytes measures such an entry (cheaper)
-            _MERGES.put(key, found, size=200 + 600 * sum(len(p) for _, p in key[1]))  # type: ignore[index]
+            _MERGES.put(key, found, size=200 + 600 * sum(len(p) for _, p in key[1]))
     if found[0] == "conflict":
         raise MergeConflict(found[1], found[2])
     agents = episode.role_agents

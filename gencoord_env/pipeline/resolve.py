@@ -17,7 +17,7 @@ from gencoord_env.types import PeerRequest, Proposal, Task
 from gencoord_env.dsl.serializer import format_task
 from gencoord_env.outcomes import FailureCode
 from gencoord_env.pipeline.merge import MergeConflict, merge, merge_paths
-from gencoord_env.pipeline.response import Response
+from gencoord_env.messages import Response
 from gencoord_env.pipeline.types import Resolution
 from gencoord_env.tasks.compose import binding_of_tasks
 from gencoord_env.tasks.episode import Episode

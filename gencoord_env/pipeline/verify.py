@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from gencoord_env.errors import DataError
 from gencoord_env.outcomes import FailureCode
 from gencoord_env.pipeline.types import DispatchPlan, Verdict
 from gencoord_env.world.types import GroundTruth, WorldEvent
@@ -24,7 +25,7 @@ def _count(truth: GroundTruth, kind: str, where: str, item: str) -> int:
         return int(truth.inventories.get(where, {}).get(item, 0))
     if kind == "site":
         return sum(1 for cell in truth.sites.get(where, ()) if cell[3] == item)
-    raise ValueError(f"unknown terminal clause kind {kind!r}")
+    raise DataError(f"unknown terminal clause kind {kind!r}")
 
 
 def verify(plan: DispatchPlan, events: Sequence[WorldEvent], truth: GroundTruth) -> Verdict:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gencoord_env.catalog import CATALOG
-from gencoord_env.suggest import unknown
+from gencoord_env.errors import DataError, UnknownName, UsageError
 from gencoord_env.types import Task
 from gencoord_env.tasks.episode import Episode, GroundedNode, branch_values
 from gencoord_env.tasks.prior import STAGE_ORDER, TemplateSpec
@@ -86,11 +86,11 @@ def view_form(view: str) -> View:
     >>> view_form("skeletn")
     Traceback (most recent call last):
     ...
-    ValueError: unknown view 'skeletn'; expected one of full, skeleton, node_only (did you mean 'skeleton'?)
+    gencoord_env.errors.UnknownName: unknown view 'skeletn'; expected one of full, skeleton, node_only (did you mean 'skeleton'?)
     """
     found = VIEW_FORMS.get(view)
     if found is None:
-        raise ValueError(unknown("view", view, VIEWS))
+        raise UnknownName("view", view, VIEWS)
     return found
 
 
@@ -106,7 +106,7 @@ def _topological(nodes: Sequence[GroundedNode]) -> list[GroundedNode]:
                 done.add(n.id)
                 break
         else:
-            raise ValueError(f"public DAG has a cycle among {[n.id for n in pending]}")
+            raise DataError(f"public DAG has a cycle among {[n.id for n in pending]}")
     return out
 
 
@@ -123,7 +123,7 @@ def role_paths(episode: Episode, binding: str, view: str = "full") -> tuple[tupl
     >>> first, second = role_paths(ep, ep.binding)
     """
     if binding not in episode.template.bindings:
-        raise ValueError(f"binding {binding!r} is not admissible for {episode.template.id!r}: {episode.template.bindings}")
+        raise UsageError(f"binding {binding!r} is not admissible for {episode.template.id!r}: {episode.template.bindings}")
     branch = [n for n in episode.branch_nodes(binding)]
     ordered = order_nodes(branch, view)
     first_role, second_role = episode.roles
@@ -148,10 +148,14 @@ def binding_of_tasks(tasks: Sequence[Task]) -> str | None:
 class Node(Protocol):
     """What the composer reads of a node: a ``GroundedNode`` or a context's ``PriorNode``."""
 
-    id: str
-    role: str
-    branch: str | None
-    task: Task
+    @property
+    def id(self) -> str: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def branch(self) -> str | None: ...
+    @property
+    def task(self) -> Task: ...
 
 
 @dataclass(frozen=True)
@@ -224,7 +228,7 @@ def team_record_paths(episode: Episode, binding: str, role: str,
                       view: str = "full") -> tuple[tuple[Task, ...], tuple[tuple[str, tuple[Task, ...]], ...]]:
     """(``role``'s SELF path, (receiving agent, requested path) per channel) of ``binding``'s branch."""
     if binding not in episode.template.bindings:
-        raise ValueError(f"binding {binding!r} is not admissible for {episode.template.id!r}: {episode.template.bindings}")
+        raise UsageError(f"binding {binding!r} is not admissible for {episode.template.id!r}: {episode.template.bindings}")
     selected = branch_values(binding)
     own = team_paths(episode.nodes, view, (role,), selected)[role]
     asked = team_requests(episode.nodes, view, Team.of(episode.template), role, selected)

@@ -30,7 +30,7 @@ def compose(context: Context, binding: str, first_role: str, second_role: str) -
     paths = _COMPOSED.get(key)
     if paths is None:
         paths = _COMPOSED.put(key, _compose(context.prior, binding, first_role, second_role))
-    return paths  # type: ignore[no-any-return]
+    return paths
 
 
 def _compose(prior: PriorView, binding: str, first_role: str, second_role: str) -> Paths:
@@ -42,7 +42,8 @@ def _compose(prior: PriorView, binding: str, first_role: str, second_role: str) 
 
 def roles(context: Context) -> tuple[str, str]:
     """(first role, second role) names of this template's roles."""
-    return context.prior.roles
+    first, second = context.prior.roles[:2]
+    return first, second
 
 
 def codebook(context: Context) -> tuple[str, ...]:

@@ -20,6 +20,7 @@ from typing import Any
 
 from gencoord_env.dsl.parser import parse_task
 from gencoord_env.dsl.serializer import format_task
+from gencoord_env.errors import DataError
 from gencoord_env.messages import Done, Message, ProposalMessage, RequestMessage, Response, ResponseMessage, Utterance
 from gencoord_env.tasks.contexts import (
     Context,
@@ -97,7 +98,7 @@ def context_from_wire(wire: Mapping[str, Any], prior: PriorView | None = None) -
             peer_views=tuple(context_from_wire(v, prior) for v in wire.get("peer_views", ())),
         )
     except (KeyError, TypeError) as e:
-        raise ValueError(f"not a context's wire form ({type(e).__name__}: {e}); expected context_to_wire's output") from None
+        raise DataError(f"not a context's wire form ({type(e).__name__}: {e}); expected context_to_wire's output") from None
 
 
 def _prior(p: Mapping[str, Any]) -> PriorView:
@@ -139,13 +140,13 @@ def _message_from_wire(m: Mapping[str, Any]) -> Message:
         return ResponseMessage(Response(m["decision"], m["reason_code"], m["counter_offer_id"]), m["sender"])
     if kind == "utterance":
         return Utterance(m["speaker"], m["text"])
-    raise ValueError(f"unknown message kind {kind!r}; expected request, proposal, response or utterance")
+    raise DataError(f"unknown message kind {kind!r}; expected request, proposal, response or utterance")
 
 
 def _task(text: str) -> Task:
     end, task = parse_task(text, 0)
     if end != len(text):
-        raise ValueError(f"{text!r} is more than one task")
+        raise DataError(f"{text!r} is more than one task")
     return task
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from gencoord_env.caches import Memo, cache
 from gencoord_env.catalog import CATALOG
 from gencoord_env.dsl import format as format_dsl
+from gencoord_env.errors import UsageError
 from gencoord_env.types import PeerRequest, Proposal, Task
 from gencoord_env.dsl.serializer import format_task
 from gencoord_env.lifecycle import DecisionStage
@@ -204,7 +205,7 @@ def build_context(
         found = _OPENINGS.get(key)
         if found is None:
             found = _OPENINGS.put(key, _build(episode, agent, stage, route, view, (), (), private_fact, describe))
-        return found  # type: ignore[no-any-return]
+        return found
     return _build(episode, agent, stage, route, view, tuple(history), tuple(messages), private_fact, describe)
 
 
@@ -243,7 +244,7 @@ def _fixed(episode: Episode, agent: str, view: str, private_fact: str,
     private = _private(episode, agent)
     if private.active_binding_id is not None and private_fact != "id":
         if describe is None:
-            raise ValueError(f"private_fact={private_fact!r} needs a describe function")
+            raise UsageError(f"private_fact={private_fact!r} needs a describe function")
         private = Private(active_fact=describe(private.active_binding_id, private_fact, episode))
     task, observation, prior_view = _static(episode, agent, view)
     others = episode.peers_of[agent]
@@ -347,7 +348,7 @@ def render_parts(context: Context, *, with_prior: bool = True) -> tuple[str, ...
 def upload(context: Context) -> str:
     """What a centralized planner receives from its peer: the peer's local view without the prior."""
     if context.peer_view is None:
-        raise ValueError(f"stage {context.stage!r} has no peer upload (only 'centralized' does)")
+        raise UsageError(f"stage {context.stage!r} has no peer upload (only 'centralized' does)")
     return render(context.peer_view, with_prior=False)
 
 

@@ -24,11 +24,12 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from gencoord_env.caches import Memo, cache
 from gencoord_env.catalog import CATALOG
-from gencoord_env.types import Task
+from gencoord_env.errors import UsageError
+from gencoord_env.types import Args, Task, Value
 from gencoord_env.tasks.prior import (
     FACTOR_JOIN,
     GOAL_CAPABILITY,
@@ -82,14 +83,14 @@ def parse_episode_id(episode_id: str) -> EpisodeRef:
     cluster, sep, perm = episode_id.rpartition("-R")
     parts = cluster.split("-")
     if not sep or not perm.isdigit() or len(parts) < 2:
-        raise ValueError(f"{episode_id!r} is not an episode id; expected <pool>-<template>-q<q>-<variant>-<decoy>-<tag>-R<perm>")
+        raise UsageError(f"{episode_id!r} is not an episode id; expected <pool>-<template>-q<q>-<variant>-<decoy>-<tag>-R<perm>")
     return EpisodeRef(episode_id, cluster, "-".join(parts[:-1]), parts[0], parts[1], int(perm))
 
 
 def agents_for(n: int) -> tuple[str, ...]:
     """The agent ids of a team of ``n`` (two: ``AGENTS``)."""
     if not 2 <= n <= len(TEAM_AGENTS):
-        raise ValueError(f"a team has 2 to {len(TEAM_AGENTS)} agents; got {n}")
+        raise UsageError(f"a team has 2 to {len(TEAM_AGENTS)} agents; got {n}")
     return TEAM_AGENTS[:n]
 
 
@@ -142,7 +143,8 @@ def handoff_edges(nodes: Sequence[GroundedNode], agents: Sequence[str]) -> tuple
     out: list[tuple[str, str]] = []
     for n in nodes:
         spec = CATALOG.skills.get(n.task.skill)
-        to = spec.handoff.to.fill(n.task.args) if spec is not None and spec.handoff is not None else None
+        flow = spec.handoff if spec is not None else None
+        to = flow.to.fill(n.task.args) if flow is not None and flow.to is not None else None
         if to in agents and (n.actor, to) not in out:
             out.append((n.actor, str(to)))
     return tuple(out)
@@ -263,9 +265,9 @@ class Episode:
     def source_chest(self, agent: str) -> str:
         return next(s.name for s in self.prior.stations if s.owner == agent)
 
-    def _value(self, key: str, raw: object, node: NodeSpec) -> object:
+    def _value(self, key: str, raw: Value, node: NodeSpec) -> Value:
         if key in ("q", "ticks"):
-            return eval_quantity(raw, self.quantities)  # type: ignore[arg-type]
+            return eval_quantity(raw, self.quantities)  # type: ignore[arg-type]  # a quantity expression
         if isinstance(raw, str) and raw.startswith("$"):
             if raw == "$source_chest":
                 return self.source_chest(self.agent_of[node.actor])
@@ -282,7 +284,7 @@ class Episode:
         for n in self.template.nodes:
             actor = self.agent_of[n.actor]
             args = {k: self._value(k, v, n) for k, v in n.args.items()}
-            task = Task(n.skill, args)
+            task = Task(n.skill, Args(args))
             out.append(GroundedNode(n.id, n.actor, actor, task, self.location(task, actor), n.stage, n.preds, n.branch))
         return tuple(out)
 
@@ -375,7 +377,7 @@ class Episode:
         return _public_stations_memo(self)
 
     def _build_public_stations(self) -> tuple[StationSpec, ...]:
-        suites = (None, GOAL_CAPABILITY) if self.is_goal_capability else (None, self.template.suite)
+        suites: tuple[str | None, ...] = (None, GOAL_CAPABILITY) if self.is_goal_capability else (None, self.template.suite)
         if self.template.suite is not None:  # a team template's own stations
             suites += (self.template.id,)
         return tuple(s for s in self.prior.stations if s.suite in suites)
@@ -430,7 +432,7 @@ class Episode:
             per: dict[str, int] = {}
             for n in self.branch_nodes(b):
                 if n.role == role and n.task.skill == "resource.obtain":
-                    item, q = str(n.task.args["item"]), int(n.task.args["q"])  # type: ignore[call-overload]
+                    item, q = str(n.task.args["item"]), cast(int, n.task.args["q"])
                     per[item] = per.get(item, 0) + q
             for item, q in per.items():
                 need[item] = max(need.get(item, 0), q)
@@ -465,7 +467,7 @@ class Episode:
         receiver_inv = dict(decoy.receiver_inventory)
         for item, expr in (self.template.receiver_inventory or {}).items():
             receiver_inv[item] = receiver_inv.get(item, 0) + eval_quantity(expr, self.quantities)
-        others = {self.agent_of[r]: {} for r in self.roles[2:]}
+        others: dict[str, dict[str, int]] = {self.agent_of[r]: {} for r in self.roles[2:]}
         return WorldSpec(
             agents=self.agents,
             stations=stations,

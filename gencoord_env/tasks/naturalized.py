@@ -28,6 +28,8 @@ from gencoord_env.caches import cache
 from gencoord_env.data_files import data_path
 from typing import Any
 
+from gencoord_env.errors import DataError, UsageError
+from gencoord_env.suggest import close_matches
 from gencoord_env.tasks.episode import Episode
 
 FORMS: tuple[str, ...] = ("train", "C1", "C2", "C3")
@@ -48,20 +50,18 @@ def undescribed(bindings: Iterable[str]) -> list[str]:
 
 def _check(binding: str, form: str) -> None:
     if form not in FORMS:
-        import difflib
-
-        hint = difflib.get_close_matches(form, FORMS, n=1)
-        raise ValueError(f"unknown private-fact form {form!r}; expected one of {list(FORMS)}"
+        hint = close_matches(form, FORMS, n=1)
+        raise UsageError(f"unknown private-fact form {form!r}; expected one of {list(FORMS)}"
                          + (f" (did you mean {hint[0]!r}?)" if hint else ""))
     if binding not in table()["bindings"]:
-        raise ValueError(f"binding {binding!r} has no naturalized description; add it to gencoord_env/data/naturalized.json")
+        raise DataError(f"binding {binding!r} has no naturalized description; add it to gencoord_env/data/naturalized.json")
 
 
 def phrasings(binding: str, form: str) -> tuple[str, ...]:
     """Every phrasing of ``binding`` listed for ``form`` (``C3`` is built per episode; see ``describe``)."""
     _check(binding, form)
     if form == "C3":
-        raise ValueError("C3 descriptions depend on the episode's other binding; use describe(binding, 'C3', episode)")
+        raise UsageError("C3 descriptions depend on the episode's other binding; use describe(binding, 'C3', episode)")
     return tuple(table()["bindings"][binding][form])
 
 
@@ -77,7 +77,7 @@ def describe(binding: str, form: str, episode: Episode) -> str:
         return _pick(phrasings(binding, form), key)
     others = [b for b in episode.template.bindings if b != binding]
     if not others:
-        raise ValueError(f"C3 needs a template with another binding; {episode.template.id!r} has only {binding!r}")
+        raise UsageError(f"C3 needs a template with another binding; {episode.template.id!r} has only {binding!r}")
     own = _pick(phrasings(binding, "C2"), key)
     other = _pick(phrasings(_pick(others, key + ":other"), "C2"), key + ":other-phrase")
     return _pick(table()["C3_templates"], key + ":template").format(own=own, other=other)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gencoord_env.suggest import unknown
+from gencoord_env.errors import UnknownName
 from gencoord_env.tasks.episode import AGENTS, Episode, agents_for
 from gencoord_env.tasks.pools import POOL_SIZES, TEAM_POOLS, pool_episodes
 from gencoord_env.tasks.prior import TemplateSpec
@@ -57,7 +57,7 @@ def make_pool(pool: str | Sequence[Episode], seed: int = 0) -> Pool:
 
             return Pool(pool, procedural_episodes(seed), AGENTS, endless=True, described=False)
         if pool not in POOL_NAMES:
-            raise ValueError(unknown("pool", pool, POOL_NAMES))
+            raise UnknownName("pool", pool, POOL_NAMES)
         episodes: Sequence[Episode] = pool_episodes(pool, seed)
         name = pool
     else:

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gencoord_env.caches import cache
+from gencoord_env.errors import DataError, UnknownName
 from gencoord_env.suggest import unknown
 from gencoord_env.tasks.episode import Cluster, Episode
 from gencoord_env.tasks.prior import GOAL_CAPABILITY, Prior, TemplateSpec, prior, raw_tasks
@@ -75,7 +76,7 @@ class PoolSpec:
 def _count(where: str, raw: Mapping[str, Any], key: str) -> int:
     value = raw.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{where}.{key}: expected a positive integer, got {value!r}")
+        raise DataError(f"{where}.{key}: expected a positive integer, got {value!r}")
     return value
 
 
@@ -85,22 +86,22 @@ def load_pools(raw: Mapping[str, Any], p: Prior) -> dict[str, PoolSpec]:
     """
     table = raw.get("pools")
     if not isinstance(table, Mapping) or not table:
-        raise ValueError("data/tasks.json: expected a 'pools' table naming each pool's draw and size")
+        raise DataError("data/tasks.json: expected a 'pools' table naming each pool's draw and size")
     out: dict[str, PoolSpec] = {}
     core = [t for t in p.templates.values() if t.split == "core"]
     for name, row in table.items():
         where = f"data/tasks.json pools.{name}"
         draw = row.get("draw") if isinstance(row, Mapping) else None
         if draw not in DRAWS:
-            raise ValueError(f"{where}.draw: {unknown('draw', draw, DRAWS)}")
+            raise DataError(f"{where}.draw: {unknown('draw', draw, DRAWS)}")
         extra = sorted(set(row) - {"draw", *DRAWS[draw]})
         if extra:
-            raise ValueError(f"{where}: unknown key(s) {extra}; a {draw!r} pool has {list(DRAWS[draw])}")
+            raise DataError(f"{where}: unknown key(s) {extra}; a {draw!r} pool has {list(DRAWS[draw])}")
         if draw == "team":
             templates = row.get("templates")
             if not isinstance(templates, list) or not templates or not all(t in p.teams for t in templates):
-                raise ValueError(f"{where}.templates: expected a list of team templates (of {sorted(p.teams)}), "
-                                 f"got {templates!r}")
+                raise DataError(f"{where}.templates: expected a list of team templates (of {sorted(p.teams)}), "
+                                f"got {templates!r}")
             out[name] = PoolSpec(name, draw, per_template=_count(where, row, "instances_per_template"),
                                  templates=tuple(templates))
             continue
@@ -110,7 +111,7 @@ def load_pools(raw: Mapping[str, Any], p: Prior) -> dict[str, PoolSpec]:
             members = [t for t in p.templates.values() if t.split == split]
             if not members:
                 splits = sorted({t.split for t in p.templates.values()} - {"core"})
-                raise ValueError(f"{where}.split: {unknown('split', split, splits)}")
+                raise DataError(f"{where}.split: {unknown('split', split, splits)}")
             pairs = _count(where, row, "pairs_per_template")
             made = 2 * pairs * len(members)
             why = f"{pairs} pairs of each of the {len(members)} {split} templates"
@@ -128,11 +129,11 @@ def load_pools(raw: Mapping[str, Any], p: Prior) -> dict[str, PoolSpec]:
             why = f"{len(gc.goals)} goals x {len(p.variants)} world variants x {len(gc.modes)} workcell modes"
             out[name] = PoolSpec(name, draw, clusters)
         if clusters != made:
-            raise ValueError(f"{where}.clusters: {clusters} is not what the draw makes ({why}"
-                             + (f": {made}" if made > 0 else "") + ")")
+            raise DataError(f"{where}.clusters: {clusters} is not what the draw makes ({why}"
+                            + (f": {made}" if made > 0 else "") + ")")
     for draw in ("crossproduct", "goal_capability"):
         if sum(1 for spec in out.values() if spec.draw == draw) != 1:
-            raise ValueError(f"data/tasks.json pools: expected exactly one pool with draw {draw!r}")
+            raise DataError(f"data/tasks.json pools: expected exactly one pool with draw {draw!r}")
     _check_instances(out, p)
     return out
 
@@ -160,8 +161,8 @@ def _check_instances(specs: Mapping[str, PoolSpec], p: Prior) -> None:
                 wanted[f"{spec.name}:{tid}"] = (spec.per_template, len(t.quantities) * per_q, [spec.name])
     for key, (taken, has, names) in wanted.items():
         if taken > has:
-            raise ValueError(f"data/tasks.json pools {', '.join(names)}: take {taken} public instances of template "
-                             f"{key.split(':')[-1]!r}, which has {has}")
+            raise DataError(f"data/tasks.json pools {', '.join(names)}: take {taken} public instances of template "
+                            f"{key.split(':')[-1]!r}, which has {has}")
 
 
 #: Every named pool but ``procedural``, as ``data/tasks.json`` sizes it (read once, at import).
@@ -182,10 +183,10 @@ def _crossproduct_q() -> dict[str, int]:
     out = {t.id: t.crossproduct_q for t in core}
     for t in core:
         if t.crossproduct_q not in t.quantities:
-            raise ValueError(f"core template {t.id!r}: crossproduct_q {t.crossproduct_q!r} must be one of its "
-                             f"quantities {list(t.quantities)} (data/tasks.json)")
+            raise DataError(f"core template {t.id!r}: crossproduct_q {t.crossproduct_q!r} must be one of its "
+                            f"quantities {list(t.quantities)} (data/tasks.json)")
     if len(set(out.values())) != len(out):
-        raise ValueError(f"the core templates' crossproduct_q {out} repeat a quantity; each is held out by one template")
+        raise DataError(f"the core templates' crossproduct_q {out} repeat a quantity; each is held out by one template")
     return out  # type: ignore[return-value]
 
 
@@ -308,7 +309,7 @@ def pool(name: str, seed: int = 0) -> tuple[Cluster, ...]:
     """
     spec = POOL_SPECS.get(name)
     if spec is None:
-        raise ValueError(unknown("pool", name, sorted(POOL_SPECS)))
+        raise UnknownName("pool", name, sorted(POOL_SPECS))
     if spec.draw == "team":
         return _team_pool(name, seed)
     if spec.draw in ("core", "crossproduct"):

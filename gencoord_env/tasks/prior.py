@@ -22,6 +22,7 @@ from gencoord_env.caches import cache
 from gencoord_env.data_files import data_path
 from typing import Any
 
+from gencoord_env.errors import DataError, UnknownName
 from gencoord_env.world.types import Pos
 
 STAGE_ORDER: tuple[str, ...] = ("acquire", "build", "handoff", "transform", "terminal")
@@ -42,10 +43,10 @@ def eval_quantity(expr: str | int, env: Mapping[str, int]) -> int:
         return int(text)
     m = _EXPR.match(text)
     if not m:
-        raise ValueError(f"bad quantity expression {expr!r}; expected N, v, A*v, v+B or A*v+B")
+        raise DataError(f"bad quantity expression {expr!r}; expected N, v, A*v, v+B or A*v+B")
     factor, var, offset = m.groups()
     if var not in env:
-        raise ValueError(f"quantity expression {expr!r} uses {var!r}; known: {sorted(env)}")
+        raise DataError(f"quantity expression {expr!r} uses {var!r}; known: {sorted(env)}")
     return int(factor or 1) * env[var] + int(offset or 0)
 
 
@@ -192,19 +193,19 @@ class Prior:
             return self.goal_capability.template
         found = self.templates.get(template_id) or self.teams.get(template_id)
         if found is None:
-            raise KeyError(f"unknown template {template_id!r}; known: {sorted([*self.templates, *self.teams])}")
+            raise UnknownName("template", template_id, sorted([*self.templates, *self.teams]))
         return found
 
     def variant(self, variant_id: str) -> WorldVariant:
         found = next((v for v in self.variants if v.id == variant_id), None)  # ten of them: no index needed
         if found is None:
-            raise KeyError(f"unknown world variant {variant_id!r}; known: {[v.id for v in self.variants]}")
+            raise UnknownName("world variant", variant_id, [v.id for v in self.variants])
         return found
 
     def decoy(self, decoy_id: str) -> Decoy:
         found = next((d for d in self.decoys if d.id == decoy_id), None)
         if found is None:
-            raise KeyError(f"unknown decoy {decoy_id!r}; known: {[d.id for d in self.decoys]}")
+            raise UnknownName("decoy", decoy_id, [d.id for d in self.decoys])
         return found
 
 
@@ -220,7 +221,7 @@ def _pos(value: Any) -> Pos:
 
 def _node(raw: Mapping[str, Any]) -> NodeSpec:
     if raw["stage"] not in STAGE_ORDER:
-        raise ValueError(f"node {raw['id']!r}: stage {raw['stage']!r} is not one of {STAGE_ORDER}")
+        raise DataError(f"node {raw['id']!r}: stage {raw['stage']!r} is not one of {STAGE_ORDER}")
     return NodeSpec(
         id=raw["id"], actor=raw["actor"], skill=raw["skill"], args=dict(raw["args"]), stage=raw["stage"],
         preds=tuple(raw.get("preds", ())), branch=raw.get("branch"),
@@ -250,17 +251,17 @@ def _template(tid: str, raw: Mapping[str, Any], raw_all: Mapping[str, Any], role
     for n in nodes:
         missing = [p for p in n.preds if p not in ids]
         if missing:
-            raise ValueError(f"template {tid!r} node {n.id!r} names unknown predecessors {missing}")
+            raise DataError(f"template {tid!r} node {n.id!r} names unknown predecessors {missing}")
         if n.actor not in roles:
-            raise ValueError(f"template {tid!r} node {n.id!r}: actor {n.actor!r} is not one of its roles {roles}")
+            raise DataError(f"template {tid!r} node {n.id!r}: actor {n.actor!r} is not one of its roles {roles}")
     channels = tuple((str(a), str(b)) for a, b in raw.get("channels", ()))
     for a, b in channels:
         if a not in roles or b not in roles or a == b:
-            raise ValueError(f"template {tid!r}: channel {a!r} -> {b!r} must join two of its roles {roles}")
+            raise DataError(f"template {tid!r}: channel {a!r} -> {b!r} must join two of its roles {roles}")
     factors = tuple(FactorSpec(f["holder"], tuple(f["bindings"])) for f in raw.get("factors", ()))
     for f in factors:
         if f.holder not in roles:
-            raise ValueError(f"template {tid!r}: factor holder {f.holder!r} is not one of its roles {roles}")
+            raise DataError(f"template {tid!r}: factor holder {f.holder!r} is not one of its roles {roles}")
     terminal = _terminal(raw["terminal"])
     if factors:
         bindings = tuple(FACTOR_JOIN.join(combo) for combo in itertools.product(*(f.bindings for f in factors)))
@@ -269,10 +270,10 @@ def _template(tid: str, raw: Mapping[str, Any], raw_all: Mapping[str, Any], role
         bindings = tuple(raw.get("bindings") or terminal)
         branch_ids = list(bindings)
     if set(terminal) != set(branch_ids) or len(set(branch_ids)) != len(branch_ids):
-        raise ValueError(f"template {tid!r}: terminal predicates {sorted(terminal)} != bindings {sorted(branch_ids)}")
+        raise DataError(f"template {tid!r}: terminal predicates {sorted(terminal)} != bindings {sorted(branch_ids)}")
     for n in nodes:
         if n.branch is not None and n.branch not in branch_ids:
-            raise ValueError(f"template {tid!r} node {n.id!r}: branch {n.branch!r} is not one of {branch_ids}")
+            raise DataError(f"template {tid!r} node {n.id!r}: branch {n.branch!r} is not one of {branch_ids}")
     return TemplateSpec(
         id=tid, family=raw.get("family", GOAL_CAPABILITY), title=raw["title"], source=raw["source"],
         split=raw.get("split", suite or GOAL_CAPABILITY), changed_field=raw.get("changed_field", "actor, handoff item, suffix"),
@@ -302,13 +303,13 @@ def load_prior(raw: Mapping[str, Any]) -> Prior:
     )
     templates = {tid: _template(tid, t, raw["templates"], ("sender", "receiver")) for tid, t in raw["templates"].items()}
     gc = raw["goal_capability"]
-    gc_template = _template(GOAL_CAPABILITY, {**gc, "bindings": list(gc["terminal"])}, {}, tuple(gc["roles"]))  # type: ignore[arg-type]
+    gc_template = _template(GOAL_CAPABILITY, {**gc, "bindings": list(gc["terminal"])}, {}, tuple(gc["roles"]))
     codebook = dict(raw["codebook"])
     teams = _teams(raw)
     for t in [*templates.values(), gc_template, *teams.values()]:
         unknown = [b for b in t.branch_ids if b not in codebook]
         if unknown:
-            raise ValueError(f"template {t.id!r} uses bindings {unknown} missing from the codebook")
+            raise DataError(f"template {t.id!r} uses bindings {unknown} missing from the codebook")
     return Prior(
         stations=stations,
         spawn={a: _pos(p) for a, p in layout["spawn"].items()},

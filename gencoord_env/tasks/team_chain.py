@@ -15,6 +15,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from gencoord_env.errors import UsageError
+
 
 def carriers(n: int) -> list[str]:
     """The carrier roles of an n-agent chain, in handoff order."""
@@ -29,7 +31,7 @@ def chain_raw(chain: Mapping[str, Any], n: int) -> dict[str, Any]:
     ['sender', 'crafter', 'carrier_1', 'carrier_2', 'courier']
     """
     if n < 3:
-        raise ValueError(f"a chain has at least three agents (sender, crafter, courier); got {n}")
+        raise UsageError(f"a chain has at least three agents (sender, crafter, courier); got {n}")
     out = copy.deepcopy(dict(chain))
     sender, crafter, courier = out["roles"]
     middle = carriers(n)

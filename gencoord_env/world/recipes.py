@@ -15,15 +15,17 @@ times)`` takes the number of batches, so the Minecraft side passes ``batches`` u
 """
 from __future__ import annotations
 
-import difflib
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import cast
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
 from gencoord_env.data_files import data_path
+from gencoord_env.errors import DataError, UnknownName, UsageError
+from gencoord_env.suggest import close_matches
 
 #: Game ticks one item takes to smelt in a vanilla furnace; fuel values are expressed in these.
 COOK_TICKS = 200
@@ -33,7 +35,7 @@ DEFAULT_STACK = 64
 _RECIPES_PATH = data_path("recipes.json")
 
 
-class RecipeTableError(ValueError):
+class RecipeTableError(DataError):
     """``recipes.json`` is malformed; the message names the entry and what was expected."""
 
 
@@ -89,9 +91,10 @@ class RecipeBook:
         """
         recipe = self.crafting.get(item)
         if recipe is None:
-            raise KeyError(unknown_item_message(item, self.crafting, "craftable item"))
+            raise UnknownName("craftable item", item, self.crafting,
+                              message=unknown_item_message(item, self.crafting, "craftable item"))
         if count < 1:
-            raise ValueError(f"craft count must be a positive int, got {count!r}")
+            raise UsageError(f"craft count must be a positive int, got {count!r}")
         batches = -(-count // recipe.count)
         inputs = {name: n * batches for name, n in recipe.inputs.items()}
         return CraftPlan(recipe, count, batches, batches * recipe.count, MappingProxyType(inputs))
@@ -103,7 +106,7 @@ class RecipeBook:
 
 def unknown_item_message(item: str, known: Mapping[str, object] | frozenset[str], what: str) -> str:
     """``"no <what> named 'x'; did you mean 'y'?"`` with close matches from ``known``."""
-    close = difflib.get_close_matches(item, sorted(known), n=3)
+    close = close_matches(item, sorted(known), n=3)
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     return f"no {what} named {item!r}{hint}"
 
@@ -142,7 +145,7 @@ def parse_recipes(raw: Mapping[str, object]) -> RecipeBook:
         fuel_ticks[item] = int(ticks)
     stack = {item: _positive_int(n, f"stack.{item}") for item, n in dict(raw["stack"]).items()}  # type: ignore[call-overload]
     return RecipeBook(MappingProxyType(crafting), MappingProxyType(smelting), MappingProxyType(fuel_ticks),
-                      frozenset(raw["blocks"]), MappingProxyType(stack))  # type: ignore[arg-type]
+                      frozenset(cast(Iterable[str], raw["blocks"])), MappingProxyType(stack))
 
 
 @functools.cache

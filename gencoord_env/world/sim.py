@@ -111,15 +111,17 @@ Speed: state is plain dicts mutated in place; frozen values are built only in :m
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from gencoord_env.catalog import minecraft_items
+from gencoord_env.errors import UsageError
+from gencoord_env.suggest import close_matches
 from gencoord_env.world.furnace import FurnaceSlots, settle
 from gencoord_env.world.recipes import RecipeBook, load_recipes
 from gencoord_env.caches import Memo
 from gencoord_env.world.types import (
+    OpTableError,
     EXECUTOR_ACTIONS,
     OP_ARGS,
     SKILL_OPS,
@@ -139,7 +141,7 @@ _STRING, _INT, _ITEM = 0, 1, 2
 _KIND_CODES: Mapping[str, int] = {"string": _STRING, "int": _INT, "item": _ITEM}
 
 
-class WorldSpecError(ValueError):
+class WorldSpecError(UsageError):
     """A ``WorldSpec`` is inconsistent (unknown station kind, contents for a non-chest, ...)."""
 
 
@@ -224,7 +226,7 @@ def _build_layout(stations: tuple[Station, ...]) -> _Layout:
         if not isinstance(s, Station):
             raise TypeError(f"Expected WorldSpec.stations to hold Station values but got {type(s).__name__}")
         if s.kind not in STATION_BLOCKS:
-            close = difflib.get_close_matches(s.kind, list(STATION_BLOCKS), n=1)
+            close = close_matches(s.kind, list(STATION_BLOCKS), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise WorldSpecError(f"station {s.name!r} has unknown kind {s.kind!r}; expected one of "
                                  f"{sorted(STATION_BLOCKS)}{hint}")
@@ -256,6 +258,12 @@ class SimWorld:
     {'oak_planks': 4}
     """
 
+    # the layout of the last reset (``_load_layout``)
+    _stations: dict[str, Station]
+    _chest_names: tuple[str, ...]
+    _furnace_names: tuple[str, ...]
+    _site_names: tuple[str, ...]
+
     def __init__(self, recipes: RecipeBook | None = None) -> None:
         self._book = recipes or load_recipes()
         self._handlers: dict[str, Callable[[str, Mapping[str, Any]], _Result]] = {
@@ -266,7 +274,7 @@ class SimWorld:
         }
         missing = set(SKILL_OPS) ^ set(self._handlers)
         if missing:
-            raise AssertionError(f"SimWorld handlers out of sync with SKILL_OPS: {sorted(missing)}")
+            raise OpTableError(f"SimWorld handlers out of sync with SKILL_OPS (skill_ops.json): {sorted(missing)}")
         self._items = minecraft_items()
         self._arg_specs = {
             op: tuple((name, _KIND_CODES[t.kind], t.min, t.max) for name, t in args.items())
@@ -312,7 +320,7 @@ class SimWorld:
             if type(counts) is not dict or counts:
                 inv[agent] = _counts("inventories", agent, counts)
         self._inv = inv
-        chests = {name: {} for name in self._chest_names}
+        chests: dict[str, dict[str, int]] = {name: {} for name in self._chest_names}
         for name, counts in spec.containers.items():
             if name not in chests:
                 kind = stations[name].kind if name in stations else "no such station"
@@ -396,7 +404,7 @@ class SimWorld:
         # Episodes share one stations tuple per distinct layout (``Episode.world``), so the few a pool has are
         # found among the recent ones by identity, without hashing every station; else by value.
         recent = self._recent_layouts
-        layout = next((entry[1] for entry in recent if entry[0] is stations), None)
+        layout: _Layout | None = next((entry[1] for entry in recent if entry[0] is stations), None)
         if layout is None:
             layout = _LAYOUTS.get(stations)
             if layout is None:
@@ -419,7 +427,7 @@ class SimWorld:
             return _fail("unknown_actor", f"actor {actor!r} is not an agent; expected one of {sorted(self._agents)}")
         handler = self._handlers.get(op) if type(op) is str else None
         if handler is None:
-            close = difflib.get_close_matches(op, list(SKILL_OPS), n=1) if type(op) is str else []
+            close = close_matches(op, list(SKILL_OPS), n=1) if type(op) is str else []
             hint = f"; did you mean {close[0]!r}?" if close else ""
             return _fail("unknown_op", f"unknown op {op!r}; expected one of {sorted(SKILL_OPS)}{hint}")
         args = call.args
@@ -440,8 +448,8 @@ class SimWorld:
         spec = self._arg_specs[op]
         if type(args) is not dict and not isinstance(args, Mapping):
             return f"{op}: args must be a mapping, got {type(args).__name__}"
-        if len(args) == len(spec):  # type: ignore[arg-type]
-            get, items = args.get, self._items  # type: ignore[union-attr]
+        if len(args) == len(spec):
+            get, items = args.get, self._items
             for name, kind, low, high in spec:
                 value = get(name, None)
                 if type(value) is str:
@@ -454,7 +462,7 @@ class SimWorld:
                     break
             else:
                 return ""
-        return self._describe_bad_args(op, args)  # type: ignore[arg-type]
+        return self._describe_bad_args(op, args)
 
     def _describe_bad_args(self, op: str, args: Mapping[str, Any]) -> str:
         expected = set(SKILL_OPS[op])
@@ -468,7 +476,7 @@ class SimWorld:
             if arg_type.accepts(value, self._items):
                 continue
             if arg_type.kind == "item" and type(value) is str:
-                close = difflib.get_close_matches(value, sorted(self._items), n=1)
+                close = close_matches(value, sorted(self._items), n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 return f"{op}: {name} {value!r} is not a Minecraft item name{hint}"
             if arg_type.kind != "int" and type(value) is not str:
@@ -479,7 +487,7 @@ class SimWorld:
     def _station(self, op: str, name: str, kind: str) -> Station | _Result:
         station = self._stations.get(name)
         if station is None:
-            close = difflib.get_close_matches(name, list(self._stations), n=1)
+            close = close_matches(name, list(self._stations), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             return _fail("unknown_station", f"{op}: no station named {name!r}{hint}")
         if station.kind != kind:
@@ -506,7 +514,7 @@ class SimWorld:
         name = args["station"]
         station = self._stations.get(name)
         if station is None:
-            close = difflib.get_close_matches(name, list(self._stations), n=1)
+            close = close_matches(name, list(self._stations), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             return _fail("unknown_station", f"goto: no station named {name!r}{hint}")
         self._pos[actor] = station.pos
@@ -580,7 +588,7 @@ class SimWorld:
         item, count, name = args["item"], args["count"], args["station"]
         recipe = self._book.crafting.get(item)
         if recipe is None:
-            close = difflib.get_close_matches(item, list(self._book.crafting), n=1)
+            close = close_matches(item, list(self._book.crafting), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             return _fail("unknown_recipe", f"craft: no recipe makes {item!r}{hint}")
         if name:

@@ -7,7 +7,6 @@ server's ground height; the sim uses them as they are.
 """
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +14,9 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from gencoord_env.data_files import data_path, read_json
+from gencoord_env.errors import DataError, UnknownName
 from gencoord_env.limits import LIMITS, Limits
+from gencoord_env.suggest import close_matches
 
 Pos = tuple[int, int, int]
 Counts = Mapping[str, int]  # item name (minecraft-data) -> count, zero counts omitted
@@ -36,7 +37,7 @@ SKILL_OPS_PATH = data_path("skill_ops.json")
 ARG_KINDS: tuple[str, ...] = ("string", "int", "item")
 
 
-class OpTableError(ValueError):
+class OpTableError(DataError):
     """``skill_ops.json`` is malformed; the message names the entry to fix."""
 
 
@@ -111,7 +112,7 @@ def parse_skill_ops(raw: object, limits: Limits = LIMITS) -> Mapping[str, Mappin
         args: dict[str, ArgType] = {}
         for arg, type_name in entry["args"].items():
             if type_name not in types:
-                close = difflib.get_close_matches(str(type_name), list(types), n=1)
+                close = close_matches(str(type_name), list(types), n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 raise OpTableError(f"{where}.args.{arg}: unknown type {type_name!r}; expected one of {sorted(types)}{hint}")
             args[arg] = types[type_name]
@@ -156,7 +157,7 @@ class WorldSpec:
         for s in self.stations:
             if s.name == name:
                 return s
-        raise KeyError(f"unknown station {name!r}; the layout has {[s.name for s in self.stations]}")
+        raise UnknownName("station", name, [s.name for s in self.stations])
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gencoord_env.suggest import unknown
+from gencoord_env.errors import UnknownName
 from gencoord_env.wrappers.base import StageIntervention, interventions
 from gencoord_env.wrappers.counterfactual_feedback import CounterfactualFeedback
 from gencoord_env.wrappers.episode_statistics import EpisodeStatistics
@@ -43,7 +43,7 @@ def apply(env: Any, specs: list[dict[str, Any]]) -> Any:
     for spec in specs:
         name = spec.get("name")
         if name not in INTERVENTIONS:
-            raise ValueError(unknown("intervention", name, sorted(INTERVENTIONS)))
+            raise UnknownName("intervention", name, sorted(INTERVENTIONS))
         env = INTERVENTIONS[name](env, **spec.get("args", {}))
     return env
 

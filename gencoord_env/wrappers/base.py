@@ -24,7 +24,9 @@ from pettingzoo.utils.wrappers import BaseParallelWrapper
 
 from gencoord_env.envs.gencoord.routes import routes_running
 from gencoord_env.envs.gencoord.stages import rewritable
+from gencoord_env.errors import UsageError
 from gencoord_env.lifecycle import PipelineStage
+from gencoord_env.suggest import close_matches
 from gencoord_env.tasks.episode import Episode
 
 
@@ -59,10 +61,11 @@ class StageIntervention(BaseParallelWrapper):
             return True
         return edge is not None and (episode.role_of.get(edge[0]), episode.role_of.get(edge[1])) == self.edge
 
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
         options = dict(options or {})
         options["interventions"] = (*options.get("interventions", ()), self)
-        return self.env.reset(seed=seed, options=options)
+        observations, infos = self.env.reset(seed=seed, options=options)
+        return observations, infos
 
     def rewrite(self, value: Any, episode: Episode, **inputs: Any) -> tuple[Any, dict[str, Any] | None]:
         """(the rewritten stage output, the fields of this intervention's trace record; ``None`` when the
@@ -91,11 +94,9 @@ def _edge(edge: Sequence[str], base: Any) -> tuple[str, str]:
     pair = (edge[0], edge[1])
     channels = {c for t in base.pool.templates() for c in t.message_edges}
     if pair not in channels | {c for t in prior().teams.values() for c in t.message_edges}:
-        import difflib
-
         names = [f"{a}>{b}" for a, b in sorted(channels)]
-        hint = difflib.get_close_matches(f"{pair[0]}>{pair[1]}", names, n=1)
-        raise ValueError(f"no template of this env has a channel {pair[0]} -> {pair[1]}; its channels are {names}"
+        hint = close_matches(f"{pair[0]}>{pair[1]}", names, n=1)
+        raise UsageError(f"no template of this env has a channel {pair[0]} -> {pair[1]}; its channels are {names}"
                          + (f" (did you mean {hint[0]!r}?)" if hint else ""))
     return pair
 
@@ -115,5 +116,5 @@ def other_binding(bindings: Sequence[str], binding: str) -> str:
     """The paired binding: the next admissible binding of the template after ``binding`` (cyclic)."""
     options = list(bindings)
     if binding not in options or len(options) < 2:
-        raise ValueError(f"binding {binding!r} has no paired alternative among {options}")
+        raise UsageError(f"binding {binding!r} has no paired alternative among {options}")
     return options[(options.index(binding) + 1) % len(options)]

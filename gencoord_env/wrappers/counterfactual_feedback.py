@@ -20,8 +20,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from gencoord_env.errors import UsageError
 from gencoord_env.types import PeerRequest
-from gencoord_env.pipeline.response import Response, requested_branch, respond
+from gencoord_env.messages import Response
+from gencoord_env.pipeline.response import requested_branch, respond
 from gencoord_env.tasks.episode import Episode, branch_values
 from gencoord_env.tasks.prior import FACTOR_JOIN
 from gencoord_env.lifecycle import PipelineStage
@@ -34,12 +36,12 @@ def paired_episode(episode: Episode, peer: str | None = None) -> Episode:
     if episode.is_team:
         k = next((i for i, f in enumerate(episode.template.fact_factors) if episode.agent_of[f.holder] == peer), None)
         if k is None:
-            raise ValueError(f"CounterfactualFeedback: {peer!r} holds no capability in {episode.id}")
+            raise UsageError(f"CounterfactualFeedback: {peer!r} holds no capability in {episode.id}")
         values = list(branch_values(episode.binding))
         values[k] = other_binding(episode.template.fact_factors[k].bindings, values[k])
         return Episode(replace(episode.cluster, binding=FACTOR_JOIN.join(values)), episode.perm, episode.prior)
     if not episode.is_goal_capability or episode.cluster.mode is None:
-        raise ValueError(
+        raise UsageError(
             f"CounterfactualFeedback needs a Goal x Capability episode (pool='goal_capability'); got {episode.id}"
         )
     modes = episode.prior.goal_capability.modes

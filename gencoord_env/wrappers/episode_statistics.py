@@ -29,11 +29,12 @@ class EpisodeStatistics(BaseParallelWrapper):
         self._return = 0.0
         self._length = 0
 
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
         self._return, self._length = 0.0, 0
-        return self.env.reset(seed=seed, options=options)
+        observations, infos = self.env.reset(seed=seed, options=options)
+        return observations, infos
 
-    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+    def step(self, actions: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
         obs, rewards, terms, truncs, infos = self.env.step(actions)
         self._length += 1
         self._return += float(next(iter(rewards.values()), 0.0))

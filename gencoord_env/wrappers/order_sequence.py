@@ -30,15 +30,17 @@ from typing import Any
 
 from pettingzoo.utils.wrappers import BaseParallelWrapper
 
+from gencoord_env.errors import UsageError
+
 REWARDS: tuple[str, ...] = ("all", "mean")
 
 
 class OrderSequence(BaseParallelWrapper):
     def __init__(self, env: Any, orders: int = 4, reward: str = "all") -> None:
         if isinstance(orders, bool) or not isinstance(orders, int) or orders < 1:
-            raise ValueError(f"orders must be a positive int, got {orders!r}")
+            raise UsageError(f"orders must be a positive int, got {orders!r}")
         if reward not in REWARDS:
-            raise ValueError(f"unknown reward {reward!r} for a sequence of orders; expected one of {list(REWARDS)}")
+            raise UsageError(f"unknown reward {reward!r} for a sequence of orders; expected one of {list(REWARDS)}")
         super().__init__(env)
         self.orders, self.reward = orders, reward
         self.order = 0
@@ -46,7 +48,7 @@ class OrderSequence(BaseParallelWrapper):
         self._next: list[int] | None = None
         self._options_rest: dict[str, Any] = {}
 
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
         options = dict(options or {})
         start = options.pop("index", None)
         n = len(self.env.unwrapped.episodes)
@@ -61,7 +63,7 @@ class OrderSequence(BaseParallelWrapper):
             return {**options, "index": self._next[self.order]}
         return options or None
 
-    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+    def step(self, actions: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
         obs, rewards, terms, truncs, infos = self.env.step(actions)
         ended = bool(infos) and all(terms.get(a, False) or truncs.get(a, False) for a in infos)
         if not ended:

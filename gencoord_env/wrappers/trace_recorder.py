@@ -81,29 +81,29 @@ class TraceRecorder(BaseParallelWrapper):
         self._actions: list[dict[str, Any]] = []
         self._turn: str | None = None
 
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
         obs, infos = self.env.reset(seed=seed, options=options)
         self._actions = []
         self._turn = _deciding(self.env.unwrapped.full_infos())
         return obs, infos
 
-    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+    def step(self, actions: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
         if self._turn is not None:
             action = actions.get(self._turn, "")
             self._actions.append({"agent": self._turn, "action": traced(action.item() if isinstance(action, np.generic) else action)})
         obs, rewards, terms, truncs, infos = self.env.step(actions)
         full = self.env.unwrapped.full_infos()  # the record's fields whatever the env's ``infos`` form
         self._turn = _deciding(full)
-        first = next(iter(full.values()), {})
+        first: dict[str, Any] = next(iter(full.values()), {})
         if first.get("stage") == "done":
             self.write(dumps(episode_record(self, self._actions, first)))
         return obs, rewards, terms, truncs, infos
 
     def write(self, line: str) -> None:
         if hasattr(self.path, "write"):
-            self.path.write(line + "\n")  # type: ignore[union-attr]
+            self.path.write(line + "\n")
         else:
-            with open(self.path, "a", encoding="utf-8") as f:  # type: ignore[arg-type]
+            with open(self.path, "a", encoding="utf-8") as f:
                 f.write(line + "\n")
         self.records_written += 1
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from gencoord_env.types import PeerRequest
+from gencoord_env.errors import UsageError
 from gencoord_env.pipeline.types import Delivery
 from gencoord_env.tasks.episode import Episode
 from gencoord_env.lifecycle import PipelineStage
@@ -52,9 +52,9 @@ class UnreliableChannel(StageIntervention):
         probabilities = {"drop": drop, "delay": delay, "duplicate": duplicate}
         for name, p in probabilities.items():
             if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0.0 <= p <= 1.0:
-                raise ValueError(f"{name} must be a probability in [0, 1], got {p!r}")
+                raise UsageError(f"{name} must be a probability in [0, 1], got {p!r}")
         if sum(probabilities.values()) > 1.0 + 1e-12:
-            raise ValueError(f"drop + delay + duplicate must be at most 1, got {sum(probabilities.values())}")
+            raise UsageError(f"drop + delay + duplicate must be at most 1, got {sum(probabilities.values())}")
         self.probabilities = probabilities
         self.seed = int(seed)
         super().__init__(env, edge)
@@ -67,10 +67,10 @@ class UnreliableChannel(StageIntervention):
         delay, duplicate."""
         key = f"{self.seed}:{episode.id}" if edge is None or not episode.is_team else f"{self.seed}:{episode.id}:{edge[0]}>{edge[1]}"
         draw = random.Random(key).random()
-        edge = 0.0
+        threshold = 0.0
         for name in FAULTS:
-            edge += self.probabilities[name]
-            if draw < edge:
+            threshold += self.probabilities[name]
+            if draw < threshold:
                 return name, draw
         return "none", draw
 

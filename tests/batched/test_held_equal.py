@@ -188,8 +188,8 @@ def test_the_other_observation_forms_and_the_state_match(observations: str) -> N
     assert counts["leaves"] > 8
     env, tree = make("heldout", "forward", "default", observations), GameTree(make("heldout", "forward", "default", observations), state=True)
     engine = BatchedEngine(tree, 4, autoreset=False)
-    batch = engine.reset(episodes=[0, 1, 2, 3])
-    batch = engine.step(np.ones(4, dtype=np.int64))
+    engine.reset(episodes=[0, 1, 2, 3])
+    engine.step(np.ones(4, dtype=np.int64))
     for row, k in enumerate([0, 1, 2, 3]):
         _, infos = env.reset(options={"index": k})
         env.step({next(a for a, i in infos.items() if i["deciding"]): 1})

@@ -108,7 +108,7 @@ def test_the_aec_form_and_numeric_infos_see_a_truncation() -> None:
     env = gencoord_env.env(backend="sim", world=FaultyWorld(run_faults={1: DIED}), on_fault="truncate", infos="numbers")
     env.reset(options={"index": 0})
     steps = 0
-    for agent in env.agent_iter():
+    for _ in env.agent_iter():
         obs, reward, term, trunc, info = env.last()
         if term or trunc:
             assert trunc and not term and reward == 0.0 and info["truncated"] == 1 and info["done"] == 1

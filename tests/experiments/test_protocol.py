@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from gencoord_env.agents import make_policy
-from gencoord_env.commands.experiments.protocol import Pair, Setting, cross_play, evaluate_pair, main, zoo_members
+from gencoord_env.commands.experiments.protocol import Setting, cross_play, evaluate_pair, main, zoo_members
 from gencoord_env.commands.experiments.stats import bootstrap_ci, exact_ci, two_way_bootstrap_ci
 
 SMALL = Setting("heldout", episodes=24)

@@ -65,6 +65,6 @@ def test_centralized_and_local_bytes_as_the_chain_grows(records: dict[str, dict]
     b_local = [r["b_local_mean"] for r in local]
     b_central = [r["b_central_mean"] for r in central]
     assert b_local == sorted(b_local) and b_central == sorted(b_central)
-    assert all(c > 5 * l for c, l in zip(b_central, b_local))  # state aggregation outweighs the edge exchange
+    assert all(c > 5 * local for c, local in zip(b_central, b_local))  # state aggregation outweighs the edge exchange
     # each added carrier adds one edge exchange locally and one upload + download centrally
     assert b_central[2] - b_central[1] > b_local[2] - b_local[1] > 0

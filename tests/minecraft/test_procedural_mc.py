@@ -33,7 +33,7 @@ def _sample() -> list[Episode]:
     """The first small episode (order quantity at most 2) of each kind among seed 0's first 200."""
     eps = procedural_episodes(0)
     out = []
-    for kind, fits in KINDS.items():
+    for fits in KINDS.values():
         out.append(next(ep for ep in (eps[k] for k in range(200)) if ep.cluster.q <= 2 and fits(ep)))
     return out
 

@@ -77,7 +77,7 @@ def test_the_wire_form_reads_back_as_the_same_context(pool: str, route: str, vie
 def test_private_fact_forms_and_a_bad_wire_form() -> None:
     for form in ("train", "C1", "C2", "C3"):
         env = gencoord_env.parallel_env(backend="sim", pool="heldout", private_fact=form)
-        for text, info in decisions(env, 0, make_policy("rule")):
+        for _text, info in decisions(env, 0, make_policy("rule")):
             assert context_from_wire(json.loads(json.dumps(context_to_wire(info["context"])))) == info["context"]
     with pytest.raises(ValueError, match="not a context's wire form \\(KeyError: 'prior'\\); expected context_to_wire's output"):
         context_from_wire({"agent": "agent_a"})

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from gencoord_env.data_files import data_path
+from gencoord_env.errors import DataError, UnknownName
 from gencoord_env.tasks import POOL_SIZES, TEAM_POOLS, pool, prior
 from gencoord_env.tasks.pools import CROSSPRODUCT_Q, POOL_SPECS, load_pools
 
@@ -117,7 +118,7 @@ def test_generation_is_seeded_and_deterministic() -> None:
 
 
 def test_unknown_pool_suggests() -> None:
-    with pytest.raises(ValueError, match="did you mean 'heldout'"):
+    with pytest.raises(UnknownName, match="did you mean 'heldout'"):
         pool("heldot")
 
 
@@ -191,7 +192,7 @@ BAD_TABLES: list[tuple[str, Any, str]] = [
 
 @pytest.mark.parametrize("path, value, message", BAD_TABLES, ids=[f"{p}=" + ("missing" if v is _MISSING else repr(v)) for p, v, _ in BAD_TABLES])
 def test_a_wrong_or_missing_pool_value_in_the_table_is_a_clear_error(tmp_path: Any, path: str, value: Any, message: str):
-    with pytest.raises(ValueError, match=re.escape(message)):
+    with pytest.raises(DataError, match=re.escape(message)):
         _pools_of_copy(tmp_path, _set(path, value))
 
 

@@ -194,7 +194,7 @@ def test_freeform_dialogues_extract_the_forward_commitments_with_or_without_the_
         assert full.turns == ((0, 2, 3) if len(said) == 4 else (0, 0, 1))
         sender, receiver = forward[(ep_id, "sender_initial")], forward[(ep_id, "receiver_after_request")]
         assert full.sender == sender and full.receiver == Proposal(receiver.self_plan, ())
-        for agent, utterance in said[1:-1]:  # the clarification states nothing on its own but the request
+        for _, utterance in said[1:-1]:  # the clarification states nothing on its own but the request
             assert [s.kind for s in freeform.statements(utterance)] in ([], ["request"])
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from gencoord_env.commands.cli import Parser, add_scale_arguments, check_scale_arguments, env_choices, one_of, policy_help
 from gencoord_env.commands.experiments.specs import EXPERIMENTS, Condition, Experiment, experiment
+from gencoord_env.errors import UsageError
 
 
 def policy_factory(policy: str | None) -> tuple[Any, Any]:
@@ -91,7 +92,7 @@ def run(exp: Experiment, args: argparse.Namespace, out: Path, runner: Any = None
     if args.policy is not None:
         chosen_names = {chosen(c) for c in exp.conditions if c.subject}
         if not chosen_names:
-            raise ValueError(f"experiment {exp.name!r} has no condition that --policy applies to")
+            raise UsageError(f"experiment {exp.name!r} has no condition that --policy applies to")
     err = Console(stderr=True)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True, disable=args.quiet) as progress:

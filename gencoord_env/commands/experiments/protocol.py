@@ -49,6 +49,7 @@ import numpy as np
 
 from gencoord_env.commands.experiments.specs import Condition
 from gencoord_env.commands.experiments.stats import exact_ci, two_way_bootstrap_ci
+from gencoord_env.errors import UsageError
 
 SEED_FIELD = "{seed}"
 
@@ -86,7 +87,7 @@ class Pair:
     def side(self, info: Mapping[str, Any]) -> Any:
         context = info.get("context")
         if context is None:
-            raise ValueError("a pair reads the deciding agent's role from its context: pass the full infos")
+            raise UsageError("a pair reads the deciding agent's role from its context: pass the full infos")
         return self.first if context.role == context.prior.roles[0] else self.second
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
@@ -102,7 +103,7 @@ def make_named(name: str, seed: int | None = None) -> Any:
 
     if SEED_FIELD in name:
         if seed is None:
-            raise ValueError(f"{name!r} has {SEED_FIELD} but no seed was given (--seeds)")
+            raise UsageError(f"{name!r} has {SEED_FIELD} but no seed was given (--seeds)")
         name = name.replace(SEED_FIELD, str(seed))
     if name in POLICIES and seed is not None and "seed" in inspect.signature(policy_class(name)).parameters:
         return make_policy(name, seed=seed)
@@ -175,10 +176,10 @@ def zoo_members(zoo: Sequence[str], seeds: Sequence[int]) -> dict[str, tuple[str
     for entry in zoo:
         group, sep, name = entry.partition("=")
         if not sep or not group or not name:
-            raise ValueError(f"a zoo member is NAME=POLICY (e.g. rule=rule, 'slots=rl:runs/s{SEED_FIELD}.pt'); got {entry!r}")
+            raise UsageError(f"a zoo member is NAME=POLICY (e.g. rule=rule, 'slots=rl:runs/s{SEED_FIELD}.pt'); got {entry!r}")
         if SEED_FIELD in name:
             if not seeds:
-                raise ValueError(f"zoo member {entry!r} has {SEED_FIELD}: give --seeds")
+                raise UsageError(f"zoo member {entry!r} has {SEED_FIELD}: give --seeds")
             out.update({f"{group}/{s}": (group, name, s) for s in seeds})
         else:
             out[group] = (group, name, None)

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gencoord_env.errors import UnknownName
+
 
 @dataclass(frozen=True)
 class Condition:
@@ -299,9 +301,7 @@ EXPERIMENTS: dict[str, Experiment] = {
 def experiment(name: str) -> Experiment:
     """The experiment called ``name``; unknown names raise ``ValueError`` with a suggestion."""
     if name not in EXPERIMENTS:
-        from gencoord_env.suggest import unknown
-
-        raise ValueError(unknown("experiment", name, EXPERIMENTS))
+        raise UnknownName("experiment", name, EXPERIMENTS)
     return EXPERIMENTS[name]
 
 

@@ -42,13 +42,13 @@ class TurnBasedAEC(parallel_to_aec_wrapper):
         self._observations: dict[str, Any] = {}
 
     @property
-    def unwrapped(self) -> raw_env:  # type: ignore[override]
+    def unwrapped(self) -> raw_env:
         return self.env
 
-    def observation_space(self, agent: str) -> gymnasium.spaces.Space:
+    def observation_space(self, agent: str) -> gymnasium.spaces.Space[Any]:
         return self.env.observation_space(agent)
 
-    def action_space(self, agent: str) -> gymnasium.spaces.Space:
+    def action_space(self, agent: str) -> gymnasium.spaces.Space[Any]:
         return self.env.action_space(agent)
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:

@@ -38,6 +38,7 @@ from gencoord_env import freeform
 from gencoord_env.envs.gencoord.interface import CHARSET, MAX_OBSERVATION
 from gencoord_env.envs.gencoord.routes import SHAPES, Decision
 from gencoord_env.envs.gencoord.session import EpisodeSession, traced, unreadable
+from gencoord_env.errors import UsageError
 from gencoord_env.lifecycle import DecisionStage, PipelineStage, Step
 from gencoord_env.messages import Utterance
 from gencoord_env.outcomes import FailureCode
@@ -92,7 +93,7 @@ class DialogueSession(EpisodeSession):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if self.setup.route != "forward":
-            raise ValueError(f"the freeform surface runs the forward route only; got route={self.setup.route!r}")
+            raise UsageError(f"the freeform surface runs the forward route only; got route={self.setup.route!r}")
         self.dialogue: list[tuple[str, str]] = []
 
     @property

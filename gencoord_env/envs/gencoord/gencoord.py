@@ -163,9 +163,9 @@ from gencoord_env.envs.gencoord.routes import ROUTES, pools_running, routes_runn
 from gencoord_env.envs.gencoord.session import EpisodeSession, Setup
 from gencoord_env.envs.gencoord.stages import Intervention, Stages, rewritable
 from gencoord_env.envs.gencoord.surfaces import SURFACES
+from gencoord_env.errors import UnknownName, UsageError
 from gencoord_env.lifecycle import PipelineStage
 from gencoord_env.outcomes import REWARDS
-from gencoord_env.suggest import unknown
 from gencoord_env.tasks import Episode
 from gencoord_env.tasks.compose import VIEWS
 from gencoord_env.tasks.contexts import PRIVATE_FACT_FORMS, Context, build_context, render_parts
@@ -190,17 +190,17 @@ def make_world(backend: str, **options: Any) -> World:
         from gencoord_env.world.minecraft import MinecraftWorld
 
         return MinecraftWorld(**options)
-    raise ValueError(unknown("backend", backend, BACKENDS))
+    raise UnknownName("backend", backend, BACKENDS)
 
 
 def _choice(name: str, value: str, allowed: Sequence[str]) -> str:
     if value not in allowed:
-        raise ValueError(unknown(name, value, allowed))
+        raise UnknownName(name, value, allowed)
     return value
 
 
 class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
-    metadata = {"render_modes": ["human", "ansi", "rgb_array"], "name": "gencoord_v0", "is_parallelizable": True,
+    metadata: dict[str, Any] = {"render_modes": ["human", "ansi", "rgb_array"], "name": "gencoord_v0", "is_parallelizable": True,
                 "render_fps": 2}
 
     def __init__(
@@ -245,12 +245,12 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
 
             self._faults = (MinecraftBackendError,)
         if self.surface.dialogue and self.route != "forward":
-            raise ValueError(f"surface={surface!r} runs the forward route only; got route={route!r}")
+            raise UsageError(f"surface={surface!r} runs the forward route only; got route={route!r}")
         if render_mode is not None:
             _choice("render_mode", render_mode, self.metadata["render_modes"])
         self.render_mode = render_mode
         if max_cycles is not None and (isinstance(max_cycles, bool) or not isinstance(max_cycles, int) or max_cycles < 1):
-            raise ValueError(f"max_cycles must be a positive int or None, got {max_cycles!r}")
+            raise UsageError(f"max_cycles must be a positive int or None, got {max_cycles!r}")
         self.max_cycles = max_cycles
         self.private_fact = private_fact
         self.pool: Pool = make_pool(pool, pool_seed)
@@ -281,7 +281,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         self._context: Context | None = None
         self._menu: Menu = WAITING
         self._last_text: dict[str, str] = {}
-        describe = None
+        describe: Callable[[str, str, Episode], str] | None = None
         if private_fact != "id":
             from gencoord_env.tasks.naturalized import describe
 
@@ -293,11 +293,11 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         from gencoord_env.tasks.naturalized import undescribed
 
         if not self.pool.described:
-            raise ValueError(f"private_fact={form!r} needs a written description of each binding; pool="
+            raise UsageError(f"private_fact={form!r} needs a written description of each binding; pool="
                              f"{self.pool_name!r} generates its bindings and has none: use private_fact='id'")
         missing = undescribed(b for t in {e.template.id: e.template for e in self.episodes}.values() for b in t.bindings)
         if missing:
-            raise ValueError(f"private_fact={form!r} needs a description of every binding; pool {self.pool_name!r} has "
+            raise UsageError(f"private_fact={form!r} needs a description of every binding; pool {self.pool_name!r} has "
                              f"bindings without one: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''} "
                              "(gencoord_env/data/naturalized.json lists them; or use private_fact='id')")
 
@@ -305,9 +305,9 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         from gencoord_env.envs.gencoord.routes import TEAM_ROUTES
 
         if self.route not in TEAM_ROUTES:
-            raise ValueError(f"route {self.route!r} has no team form; a team pool runs the routes {list(TEAM_ROUTES)}")
+            raise UsageError(f"route {self.route!r} has no team form; a team pool runs the routes {list(TEAM_ROUTES)}")
         if self.surface.dialogue:
-            raise ValueError(f"surface={self.surface.name!r} is a two-agent dialogue; a team pool runs 'dsl' or 'json'")
+            raise UsageError(f"surface={self.surface.name!r} is a two-agent dialogue; a team pool runs 'dsl' or 'json'")
 
     def _check_solvable(self) -> None:
         """Refuse a pool that no record can solve on this route, naming the routes that can."""
@@ -319,7 +319,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             if why is not None:
                 usable = [r for r in (TEAM_ROUTES if len(template.roles) > 2 else sorted(ROUTES))
                           if all(unsolvable(r, t) is None for t in templates.values())]
-                raise ValueError(f"pool {self.pool_name!r} cannot be solved on route {self.route!r}: {why}; use "
+                raise UsageError(f"pool {self.pool_name!r} cannot be solved on route {self.route!r}: {why}; use "
                                  + " or ".join(f"route={r!r}" for r in usable))
 
     def check_reachable(self, stage: PipelineStage, who: str) -> None:
@@ -328,7 +328,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
         if stage in self.stages_running:
             return
         if self.route not in routes_running(stage):
-            raise ValueError(f"{who} rewrites the {stage.value!r} stage, which only runs in the routes "
+            raise UsageError(f"{who} rewrites the {stage.value!r} stage, which only runs in the routes "
                              f"{list(routes_running(stage))}; this env uses route={self.route!r}")
         where = f"pool {self.pool_name!r} on route {self.route!r}"
         if self.surface.dialogue:
@@ -338,14 +338,14 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             hint = f"the free-form dialogue has no {stage.value!r} stage; surface='dsl' or 'json' runs it"
         else:
             hint = f"on route {self.route!r} it runs in the pools {list(pools_running(stage, self.route))}"
-        raise ValueError(f"{who} rewrites the {stage.value!r} stage, which {where} never runs (its episodes run "
+        raise UsageError(f"{who} rewrites the {stage.value!r} stage, which {where} never runs (its episodes run "
                          f"{runs}); {hint}")
 
     # --- spaces (built once, returned as the same objects) -----------------------------------------
-    def observation_space(self, agent: str) -> gymnasium.spaces.Space:
+    def observation_space(self, agent: str) -> gymnasium.spaces.Space[Any]:
         return self._obs_spaces[agent]
 
-    def action_space(self, agent: str) -> gymnasium.spaces.Space:
+    def action_space(self, agent: str) -> gymnasium.spaces.Space[Any]:
         return self._act_spaces[agent]
 
     @property
@@ -360,7 +360,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
             raise TypeError(f"options['index'] takes an episode number (int), got {index!r}")
         n = len(self.episodes)
         if not 0 <= index < n:
-            raise ValueError(f"options['index']={int(index)} is out of range: pool {self.pool_name!r} has {n} episodes "
+            raise UsageError(f"options['index']={int(index)} is out of range: pool {self.pool_name!r} has {n} episodes "
                              f"(0 to {n - 1})")
         return int(index)
 
@@ -395,7 +395,7 @@ class raw_env(ParallelEnv):  # noqa: N801 - PettingZoo naming convention
                 info["reset_fault"] = reset_fault
         return observations, infos
 
-    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+    def step(self, actions: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
         s = self.session
         if s is None or not self.agents:
             raise RuntimeError("step() called before reset() or after the episode ended; call reset() first")

@@ -37,6 +37,7 @@ import numpy as np
 from gencoord_env.caches import Memo
 from gencoord_env.envs.gencoord.menu import MENUS, candidates, labels, menu_key, menu_size
 from gencoord_env.envs.gencoord.surfaces import Surface
+from gencoord_env.errors import UsageError
 from gencoord_env.tasks.contexts import Context
 from gencoord_env.tasks.contexts import render_parts
 from gencoord_env.tokens import Tokenizer, WordTokenizer, bag_of_words, encode_fixed
@@ -85,7 +86,7 @@ class ObservationForm:
     (``encode(interface, text, context, render parts)``). A ``plain`` form without a menu is its text alone."""
 
     name: str
-    spaces: Callable[[Interface], dict[str, gymnasium.spaces.Space]]
+    spaces: Callable[[Interface], dict[str, gymnasium.spaces.Space[Any]]]
     encode: Callable[[Interface, str, Context | None, tuple[str, ...]], dict[str, Any]]
     needs_tokenizer: bool = False
     plain: bool = False
@@ -94,11 +95,11 @@ class ObservationForm:
     menu_words: bool = True
 
 
-def _text_spaces(i: Interface) -> dict[str, gymnasium.spaces.Space]:
+def _text_spaces(i: Interface) -> dict[str, gymnasium.spaces.Space[Any]]:
     return {"observation": gymnasium.spaces.Text(max_length=MAX_OBSERVATION, charset=CHARSET)}
 
 
-def _tokens_spaces(i: Interface) -> dict[str, gymnasium.spaces.Space]:
+def _tokens_spaces(i: Interface) -> dict[str, gymnasium.spaces.Space[Any]]:
     assert i.tokenizer is not None
     return {"observation": gymnasium.spaces.Box(0, i.tokenizer.vocab_size - 1, (i.max_tokens,), np.int64),
             "observation_mask": gymnasium.spaces.Box(0, 1, (i.max_tokens,), np.int8)}
@@ -110,7 +111,7 @@ def _tokens(i: Interface, text: str, context: Context | None, parts: tuple[str, 
     return {"observation": ids, "observation_mask": mask}
 
 
-def _bag_spaces(i: Interface) -> dict[str, gymnasium.spaces.Space]:
+def _bag_spaces(i: Interface) -> dict[str, gymnasium.spaces.Space[Any]]:
     assert i.tokenizer is not None
     return {"observation": gymnasium.spaces.Box(0.0, float(MAX_OBSERVATION), (2 * i.tokenizer.vocab_size,), np.float32)}
 
@@ -163,7 +164,7 @@ def _label_ids(i: Interface, menu: Menu | None) -> np.ndarray:
         found.flags.writeable = False
         if key is not None:
             _LABEL_IDS.put(key, found)
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def _mask(records: tuple[Proposal | None, ...], n: int) -> np.ndarray:
@@ -189,13 +190,13 @@ class Interface:
 
     def __post_init__(self) -> None:
         if self.actions == "menu" and self.surface.dialogue:
-            raise ValueError(f"actions='menu' needs a structured surface (dsl or json); surface={self.surface.name!r} is a dialogue")
+            raise UsageError(f"actions='menu' needs a structured surface (dsl or json); surface={self.surface.name!r} is a dialogue")
         if self.form.needs_tokenizer and self.tokenizer is None:
-            raise ValueError(f"observations={self.observations!r} needs a tokenizer")
+            raise UsageError(f"observations={self.observations!r} needs a tokenizer")
         if self.menu_kind not in MENUS:
-            raise ValueError(f"unknown menu {self.menu_kind!r}; expected one of {list(MENUS)}")
+            raise UsageError(f"unknown menu {self.menu_kind!r}; expected one of {list(MENUS)}")
         if self.max_tokens < 1:
-            raise ValueError(f"max_tokens must be positive, got {self.max_tokens}")
+            raise UsageError(f"max_tokens must be positive, got {self.max_tokens}")
 
     @property
     def form(self) -> ObservationForm:
@@ -206,7 +207,7 @@ class Interface:
         """True when observations are a Dict (tokens, or a menu's action mask beside the text)."""
         return not self.form.plain or self.actions == "menu"
 
-    def observation_space(self) -> gymnasium.spaces.Space:
+    def observation_space(self) -> gymnasium.spaces.Space[Any]:
         parts = self.form.spaces(self)
         if self.actions == "menu":
             parts["action_mask"] = gymnasium.spaces.Box(0, 1, (self.n,), np.int8)
@@ -217,7 +218,7 @@ class Interface:
             return parts["observation"]
         return gymnasium.spaces.Dict(parts)
 
-    def state_space(self) -> gymnasium.spaces.Space:
+    def state_space(self) -> gymnasium.spaces.Space[Any]:
         """The space of the centralized state: the observation's, without the menu (mask and labels)."""
         space = self.observation_space()
         if not isinstance(space, gymnasium.spaces.Dict):
@@ -237,7 +238,7 @@ class Interface:
             return bag_of_words(self.tokenizer, parts[:3] + parts[4:], parts[3])
         return "\n".join(parts)
 
-    def action_space(self) -> gymnasium.spaces.Space:
+    def action_space(self) -> gymnasium.spaces.Space[Any]:
         if self.actions == "menu":
             return gymnasium.spaces.Discrete(self.n)
         return gymnasium.spaces.Text(max_length=MAX_ACTION, charset=CHARSET)
@@ -255,7 +256,7 @@ class Interface:
             texts = tuple(self.surface.write(c, peers) if c is not None else None for c in records)
             menu = _MENUS.put((self.surface.name, self.n, key),
                               Menu(records, texts, _mask(records, self.n), labels(context, key, self.menu_kind)[: self.n]))
-        return menu  # type: ignore[no-any-return]
+        return menu
 
     def observe(self, text: str, menu: Menu | None, context: Context | None = None,
                 parts: tuple[str, ...] | None = None) -> Any:

@@ -56,6 +56,7 @@ from collections.abc import Sequence
 
 from gencoord_env.caches import Memo, cache
 from gencoord_env.envs.gencoord.routes import ROUTES
+from gencoord_env.errors import UsageError
 from gencoord_env.messages import RequestMessage
 from gencoord_env.tasks.compose import order_nodes
 from gencoord_env.tasks.context_view import JOINT_STAGES, delivered, team, team_record
@@ -123,7 +124,7 @@ def _entries(context: Context, key: tuple[object, ...] | None, menu: str) -> tup
     if found is None:
         entries = _candidates(context, menu)
         found = _MENUS.put(key, (tuple(r for r, _ in entries), tuple(label if r is not None else None for r, label in entries)))
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def _public_order(prior_text: str, branches: Sequence[str]) -> list[str]:
@@ -157,7 +158,7 @@ def _candidates(context: Context, menu: str = "default") -> list[Entry]:
             first, second = _branch_path(view, b)
             out += [(record, f"branch={b} self={k}") for k, record in enumerate(_cuts(first[done:] + second, peer), 1)]
     else:
-        raise ValueError(f"stage {stage!r} has no menu (menus are for the structured surfaces)")
+        raise UsageError(f"stage {stage!r} has no menu (menus are for the structured surfaces)")
     return out
 
 

@@ -46,6 +46,7 @@ import numpy as np
 
 from gencoord_env.caches import cache
 from gencoord_env.data_files import data_path
+from gencoord_env.errors import UsageError
 from gencoord_env.world.types import GroundTruth, Pos, WorldSpec
 
 CELL = 16
@@ -320,8 +321,8 @@ def compose(spec: WorldSpec, truth: GroundTruth, tale: Story, handoffs: Sequence
     chars = img.shape[1] // fw - 2
     write(img, 5, fw, head[:chars], WHITE)
     x = arena.shape[1] + pad
-    for k, (line, c) in enumerate(_panel_lines(tale, order)):
-        write(img, banner_h + pad + k * (fh + 1), x, line[:PANEL_CHARS], c)
+    for k, (line, ink) in enumerate(_panel_lines(tale, order)):
+        write(img, banner_h + pad + k * (fh + 1), x, line[:PANEL_CHARS], ink)
     return img
 
 
@@ -330,7 +331,7 @@ def png(img: np.ndarray) -> bytes:
     import struct
 
     if img.dtype != np.uint8 or img.ndim != 3 or img.shape[2] != 3:
-        raise ValueError(f"expected a uint8 (H, W, 3) picture, got {img.dtype} {img.shape}")
+        raise UsageError(f"expected a uint8 (H, W, 3) picture, got {img.dtype} {img.shape}")
     h, w, _ = img.shape
     raw = np.concatenate([np.zeros((h, 1), dtype=np.uint8), img.reshape(h, w * 3)], axis=1).tobytes()
 

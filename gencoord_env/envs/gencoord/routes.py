@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from gencoord_env.caches import cache
+from gencoord_env.errors import DataError, UsageError
 from gencoord_env.lifecycle import EVERY_ROUTE, DecisionStage, PipelineStage, Step, stage_of
 from gencoord_env.tasks.prior import TemplateSpec, prior
 from gencoord_env.types import Proposal
@@ -119,7 +120,7 @@ def route_rows(route: str, template: TemplateSpec) -> tuple[Decision, ...]:
 @cache(maxsize=64)
 def _team_rows(route: str, team_roles: tuple[str, ...], channels: tuple[tuple[str, str], ...]) -> tuple[Decision, ...]:
     if route not in TEAM_ROUTES:
-        raise ValueError(f"route {route!r} has no team form; a team runs the routes {list(TEAM_ROUTES)}")
+        raise UsageError(f"route {route!r} has no team form; a team runs the routes {list(TEAM_ROUTES)}")
     roles = list(team_roles)
     index = {r: i for i, r in enumerate(roles)}
     others = tuple(range(1, len(roles)))
@@ -141,7 +142,7 @@ def _team_rows(route: str, team_roles: tuple[str, ...], channels: tuple[tuple[st
             rows.append(Decision(stage, index[role], SHAPES["self_only"], T.HOLD))
     last = rows[-1]
     if last.then is not T.HOLD:
-        raise ValueError(f"channels {channels}: the last decision ({roles[last.role]}) must have no channel out")
+        raise DataError(f"channels {channels}: the last decision ({roles[last.role]}) must have no channel out")
     rows[-1] = Decision(last.stage, last.role, last.shape, T.RESOLVE_EDGES)
     return tuple(rows)
 
@@ -235,7 +236,7 @@ def _dependency_order(roles: list[str], channels: tuple[tuple[str, str], ...]) -
     while len(out) < len(roles):
         ready = [r for r in roles if r not in out and all(a in out for a, b in channels if b == r)]
         if not ready:
-            raise ValueError(f"the channels {channels} have a cycle")
+            raise DataError(f"the channels {channels} have a cycle")
         out.append(ready[0])
     return out
 

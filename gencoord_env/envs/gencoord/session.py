@@ -58,6 +58,7 @@ from gencoord_env.trace import (
     ExecuteRecord,
     FaultRecord,
     InterventionRecord,
+    MaxCyclesRecord,
     MaterializeRecord,
     ResolveRecord,
     RespondRecord,
@@ -313,12 +314,14 @@ class EpisodeSession:
         why = unreadable(action)
         if why is not None:
             self.trace.append(DecisionRecord(*seen, parse={"error": why}))
-            return self._parse_failure(why)
+            self._parse_failure(why)
+            return None
         try:
             proposal = self.setup.surface.read(action, self.max_requests)
         except DSLSyntaxError as e:
             self.trace.append(DecisionRecord(*seen, parse={"error": str(e)}))
-            return self._parse_failure(str(e))
+            self._parse_failure(str(e))
+            return None
         at = len(self.trace)  # the decision's record goes before any check intervention's
         violations = self._rewritten(P.CHECK, self._check(action, proposal, agent), proposal=proposal, agent=agent)
         self.trace.insert(at, DecisionRecord(*seen, parse=proposal, violations=violations))
@@ -560,7 +563,7 @@ class EpisodeSession:
         """End the episode unfinished, as a truncation (the env's ``max_cycles`` ran out): no outcome, the
         reason kept and a ``{"stage": "max_cycles"}`` trace record."""
         self.stopped = self.reason = reason
-        self.trace.append({"stage": "max_cycles", "reason": reason})
+        self.trace.append(MaxCyclesRecord(reason))
         self.metrics.values["episode_seconds"] = time.perf_counter() - self.metrics.t_start
 
 

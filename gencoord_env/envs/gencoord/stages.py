@@ -15,12 +15,12 @@ not in the free-form dialogue).
 """
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Protocol, runtime_checkable
 
 from gencoord_env import contract
+from gencoord_env.errors import UsageError
 from gencoord_env.lifecycle import PipelineStage
 from gencoord_env.messages import Response
 from gencoord_env.pipeline import (
@@ -34,6 +34,7 @@ from gencoord_env.pipeline import (
 )
 from gencoord_env.pipeline.resolve import resolve_edges
 from gencoord_env.pipeline.types import Delivery
+from gencoord_env.suggest import close_matches
 from gencoord_env.tasks.episode import Episode
 from gencoord_env.types import PeerRequest
 
@@ -66,7 +67,7 @@ class Stages:
         names = [f.name for f in fields(self)]
         unknown = sorted(set(stages) - set(names))
         if unknown:
-            raise ValueError(f"unknown stage(s) {unknown}; expected some of {names}")
+            raise UsageError(f"unknown stage(s) {unknown}; expected some of {names}")
         return replace(self, **stages)
 
 
@@ -103,8 +104,8 @@ def rewritable(stage: object, who: str) -> PipelineStage:
     if isinstance(stage, str) and stage in REWRITABLE:
         return PipelineStage(stage)
     names = [s.value for s in REWRITABLE]
-    hint = difflib.get_close_matches(str(stage), names, n=1)
-    raise ValueError(f"{who} rewrites stage {stage!r}, which is not a rewritable stage"
+    hint = close_matches(str(stage), names, n=1)
+    raise UsageError(f"{who} rewrites stage {stage!r}, which is not a rewritable stage"
                      + (f" (did you mean {hint[0]!r}?)" if hint else "") + f"; the rewritable stages are {', '.join(names)}")
 
 

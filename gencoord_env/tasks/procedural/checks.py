@@ -66,6 +66,7 @@ def _play(ep: Episode, binding: str, world: SimWorld) -> tuple[FailureCode, str]
         return FailureCode.CONTRACT_REJECT, violations[0].message
     res = resolve_forward(q, r, ep)
     if res.commitment is None:
+        assert res.code is not None  # a resolution without a commitment always names its failure
         return res.code, res.reason
     plan = materialize(res.commitment, ep)
     world.reset(ep.world)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from gencoord_env.dsl.syntax import MAX_PATH_TASKS
+from gencoord_env.errors import DataError
 from gencoord_env.tasks.prior import prior
 from gencoord_env.tasks.procedural.programs import (Job, Program, draw_job, emit_handed, emit_own, fits_twice,
                                                     step_amounts)
@@ -202,5 +203,5 @@ def _active_branch(rng: random.Random) -> Design | None:
 
 BUILDERS = {"destination": _destination, "recipe": _recipe, "allocation": _allocation, "active_branch": _active_branch}
 if set(BUILDERS) != set(FAMILIES):
-    raise ImportError(f"the core templates' families {list(FAMILIES)} (data/tasks.json) differ from the families a "
-                      f"template can be generated in {list(BUILDERS)}")
+    raise DataError(f"the core templates' families {list(FAMILIES)} (data/tasks.json) differ from the families a "
+                    f"template can be generated in {list(BUILDERS)}")

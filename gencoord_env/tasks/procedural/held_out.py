@@ -8,11 +8,12 @@ from typing import Any
 
 from gencoord_env.caches import cache
 from gencoord_env.tasks.pools import CROSSPRODUCT_Q
-from gencoord_env.tasks.prior import TemplateSpec, eval_quantity, prior
+from gencoord_env.tasks.prior import NodeSpec, TemplateSpec, eval_quantity, prior
 from gencoord_env.tasks.procedural.steps import layout
 
 
-Signature = frozenset  # of per-branch tuples of task labels
+#: a template's structure: per branch, the sorted tuple of its task labels
+Signature = frozenset[tuple[tuple[Any, ...], ...]]
 
 
 def _label_args(args: Mapping[str, Any], source: str, q: int | None) -> tuple[tuple[str, Any], ...]:
@@ -32,20 +33,22 @@ def _label_args(args: Mapping[str, Any], source: str, q: int | None) -> tuple[tu
 
 
 def _signature(t: TemplateSpec, q: int | None) -> Signature:
-    branches = []
-    for b in t.bindings:
-        nodes = {n.id: n for n in t.nodes if n.branch in (None, b)}
-        memo: dict[str, tuple[Any, ...]] = {}
+    return frozenset(_branch_labels({n.id: n for n in t.nodes if n.branch in (None, b)}, t.source, q)
+                     for b in t.bindings)
 
-        def label(node_id: str) -> tuple[Any, ...]:
-            if node_id not in memo:
-                n = nodes[node_id]
-                memo[node_id] = (n.actor, n.skill, _label_args(n.args, t.source, q),
-                                 tuple(sorted(label(p) for p in n.preds if p in nodes)))
-            return memo[node_id]
 
-        branches.append(tuple(sorted(label(i) for i in nodes)))
-    return frozenset(branches)
+def _branch_labels(nodes: Mapping[str, NodeSpec], source: str, q: int | None) -> tuple[tuple[Any, ...], ...]:
+    """One branch's tasks, each labelled with its ancestors' labels (ids and listing order left out)."""
+    memo: dict[str, tuple[Any, ...]] = {}
+
+    def label(node_id: str) -> tuple[Any, ...]:
+        if node_id not in memo:
+            n = nodes[node_id]
+            memo[node_id] = (n.actor, n.skill, _label_args(n.args, source, q),
+                             tuple(sorted(label(p) for p in n.preds if p in nodes)))
+        return memo[node_id]
+
+    return tuple(sorted(label(i) for i in nodes))
 
 
 def signature(t: TemplateSpec) -> Signature:

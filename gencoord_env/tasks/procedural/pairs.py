@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 from gencoord_env.caches import cache
+from gencoord_env.errors import UsageError
 from gencoord_env.tasks.episode import Cluster, Episode
 from gencoord_env.tasks.prior import Prior, TemplateSpec, prior
 from gencoord_env.tasks.procedural.checks import instance_problems, template_problems
@@ -104,7 +105,7 @@ def codebook_names(seed: int, index: int) -> tuple[str, str] | None:
 def rename_bindings(t: TemplateSpec, names: Mapping[str, str]) -> TemplateSpec:
     """``t`` with its bindings renamed by ``names`` (old -> new) in bindings, nodes, ``bind`` tags and terminals."""
     if sorted(names) != sorted(t.bindings) or len(set(names.values())) != len(names):
-        raise ValueError(f"renaming {dict(names)} must map each of {list(t.bindings)} to a distinct new name")
+        raise UsageError(f"renaming {dict(names)} must map each of {list(t.bindings)} to a distinct new name")
     nodes = tuple(dataclasses.replace(n, branch=names.get(n.branch, n.branch) if n.branch else None,
                                       args={k: (names[v] if k == "bind" else v) for k, v in n.args.items()})
                   for n in t.nodes)
@@ -202,7 +203,7 @@ class ProceduralEpisodes(Sequence[Episode]):
             for k in range(4 * pair, 4 * pair + 4):
                 if start <= k < (LENGTH if stop is None else stop) and self[k] == value:
                     return k
-        raise ValueError(f"{value!r} is not an episode of {self!r}")
+        raise UsageError(f"{value!r} is not an episode of {self!r}")
 
     def __contains__(self, value: object) -> bool:
         try:

@@ -226,7 +226,7 @@ def _run(prog: Program, actor: str, steps: Sequence[Step], styles: Sequence[_Sty
             prev = prog.add(actor, "craft.item", args, [prev, *extra], f"craft_{s.out}")
             continue
         if actor != "receiver":
-            raise ValueError("only the receiver smelts: the sender's path has no room for it")
+            raise AssertionError("only the receiver smelts: the sender's path has no room for it")
         prog.smelts += 1
         fuel = Fuel(a_in, style.fuel, style.fuel_constant)
         prog.need(fuel.item, fuel)

@@ -32,7 +32,7 @@ class Lin:
     def expr(self) -> str:
         """The template's quantity expression (``eval_quantity`` reads it back)."""
         if self.k.denominator != 1 or self.c.denominator != 1 or self.k < 0 or self.c < 0:
-            raise ValueError(f"quantity {self} is not a whole, non-negative A*q+B")
+            raise AssertionError(f"quantity {self} is not a whole, non-negative A*q+B")
         k, c = int(self.k), int(self.c)
         if not k:
             return str(c)

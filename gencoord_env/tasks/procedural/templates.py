@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from math import ceil, lcm
-from typing import Any
+from typing import Any, TypeVar
 
 from gencoord_env.dsl.syntax import MAX_PATH_TASKS
 from gencoord_env.tasks.prior import NodeSpec, TemplateSpec, TerminalSpec, prior
@@ -20,6 +20,8 @@ from gencoord_env.world.recipes import COOK_TICKS, load_recipes
 
 #: The pool name generated clusters carry (``Cluster.pool``), and generated templates' ``split``.
 POOL = "procedural"
+#: a node of a DAG the helpers below order: a draft's content key
+K = TypeVar("K", bound=Hashable)
 #: order quantities 1.._MAX_Q, as in the prior's core templates (``data/tasks.json``)
 _MAX_Q = max(q for t in prior().templates.values() if t.split == "core" for q in t.quantities)
 
@@ -30,8 +32,8 @@ def _resolve(value: Any, qmax: int) -> Lin:
     if isinstance(value, Fuel):
         ticks = load_recipes().fuel_ticks[value.item]
         if value.constant:
-            return Lin(0, ceil(value.smelts * qmax * COOK_TICKS / ticks))  # type: ignore[arg-type]
-        return Lin(ceil(value.smelts * COOK_TICKS / ticks), 0)  # type: ignore[arg-type]
+            return Lin(0, ceil(value.smelts * qmax * COOK_TICKS / ticks))
+        return Lin(ceil(value.smelts * COOK_TICKS / ticks), 0)
     if isinstance(value, list):  # an obtain: the sum of what its consumers take
         total = Lin()
         for v in value:
@@ -42,7 +44,7 @@ def _resolve(value: Any, qmax: int) -> Lin:
 
 def _whole_int(x: Fraction) -> int:
     if x.denominator != 1:
-        raise ValueError(f"amount {x} is not whole after scaling")
+        raise AssertionError(f"amount {x} is not whole after scaling")
     return int(x)
 
 
@@ -57,7 +59,7 @@ def _scale(value: Any, f: int) -> Any:
     return value
 
 
-def _fractions(value: Any) -> list[Fraction]:
+def _fractions(value: Any) -> list[Fraction | int]:
     if isinstance(value, Lin):
         return [value.k]
     if isinstance(value, Fuel):
@@ -106,7 +108,7 @@ def _fits(programs: Sequence[Program], qmax: int) -> bool:
     L = layout()
     book = load_recipes()
     for prog in programs:
-        sites: dict[str, Fraction] = {}
+        sites: dict[str, Fraction | int] = {}
         for d in prog.drafts.values():
             q = d.args.get("q")
             if q is None:
@@ -207,11 +209,11 @@ def _content(drafts: Mapping[str, Draft]) -> dict[str, tuple[Any, ...]]:
     return out
 
 
-def _linear_extension(rng: random.Random, nodes: Sequence[str], preds: Mapping[str, Sequence[str]]) -> list[str]:
+def _linear_extension(rng: random.Random, nodes: Sequence[K], preds: Mapping[K, Sequence[K]]) -> list[K]:
     """A random topological order of ``nodes`` (predecessors outside ``nodes`` count as done)."""
     pending = list(nodes)
     inside = set(nodes)
-    done: set[str] = set()
+    done: set[K] = set()
     out = []
     while pending:
         ready = [n for n in pending if all(p in done or p not in inside for p in preds[n])]
@@ -222,8 +224,8 @@ def _linear_extension(rng: random.Random, nodes: Sequence[str], preds: Mapping[s
     return out
 
 
-def _descendants(start: str, children: Mapping[str, Sequence[str]]) -> set[str]:
-    out: set[str] = set()
+def _descendants(start: K, children: Mapping[K, Sequence[K]]) -> set[K]:
+    out: set[K] = set()
     stack = [start]
     while stack:
         for c in children.get(stack.pop(), ()):

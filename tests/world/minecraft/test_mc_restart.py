@@ -13,7 +13,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
 
 from gencoord_env.world.minecraft import MinecraftBackendError, MinecraftWorld, SidecarPool
 from gencoord_env.world.types import SkillCall, Station, WorldSpec
@@ -62,11 +61,11 @@ def test_every_world_plays_on_after_the_sidecar_is_replaced_mid_episode() -> Non
         for restarts, fault in enumerate((_kill, _unlink), 1):
             lost: list[BaseException] = []
 
-            def episode(world: MinecraftWorld) -> None:
+            def episode(world: MinecraftWorld, lost: list[BaseException] = lost) -> None:
                 try:
                     world.run(LONG)
-                except MinecraftBackendError as e:
-                    lost.append(e)
+                except MinecraftBackendError as err:
+                    lost.append(err)
 
             threads = [threading.Thread(target=episode, args=(w,)) for w in worlds]
             for t in threads:
