@@ -11,9 +11,12 @@ completion as the decider's action, the partner policy for every later decision)
 completions of one decision within a batch are scored once (the sim is deterministic). Every call is
 kept, per decision point (a GRPO group), for the reward curve.
 
-:func:`run` is ``gencoord train grpo``: from an SFT checkpoint, GRPO on a pool's decisions, writing
-``reward_curve.json`` (per optimizer step: reward mean and standard deviation, per-group reward variance,
-outcome counts, loss), ``provenance.json`` and the final checkpoint. Needs the ``lm`` and ``rl`` extras.
+:func:`run` is ``gencoord train grpo``: one lane of the training pipeline (:func:`specs`,
+:mod:`gencoord_env.train.pipeline`): with ``eval_pool``, the SFT checkpoint plays it as it is, then
+:class:`GRPORecipe` (GRPO on a pool's decisions) trains from it and the result plays it again, the change
+paired by cluster; writes ``reward_curve.json`` (per optimizer step: reward mean and standard deviation,
+per-group reward variance, outcome counts, loss), ``points.jsonl``, ``provenance.json`` and the final
+checkpoint. Needs the ``lm`` and ``rl`` extras.
 
 Example::
 
@@ -29,6 +32,7 @@ import dataclasses
 import json
 import math
 import platform
+import shutil
 import statistics
 import time
 from collections import Counter, defaultdict
@@ -37,19 +41,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from gencoord_env.agents.base import Policy
 from gencoord_env.agents.formats import RECORD, resolve_format
 from gencoord_env.agents.lm.loading import load_model
-from gencoord_env.agents.lm.policy import make_policy, prompt_text
-from gencoord_env.envs.gencoord.gencoord import parallel_env
+from gencoord_env.agents.lm.policy import prompt_text
+from gencoord_env.commands.experiments.specs import Condition
 from gencoord_env.errors import UsageError
 from gencoord_env.tasks.episode import parse_episode_id
 from gencoord_env.train.data import file_sha256
 from gencoord_env.train.decisions import DecisionPoint, Replay, decision_points, write_points
-from gencoord_env.train.evaluate import run_lockstep
+from gencoord_env.train.pipeline import Checkpoint, Inputs, Lane, Play, RunSpec, run_lane
 from gencoord_env.train.sft import read_record, tree_sha256
 
-__all__ = ["EnvReward", "GRPOResult", "GRPORunConfig", "group_stats", "prompt_dataset", "run"]
+__all__ = ["EnvReward", "GRPORecipe", "GRPOResult", "GRPORunConfig", "group_stats", "prompt_dataset", "run", "specs"]
 
 
 def prompt_dataset(points: Sequence[DecisionPoint], tokenizer: Any):  # type: ignore[no-untyped-def]
@@ -190,23 +196,6 @@ class GRPOResult:
     curve: list[dict[str, Any]] = field(repr=False)
 
 
-def _success_rate(model: Any, tokenizer: Any, pool: str, route: str, episodes: int | None) -> dict[str, Any]:
-    was_training = model.training
-    policy = make_policy(model, tokenizer, "direct")
-    size = len(parallel_env(pool=pool, route=route, backend="sim").episodes)
-    total = size if episodes is None else min(episodes, size)
-    envs = [parallel_env(pool=pool, route=route, backend="sim") for _ in range(min(64, total))]
-    try:
-        results = run_lockstep(envs, policy, range(total))
-    finally:
-        for env in envs:
-            env.close()
-    model.train(was_training)
-    outcomes = Counter(str(r["outcome"]) for r in results)
-    return {"pool": pool, "route": route, "episodes": total, "success_rate": outcomes.get("SUCCESS", 0) / max(1, total),
-            "outcomes": dict(sorted(outcomes.items())), **_cluster_interval(results)}
-
-
 def _cluster_of(episode_id: str) -> str:
     return parse_episode_id(episode_id).cluster
 
@@ -277,97 +266,139 @@ def _curve(reward: EnvReward, log_history: Sequence[dict[str, Any]]) -> list[dic
     return rows
 
 
-def run(config: GRPORunConfig) -> GRPOResult:
-    """GRPO from ``config.model`` on the decisions of ``config.pool`` / ``config.route``; see the module docstring."""
-    import torch
-    from trl import GRPOConfig, GRPOTrainer
+@dataclass(frozen=True)
+class GRPORecipe:
+    """GRPO (TRL) from a checkpoint on the decisions of ``pool`` / ``route``, each completion rewarded by
+    replaying its episode: the training step of a :class:`gencoord_env.train.pipeline.RunSpec` (the lane gives
+    the seed and the device). Writes ``points.jsonl``, ``reward_curve.json`` and ``final/`` into its folder."""
 
-    out = Path(config.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    fmt = resolve_format(config.model, "direct")  # completions are scored as the actions themselves
-    # float32 weights; bf16 only as autocast on GPUs that support it (pure bf16 AdamW updates are lossy).
-    lm = load_model(config.model, device=config.device, dtype=torch.float32)
-    model, tokenizer = lm.model, lm.tokenizer
-    tokenizer.padding_side = "left"
-    source = Path(config.model)
-    base: dict[str, Any] = {"source": config.model}
-    if source.is_dir():
-        base["tree_sha256"] = tree_sha256(source)[0]
+    pool: str = "train"
+    route: str = "forward"
+    stages: tuple[str, ...] | None = None
+    episodes: int | None = None
+    partner: str = "rule"
+    partial_credit: bool = False
+    steps: int = 50
+    prompts_per_step: int = 4
+    num_generations: int = 8
+    max_completion_length: int = 128
+    temperature: float = 1.0
+    top_p: float = 1.0
+    lr: float = 1e-6
+    lr_scheduler: str = "constant"
+    beta: float = 0.0
+    loss_type: str = "dapo"
 
-    points = decision_points(config.pool, config.route, config.partner, stages=config.stages, episodes=config.episodes)
-    if not points:
-        raise UsageError(f"no decision points in {config.pool!r}/{config.route!r} for stages {config.stages}")
-    write_points(points, out / "points.jsonl")
-    replay = Replay(config.pool, config.route, partial_credit=config.partial_credit, partner=config.partner)
-    reward = EnvReward(points, replay)
-    dataset = prompt_dataset(points, tokenizer)
+    def train(self, lane: Lane, run: RunSpec, base: str, out: Path) -> tuple[Path, dict[str, Any]]:
+        from trl import GRPOConfig, GRPOTrainer  # the rl extra
 
-    before = _success_rate(model, tokenizer, config.eval_pool, config.route, config.eval_episodes) if config.eval_pool else None
-    cuda = lm.device.type == "cuda"
-    args = GRPOConfig(
-        output_dir=str(out / "trainer"),
-        max_steps=config.steps,
-        per_device_train_batch_size=config.prompts_per_step * config.num_generations,
-        gradient_accumulation_steps=1,
-        num_generations=config.num_generations,
-        max_completion_length=config.max_completion_length,
-        temperature=config.temperature,
-        top_p=config.top_p,
-        learning_rate=config.lr,
-        lr_scheduler_type=config.lr_scheduler,
-        warmup_steps=0,
-        beta=config.beta,
-        loss_type=config.loss_type,
-        seed=config.seed,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        bf16=cuda and torch.cuda.is_bf16_supported(),
-        use_cpu=not cuda,
-        activation_checkpointing=False,
-        disable_dropout=True,
-        dataloader_num_workers=0,
-        disable_tqdm=True,
-    )
-    trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=dataset, processing_class=tokenizer)
-    start = time.perf_counter()
-    trainer.train()
-    seconds = time.perf_counter() - start
-    curve = _curve(reward, trainer.state.log_history)
-    after = _success_rate(model, tokenizer, config.eval_pool, config.route, config.eval_episodes) if config.eval_pool else None
-
-    (out / "reward_curve.json").write_text(json.dumps(curve, indent=2) + "\n", encoding="utf-8")
-    provenance: dict[str, Any] = {
-        "kind": "grpo",
-        "config": config.to_dict(),
-        "base_model": {**base, "model_type": model.config.model_type, "parameters": sum(p.numel() for p in model.parameters())},
-        "data": {"pool": config.pool, "route": config.route, "decision_points": len(points),
-                 "stages": dict(sorted(Counter(p.stage for p in points).items())),
-                 "file": "points.jsonl", "sha256": file_sha256(out / "points.jsonl")},
-        "libraries": _libraries(),
-        "precision": "bfloat16 autocast, float32 weights" if args.bf16 else "float32",
-        "optimizer_steps": trainer.state.global_step,
-        "train_seconds": seconds,
-        "completions_scored": reward.scored,
-        "scoring_seconds": reward.seconds,
-        "reward_first": curve[0]["reward_mean"] if curve else None,
-        "reward_final": curve[-1]["reward_mean"] if curve else None,
-        "reward_curve": "reward_curve.json",
-        "eval_before": before,
-        "eval_after": after,
-        "eval_change": _paired_change(before, after),
-    }
-    checkpoint = None
-    if config.save:
+        fmt = resolve_format(base, run.format)  # completions are scored as the actions themselves
+        # float32 weights; bf16 only as autocast on GPUs that support it (pure bf16 AdamW updates are lossy).
+        lm = load_model(base, device=lane.device, dtype=torch.float32)
+        model, tokenizer = lm.model, lm.tokenizer
+        tokenizer.padding_side = "left"
+        source = Path(base)
+        described: dict[str, Any] = {"source": base}
+        if source.is_dir():
+            described["tree_sha256"] = tree_sha256(source)[0]
+        points = decision_points(self.pool, self.route, self.partner, stages=self.stages, episodes=self.episodes)
+        if not points:
+            raise UsageError(f"no decision points in {self.pool!r}/{self.route!r} for stages {self.stages}")
+        write_points(points, out / "points.jsonl")
+        replay = Replay(self.pool, self.route, partial_credit=self.partial_credit, partner=self.partner)
+        reward = EnvReward(points, replay)
+        cuda = lm.device.type == "cuda"
+        args = GRPOConfig(
+            output_dir=str(out / "trainer"), max_steps=self.steps,
+            per_device_train_batch_size=self.prompts_per_step * self.num_generations, gradient_accumulation_steps=1,
+            num_generations=self.num_generations, max_completion_length=self.max_completion_length,
+            temperature=self.temperature, top_p=self.top_p, learning_rate=self.lr, lr_scheduler_type=self.lr_scheduler,
+            warmup_steps=0, beta=self.beta, loss_type=self.loss_type, seed=lane.seed, logging_steps=1, save_strategy="no",
+            report_to="none", bf16=cuda and torch.cuda.is_bf16_supported(), use_cpu=not cuda,
+            activation_checkpointing=False, disable_dropout=True, dataloader_num_workers=0, disable_tqdm=True,
+        )
+        trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=prompt_dataset(points, tokenizer),
+                              processing_class=tokenizer)
+        start = time.perf_counter()
+        trainer.train()
+        seconds = time.perf_counter() - start
+        replay.close()
+        curve = _curve(reward, trainer.state.log_history)
+        (out / "reward_curve.json").write_text(json.dumps(curve, indent=2) + "\n", encoding="utf-8")
+        if not all(math.isfinite(r["loss"]) for r in curve if "loss" in r):
+            raise FloatingPointError(f"GRPO loss became non-finite; see {out / 'reward_curve.json'}")
         checkpoint = out / "final"
         trainer.save_model(str(checkpoint))
         tokenizer.save_pretrained(checkpoint)
-        record = {**((read_record(config.model) or {}) if source.is_dir() else {}), "format": fmt.name}
+        record = {**((read_record(base) or {}) if source.is_dir() else {}), "format": fmt.name}
         (checkpoint / RECORD).write_text(json.dumps(record, sort_keys=True) + "\n", encoding="utf-8")
+        summary = {
+            "kind": "grpo",
+            "base_model": {**described, "model_type": model.config.model_type,
+                           "parameters": sum(p.numel() for p in model.parameters())},
+            "data": {"pool": self.pool, "route": self.route, "decision_points": len(points),
+                     "stages": dict(sorted(Counter(p.stage for p in points).items())),
+                     "file": "points.jsonl", "sha256": file_sha256(out / "points.jsonl")},
+            "libraries": _libraries(),
+            "precision": "bfloat16 autocast, float32 weights" if args.bf16 else "float32",
+            "optimizer_steps": trainer.state.global_step,
+            "train_seconds": seconds,
+            "completions_scored": reward.scored,
+            "scoring_seconds": reward.seconds,
+            "reward_first": curve[0]["reward_mean"] if curve else None,
+            "reward_final": curve[-1]["reward_mean"] if curve else None,
+            "reward_curve": "reward_curve.json",
+        }
+        return checkpoint, summary
+
+
+def specs(config: GRPORunConfig) -> Lane:
+    """``gencoord train grpo`` as a lane of the pipeline: with an ``eval_pool``, the base checkpoint as it is
+    (``before``), then GRPO from it (``grpo``, into ``out_dir`` itself), each playing the eval pool greedily."""
+    recipe = GRPORecipe(**{f.name: getattr(config, f.name) for f in dataclasses.fields(GRPORecipe)})
+    plays: tuple[Play, ...] = ()
+    if config.eval_pool:
+        condition = Condition(config.eval_pool, config.eval_pool, "model", route=config.route)
+        plays = (Play("eval", condition, config.eval_episodes, batch=64),)
+    base = Checkpoint(config.model)
+    runs: tuple[RunSpec, ...] = ((RunSpec("before", None, base, None, plays, output_format="direct", dtype="float32"),) if plays else ())
+    runs += (RunSpec("grpo", None, base, recipe, plays, output_format="direct", folder=".", dtype="float32"),)
+    inputs = Inputs(data="", tokenizer=None, sets={}, tokenizer_sha256=None)
+    return Lane("grpo", config.seed, runs, inputs, config.out_dir, config.out_dir, config.device, threads=torch.get_num_threads())
+
+
+def _eval(result: dict[str, Any], run: str, pool: str, route: str) -> dict[str, Any] | None:
+    """A run's greedy play of the eval pool as the run record keeps it: success, outcomes, per-episode success and
+    the 95% cluster-bootstrap interval."""
+    entry = result["runs"].get(run)
+    if entry is None or "eval" not in entry["plays"]:
+        return None
+    rows = entry["plays"]["eval"]["rows"]
+    outcomes = Counter(str(r["outcome"]) for r in rows)
+    return {"pool": pool, "route": route, "episodes": len(rows), "success_rate": outcomes.get("SUCCESS", 0) / max(1, len(rows)),
+            "outcomes": dict(sorted(outcomes.items())), **_cluster_interval(rows)}
+
+
+def run(config: GRPORunConfig) -> GRPOResult:
+    """GRPO from ``config.model`` on the decisions of ``config.pool`` / ``config.route``, with the greedy play of
+    ``eval_pool`` before and after (see :func:`specs`); writes ``provenance.json`` beside the run's files."""
+    out = Path(config.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    lane = specs(config)
+    result = run_lane(lane)
+    trained = result["runs"]["grpo"]
+    before = _eval(result, "before", str(config.eval_pool), config.route)
+    after = _eval(result, "grpo", str(config.eval_pool), config.route)
+    provenance: dict[str, Any] = {
+        **{k: v for k, v in trained["summary"].items() if k not in ("checkpoint", "checkpoint_sha256")},
+        "config": config.to_dict(), "eval_before": before, "eval_after": after, "eval_change": _paired_change(before, after),
+    }
+    checkpoint = out / "final"
+    if config.save:
         digest, files = tree_sha256(checkpoint)
         provenance["checkpoint"] = {"dir": "final", "tree_sha256": digest, "files": files}
-    replay.close()
+    else:  # the lane played it; nothing is kept
+        shutil.rmtree(checkpoint)
     (out / "provenance.json").write_text(json.dumps(provenance, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    if not all(math.isfinite(r["loss"]) for r in curve if "loss" in r):
-        raise FloatingPointError(f"GRPO loss became non-finite; see {out / 'reward_curve.json'}")
-    return GRPOResult(checkpoint, provenance, curve)
+    curve = json.loads((out / "reward_curve.json").read_text(encoding="utf-8"))
+    return GRPOResult(checkpoint if config.save else None, provenance, curve)

@@ -50,14 +50,14 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import torch
 from transformers import AutoTokenizer
 from transformers.utils import logging as hf_logging
 
 from gencoord_env.agents.by_role import ByRole
-from gencoord_env.agents.formats import OutputFormat
+from gencoord_env.agents.formats import OutputFormat, output_format, resolve_format
 from gencoord_env.agents.lm.generate import Backend, GenerationConfig
 from gencoord_env.agents.lm.loading import binding_codes, load_model, train_tokenizer, world_names
 from gencoord_env.agents.lm.policy import LMPolicy, make_policy
@@ -72,7 +72,8 @@ from gencoord_env.train.lanes import device_name, run_lanes
 from gencoord_env.train.sft import SFTConfig, ScratchConfig, read_record, train, tree_sha256
 
 __all__ = [
-    "After", "Checkpoint", "Corpus", "Inputs", "Lane", "Play", "Player", "Recipe", "RunSpec", "Scratch", "batched_rows",
+    "After", "Checkpoint", "Corpus", "Inputs", "Lane", "Play", "Player", "Recipe", "RunSpec", "Scratch", "Trainer",
+    "batched_rows",
     "digest", "evaluation", "execute", "logger", "outcomes", "prepare", "rows_of", "run_lane", "run_summary", "setup_of",
     "sft_config", "shared_tokenizer",
 ]
@@ -174,29 +175,59 @@ def setup_of(c: Condition) -> list[Any]:
     return [c.pool, c.route, c.view, c.surface, c.private_fact, c.intervention, dict(c.intervention_args), dict(c.where)]
 
 
+class Trainer(Protocol):
+    """A training step other than SFT (a frozen dataclass, so that it is part of the run's key): trains from the
+    checkpoint ``base`` into the folder ``out`` with the lane's seed and device; returns the saved checkpoint and
+    a summary of the run (GRPO: :class:`gencoord_env.train.grpo.GRPORecipe`)."""
+
+    def train(self, lane: Lane, run: RunSpec, base: str, out: Path) -> tuple[Path, dict[str, Any]]: ...
+
+
 @dataclass(frozen=True)
 class RunSpec:
-    """One model's whole recipe: the data set it trains on, where it starts, how it trains, what it plays."""
+    """One model's whole recipe: the data set it trains on, where it starts, how it trains, what it plays.
+
+    ``recipe``: SFT on ``data`` (:class:`Recipe`), another :class:`Trainer`, or None (the init's checkpoint plays
+    as it is). ``format``: the output format when ``data`` names none (a :class:`Trainer`'s run, an untrained
+    one). ``folder``: where its checkpoint and records go, relative to the lane's work folder (default
+    ``runs/<lane>/<run>``). ``dtype``: the weights' dtype while it plays (default: bfloat16 on a GPU).
+    """
 
     name: str
-    data: str  # a gencoord_env.train.data set; its output format is the model's
+    data: str | None  # a gencoord_env.train.data set; its output format is the model's
     init: Init
-    recipe: Recipe = Recipe()
+    recipe: Recipe | Trainer | None = Recipe()
     plays: tuple[Play, ...] = ()
     max_new_tokens: int = 256  # the generation cap of its plays
+    output_format: str | None = None
+    folder: str | None = None
+    dtype: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.recipe, Recipe) and self.data is None:
+            raise UsageError(f"run {self.name!r}: an SFT recipe needs a data set")
+        if self.recipe is None and isinstance(self.init, Scratch):
+            raise UsageError(f"run {self.name!r}: random weights with no training have nothing to play")
+        if self.data is None and self.output_format is None:
+            raise UsageError(f"run {self.name!r}: name its output format (it has no data set to take it from)")
 
     @property
     def format(self) -> OutputFormat:
-        return data_set(self.data).output_format
+        return output_format(self.output_format) if self.output_format else data_set(str(self.data)).output_format
 
     def training(self) -> dict[str, Any]:
         """The fields its weights depend on."""
         d = dataclasses.asdict(self)
         d["init"] = {"kind": type(self.init).__name__, **d["init"]}
-        d["recipe"].pop("resume_every")
-        if d["recipe"]["deterministic"]:  # the default since keys existed: a run's key stays what it was
-            d["recipe"].pop("deterministic")
-        for k in ("plays", "max_new_tokens", "name"):
+        if isinstance(self.recipe, Recipe):
+            d["recipe"].pop("resume_every")
+            if d["recipe"]["deterministic"]:  # the default since keys existed: a run's key stays what it was
+                d["recipe"].pop("deterministic")
+        elif self.recipe is not None:  # another Trainer: its kind is part of the key
+            d["recipe"]["kind"] = type(self.recipe).__name__
+        if self.output_format is None:  # the fields added for other trainers leave an SFT run's key as it was
+            d.pop("output_format")
+        for k in ("plays", "max_new_tokens", "name", "folder", "dtype"):
             d.pop(k)
         return d
 
@@ -256,14 +287,15 @@ class Lane:
         return Path(self.results) / f"{self.file_name}.json"
 
     def run_dir(self, run: RunSpec) -> Path:
-        return Path(self.work) / "runs" / self.file_name / run.name
+        return Path(self.work) / (run.folder if run.folder is not None else Path("runs") / self.file_name / run.name)
 
     def run_key(self, run: RunSpec) -> str:
         """What a run's weights depend on: seed, its spec, what it reads, and the runs it continues."""
         chain: list[Any] = []
         current: RunSpec | None = run
         while current is not None:
-            inputs: dict[str, Any] = {"data": self.inputs.sets.get(current.data), "pool_seed": self.inputs.pool_seed}
+            inputs: dict[str, Any] = {"data": self.inputs.sets.get(current.data) if current.data else None,
+                                      "pool_seed": self.inputs.pool_seed}
             if isinstance(current.init, Scratch):
                 inputs["tokenizer"] = self.inputs.tokenizer_sha256
             elif isinstance(current.init, Checkpoint):
@@ -349,6 +381,8 @@ def shared_tokenizer(out: Path, rows: Mapping[str, Sequence[Any]], corpus: Corpu
 def sft_config(lane: Lane, run: RunSpec, base: str | None) -> SFTConfig:
     """The SFT run of ``run``: the spec's recipe, the lane's seed and device, from scratch or from ``base``."""
     r = run.recipe
+    if not isinstance(r, Recipe):
+        raise TypeError(f"run {run.name!r}: sft_config reads an SFT Recipe, got {type(r).__name__}")
     scratch = None
     if isinstance(run.init, Scratch):
         i = run.init
@@ -400,9 +434,10 @@ class Player:
     """A run's loaded checkpoint as a policy in its format; falls back to ``model.generate`` once if the static
     decoder fails on this stack."""
 
-    def __init__(self, checkpoint: Path, fmt: OutputFormat, max_new_tokens: int, device: str | None) -> None:
-        self.lm = load_model(checkpoint, device=device)
-        self.format = fmt
+    def __init__(self, checkpoint: Path, fmt: OutputFormat, max_new_tokens: int, device: str | None,
+                 dtype: str | None = None) -> None:
+        self.format = resolve_format(checkpoint, fmt)  # a checkpoint trained in another format is refused, naming both
+        self.lm = load_model(checkpoint, device=device, dtype=getattr(torch, dtype) if dtype else None)
         # No torch.compile: a compile per decode shape would cost more than these small models' whole evaluation.
         self.generation = GenerationConfig(max_new_tokens=max_new_tokens, compile_decode=False, compile_prefill=False)
         self.fallback: str | None = None
@@ -512,15 +547,25 @@ def _trained(lane: Lane, run: RunSpec, checkpoints: Mapping[str, Path], key: str
         base = run.init.path
     elif isinstance(run.init, After):
         base = str(checkpoints[run.init.run])
+    if run.recipe is None:  # the init plays as it is
+        assert base is not None
+        return Path(base), {"checkpoint": base, "trained": False}, 0.0, True
+    folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    result = train(sft_config(lane, run, base))
+    if isinstance(run.recipe, Recipe):
+        result = train(sft_config(lane, run, base))
+        if result.checkpoint is None:
+            raise RuntimeError(f"lane {lane.name}: run {run.name!r} saved no checkpoint")
+        checkpoint, summary = Path(result.checkpoint), run_summary(result, Path(lane.work))
+    else:
+        assert base is not None, f"run {run.name!r}: a {type(run.recipe).__name__} starts from a checkpoint"
+        checkpoint, summary = run.recipe.train(lane, run, base, folder)
+        summary = {**summary, "checkpoint": str(checkpoint.relative_to(lane.work)),
+                   "checkpoint_sha256": tree_sha256(checkpoint)[0]}
     seconds = time.perf_counter() - t0
-    if result.checkpoint is None:
-        raise RuntimeError(f"lane {lane.name}: run {run.name!r} saved no checkpoint")
-    summary = run_summary(result, Path(lane.work))
     marker.write_text(json.dumps({"key": key, "seconds": seconds, "summary": summary}, sort_keys=True) + "\n",
                       encoding="utf-8")
-    return Path(result.checkpoint), summary, seconds, False
+    return checkpoint, summary, seconds, False
 
 
 def run_lane(lane: Lane) -> dict[str, Any]:
@@ -573,7 +618,7 @@ def _run(lane: Lane, key: str, previous: Mapping[str, Any] | None) -> dict[str, 
                                  "timing_warm_up": earlier.get("timing_warm_up")}
         todo = [p for p in run.plays if p.name not in kept]
         if todo:
-            player = Player(checkpoint, run.format, run.max_new_tokens, lane.device)
+            player = Player(checkpoint, run.format, run.max_new_tokens, lane.device, run.dtype)
             played: dict[str, list[dict[str, Any]]] = {}  # cache key -> rows: a setup asked twice plays once
             for play in todo:
                 cache = play.cache_key(run.max_new_tokens)

@@ -68,7 +68,8 @@ def test_grpo_steps_from_a_briefly_fine_tuned_tiny_model(points: list[DecisionPo
 
     result = run(GRPORunConfig(model=str(sft.checkpoint), out_dir=str(tmp_path / "grpo"), pool="train", route="forward",
                                episodes=EPISODES, steps=2, prompts_per_step=2, num_generations=8,
-                               max_completion_length=80, partial_credit=True, lr=1e-4, device="cpu", seed=0))
+                               max_completion_length=80, partial_credit=True, lr=1e-4, device="cpu", seed=0,
+                               eval_pool="heldout", eval_episodes=4))
 
     curve = json.loads((tmp_path / "grpo" / "reward_curve.json").read_text())
     assert curve == result.curve and [row["step"] for row in curve] == [1, 2]
@@ -83,7 +84,13 @@ def test_grpo_steps_from_a_briefly_fine_tuned_tiny_model(points: list[DecisionPo
     assert prov["optimizer_steps"] == 2 and prov["completions_scored"] > 0
     assert prov["base_model"]["tree_sha256"] == tree_sha256(sft.checkpoint)[0]
     assert prov["data"]["decision_points"] == 2 * EPISODES and prov["libraries"]["trl"].startswith("1.16")
-    assert prov["eval_before"] is None and prov["eval_change"] is None  # no --eval-pool
+    # the lane played the eval pool with the SFT checkpoint as it was, then with the GRPO one, paired by cluster
+    before, after = prov["eval_before"], prov["eval_after"]
+    assert before["episodes"] == after["episodes"] == 4 and before["clusters"] == 2 and len(before["ci95"]) == 2
+    assert set(before["success_by_episode"]) == set(after["success_by_episode"])
+    assert prov["eval_change"]["clusters"] == 2
+    lane = json.loads((tmp_path / "grpo" / "grpo.json").read_text())
+    assert set(lane["runs"]) == {"before", "grpo"} and not lane["runs"]["before"]["retrained"]
     before, after = load_file(sft.checkpoint / "model.safetensors"), load_file(tmp_path / "grpo" / "final" / "model.safetensors")
     assert before.keys() == after.keys()
     assert any(not torch.equal(before[k], after[k]) for k in before)  # the optimizer steps moved the weights
