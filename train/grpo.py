@@ -151,45 +151,6 @@ def group_stats(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class GRPORunConfig:
-    model: str  # an SFT checkpoint directory (or hub id)
-    out_dir: str
-    pool: str = "train"
-    route: str = "forward"
-    stages: tuple[str, ...] | None = None  # None: every decision of the route
-    episodes: int | None = None  # the first N episodes of the pool (None: all)
-    partner: str = "rule"  # plays the prefixes and every decision after the learner's
-    partial_credit: bool = False
-    steps: int = 50
-    prompts_per_step: int = 4
-    num_generations: int = 8
-    max_completion_length: int = 128
-    temperature: float = 1.0
-    top_p: float = 1.0
-    lr: float = 1e-6
-    lr_scheduler: str = "constant"
-    beta: float = 0.0
-    loss_type: str = "dapo"
-    seed: int = 0
-    device: str | None = None
-    eval_pool: str | None = None  # closed-loop greedy success before and after, on this pool
-    eval_episodes: int | None = None
-    save: bool = True
-
-    def __post_init__(self) -> None:
-        if self.num_generations < 2:
-            raise UsageError(f"num_generations must be >= 2 (GRPO compares completions within a group), got {self.num_generations}")
-        if self.prompts_per_step < 1 or self.steps < 1:
-            raise UsageError(f"prompts_per_step and steps must be >= 1, got {self.prompts_per_step} and {self.steps}")
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        for key in ("out_dir", "device", "save"):
-            d.pop(key)
-        return d
-
-
-@dataclass(frozen=True)
 class GRPOResult:
     checkpoint: Path | None
     provenance: dict[str, Any]
@@ -274,9 +235,9 @@ class GRPORecipe:
 
     pool: str = "train"
     route: str = "forward"
-    stages: tuple[str, ...] | None = None
-    episodes: int | None = None
-    partner: str = "rule"
+    stages: tuple[str, ...] | None = None  # None: every decision of the route
+    episodes: int | None = None  # the first N episodes of the pool (None: all)
+    partner: str = "rule"  # plays the prefixes and every decision after the learner's
     partial_credit: bool = False
     steps: int = 50
     prompts_per_step: int = 4
@@ -288,6 +249,12 @@ class GRPORecipe:
     lr_scheduler: str = "constant"
     beta: float = 0.0
     loss_type: str = "dapo"
+
+    def __post_init__(self) -> None:
+        if self.num_generations < 2:
+            raise UsageError(f"num_generations must be >= 2 (GRPO compares completions within a group), got {self.num_generations}")
+        if self.prompts_per_step < 1 or self.steps < 1:
+            raise UsageError(f"prompts_per_step and steps must be >= 1, got {self.prompts_per_step} and {self.steps}")
 
     def train(self, lane: Lane, run: RunSpec, base: str, out: Path) -> tuple[Path, dict[str, Any]]:
         from trl import GRPOConfig, GRPOTrainer  # the rl extra
@@ -352,10 +319,32 @@ class GRPORecipe:
         return checkpoint, summary
 
 
+@dataclass(frozen=True, kw_only=True)
+class GRPORunConfig(GRPORecipe):
+    """``gencoord train grpo``: the recipe, the checkpoint it starts from, where it writes, and what it plays."""
+
+    model: str  # an SFT checkpoint directory (or hub id)
+    out_dir: str
+    seed: int = 0
+    device: str | None = None
+    eval_pool: str | None = None  # closed-loop greedy success before and after, on this pool
+    eval_episodes: int | None = None
+    save: bool = True
+
+    def recipe(self) -> GRPORecipe:
+        return GRPORecipe(**{f.name: getattr(self, f.name) for f in dataclasses.fields(GRPORecipe)})
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        for key in ("out_dir", "device", "save"):
+            d.pop(key)
+        return d
+
+
 def specs(config: GRPORunConfig) -> Lane:
     """``gencoord train grpo`` as a lane of the pipeline: with an ``eval_pool``, the base checkpoint as it is
     (``before``), then GRPO from it (``grpo``, into ``out_dir`` itself), each playing the eval pool greedily."""
-    recipe = GRPORecipe(**{f.name: getattr(config, f.name) for f in dataclasses.fields(GRPORecipe)})
+    recipe = config.recipe()
     plays: tuple[Play, ...] = ()
     if config.eval_pool:
         condition = Condition(config.eval_pool, config.eval_pool, "model", route=config.route)
