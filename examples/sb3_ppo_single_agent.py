@@ -27,7 +27,9 @@ import gencoord_env
 from gencoord_env.commands.run_log import RunLog
 from gencoord_env.wrappers import RequestRemoval
 
-BUDGETS = {"tiny": 1_024, "small": 10_240, "full": 20_480}  # environment steps (one learner decision each)
+# environment steps (one learner decision each); ``quick`` is what the test runs: as sender (seed 0) greedy held-out
+# success passed 0.9 after 4,608 steps (0.934) and was 0.992 after 6,144
+BUDGETS = {"tiny": 1_024, "quick": 6_144, "small": 10_240, "full": 20_480}
 # Numeric infos: SB3's vector env deep-copies every step's infos, and the full ones (context, trace) took a
 # quarter of the training time.
 VIEW = dict(partner="rule", backend="sim", actions="menu", observations="bag", infos="numbers")
