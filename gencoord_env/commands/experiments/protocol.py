@@ -39,7 +39,11 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import os
+import platform
+import shlex
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -305,8 +309,17 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def provenance(command: str, argv: Sequence[str], seconds: float) -> dict[str, Any]:
+    """What produced a result and where: the command line, the machine and its load average at the end."""
+    return {"command": " ".join([command, *(shlex.quote(a) for a in argv)]), "seconds": round(seconds),
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "python": platform.python_version(),
+            "load": [round(x, 1) for x in os.getloadavg()]}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(given)
+    start = time.perf_counter()
     if (args.zoo is None) == (args.first is None):
         print("error: give --first [--second] for one pair, or --zoo for cross-play", file=sys.stderr)
         return 2
@@ -322,13 +335,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             if out is not None:
                 out.mkdir(parents=True, exist_ok=True)
                 (out / "pair.json").write_text(json.dumps({"first": args.first, "second": args.second or args.first,
-                                                           "setting": setting.__dict__, **score.to_json()}, indent=1) + "\n")
+                                                           "setting": setting.__dict__, **score.to_json(),
+                                                           "provenance": provenance("gencoord evaluate", given, time.perf_counter() - start)},
+                                                          indent=1) + "\n")
             return 0
-        xp = cross_play(args.zoo, setting, args.seeds)
+        names = list(zoo_members(args.zoo, args.seeds))
+        xp = cross_play(args.zoo, setting, args.seeds, progress=lambda i, j: print(  # a line per row of the matrix
+            f"row {names.index(i) + 1}/{len(names)}: {i} first", file=sys.stderr, flush=True) if j == names[0] else None)
         print(xp.table())
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
-            (out / "crossplay.json").write_text(json.dumps(xp.to_json(), indent=1) + "\n")
+            (out / "crossplay.json").write_text(json.dumps({**xp.to_json(), "provenance": provenance(
+                "gencoord evaluate", given, time.perf_counter() - start)}, indent=1) + "\n")
             (out / "crossplay.md").write_text(xp.table() + "\n")
             xp.plot(out / "crossplay.png")
     except ValueError as e:
@@ -337,4 +355,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["CrossPlay", "Pair", "Score", "Setting", "cross_play", "evaluate_pair", "main", "make_named", "play", "zoo_members"]
+__all__ = ["CrossPlay", "Pair", "Score", "Setting", "cross_play", "evaluate_pair", "main", "make_named", "play", "provenance", "zoo_members"]
