@@ -186,7 +186,9 @@ def lm(smoke: Smoke, wheel: Path) -> None:
     report = smoke.root / "evaluate.json"
     smoke.gencoord("train", "evaluate", "--model", run / "final", "--episodes", "2", "--backend", "sim",
                    "--device", "cpu", "--out", report)
-    check(json.loads(report.read_text())["metrics"]["episodes"] == 2, "evaluate: 2 episodes")
+    played = json.loads(report.read_text())
+    check([r["episodes"] for r in played["records"]] == [2] and len(played["episodes"]["heldout"]) == 2,
+          "evaluate: 2 episodes of one pool")
     smoke.gencoord("rollout", "--backend", "sim", "--episodes", "2", "--policy", f"model:{run / 'final'}")
 
 
