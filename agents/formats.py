@@ -188,6 +188,9 @@ class OutputFormat:
     #: the renaming rule: its targets name codes as whole words that ``code_renaming`` may swap (free-form
     #: says them in English, so it is not renamed)
     renames: bool
+    #: greedy decoding may stop once the completion has written a two-line Short DSL record (its second
+    #: newline); a format whose completion goes on after the record (a tool call's closing tag) decodes to EOS
+    stops_at_record_end: bool = True
 
     def code_span(self, target: str, binding: str) -> tuple[int, int] | None:
         """The characters of ``target`` that name ``binding`` (the fit's decision token starts there)."""
@@ -210,7 +213,8 @@ FORMATS: dict[str, OutputFormat] = {f.name: f for f in (
     OutputFormat("factor_code", "Factor-Code + Rule", "dsl", _field_and_code, _factor_code, _AFTER_EQUALS, renames=True),
     OutputFormat("json", "GenCoord-JSON", "json", _played, _as_written, r'"bind":\s*"({code})"', renames=True),
     OutputFormat("freeform", "controlled free-form", "freeform", _played, _as_written, None, renames=False),
-    OutputFormat("commit_tool", "commit tool call", "dsl", None, _commit_call, _AFTER_EQUALS, renames=True),
+    OutputFormat("commit_tool", "commit tool call", "dsl", None, _commit_call, _AFTER_EQUALS, renames=True,
+                 stops_at_record_end=False),
 )}
 
 

@@ -150,9 +150,11 @@ class Play:
     ``batch``: envs in lockstep, one batched model call answering every deciding agent (no time to
     commitment); 0: the harness's serial path, one episode and one batch-1 call at a time (the paper's timing).
     ``role``: the model plays this role only, the rule agent every other. ``decode``: a generation backend for
-    this play only (``generate``: ``transformers``' reference decoder). ``actions``: keep each episode's actions
-    (batched plays). ``warm_up``: the lane's first such play is played once unrecorded before, so the decoder's
-    one-off graph captures are not in its times.
+    this play only (``generate``: ``transformers``' reference decoder). ``temperature``: sample at this
+    temperature (the decoder's seeded sampler, seeded with the lane's seed) instead of decoding greedily, e.g.
+    a start's success as GRPO's sampled groups see it. ``actions``: keep each episode's actions (batched
+    plays). ``warm_up``: the lane's first such play is played once unrecorded before, so the decoder's one-off
+    graph captures are not in its times.
     """
 
     name: str
@@ -163,11 +165,17 @@ class Play:
     decode: Backend | None = None
     actions: bool = False
     warm_up: bool = False
+    temperature: float | None = None  # None: greedy
+
+    def __post_init__(self) -> None:
+        if self.temperature is not None and self.temperature <= 0:
+            raise UsageError(f"play {self.name!r}: temperature must be > 0 (None decodes greedily), got {self.temperature}")
 
     def cache_key(self, max_new_tokens: int) -> str:
         """What decides this play's rows (not its name): equal keys play alike, so a lane plays each once."""
+        sampling = [] if self.temperature is None else [{"temperature": self.temperature}]  # greedy keys stay as they were
         return digest([setup_of(self.condition), self.episodes, self.batch > 0, self.role, self.decode, self.actions,
-                       max_new_tokens])
+                       max_new_tokens, *sampling])
 
 
 def setup_of(c: Condition) -> list[Any]:
@@ -435,16 +443,19 @@ class Player:
     decoder fails on this stack."""
 
     def __init__(self, checkpoint: Path, fmt: OutputFormat, max_new_tokens: int, device: str | None,
-                 dtype: str | None = None) -> None:
+                 dtype: str | None = None, seed: int = 0) -> None:
         self.format = resolve_format(checkpoint, fmt)  # a checkpoint trained in another format is refused, naming both
         self.lm = load_model(checkpoint, device=device, dtype=getattr(torch, dtype) if dtype else None)
         # No torch.compile: a compile per decode shape would cost more than these small models' whole evaluation.
-        self.generation = GenerationConfig(max_new_tokens=max_new_tokens, compile_decode=False, compile_prefill=False)
+        self.generation = GenerationConfig(max_new_tokens=max_new_tokens, compile_decode=False, compile_prefill=False,
+                                           stop_at_record_end=self.format.stops_at_record_end, seed=seed)
         self.fallback: str | None = None
         self.policy = self.make()
 
-    def make(self, backend: Backend | None = None) -> LMPolicy:
+    def make(self, backend: Backend | None = None, temperature: float | None = None) -> LMPolicy:
         config = self.generation if backend is None else dataclasses.replace(self.generation, backend=backend)
+        if temperature is not None:
+            config = dataclasses.replace(config, do_sample=True, temperature=temperature)
         return make_policy(self.lm.model, self.lm.tokenizer, self.format, config)
 
     def play(self, fn: Callable[[LMPolicy], Any]) -> Any:
@@ -520,8 +531,8 @@ def evaluation(policy: Any, name: str, conditions: Sequence[Condition], *, episo
 
 def _play(player: Player, play: Play, pool_seed: int) -> list[dict[str, Any]]:
     def rows(policy: LMPolicy) -> list[dict[str, Any]]:
-        if play.decode is not None and play.decode != player.generation.backend:
-            policy = player.make(play.decode)
+        if play.temperature is not None or (play.decode is not None and play.decode != player.generation.backend):
+            policy = player.make(play.decode, play.temperature)  # a sampler of its own: its stream starts at the seed
         agent: Any = policy if play.role is None else ByRole({play.role: policy}, default=rule_agent("rule"))
         if play.batch > 0:
             return batched_rows(play.condition, agent, play.episodes, play.batch, pool_seed, play.actions)
@@ -618,7 +629,7 @@ def _run(lane: Lane, key: str, previous: Mapping[str, Any] | None) -> dict[str, 
                                  "timing_warm_up": earlier.get("timing_warm_up")}
         todo = [p for p in run.plays if p.name not in kept]
         if todo:
-            player = Player(checkpoint, run.format, run.max_new_tokens, lane.device, run.dtype)
+            player = Player(checkpoint, run.format, run.max_new_tokens, lane.device, run.dtype, lane.seed)
             played: dict[str, list[dict[str, Any]]] = {}  # cache key -> rows: a setup asked twice plays once
             for play in todo:
                 cache = play.cache_key(run.max_new_tokens)

@@ -151,4 +151,4 @@ def load_policy(
     checkpoint that records none, chooses it (default: Direct Short DSL)."""
     chosen = formats.resolve_format(source, output_format)
     lm = load_model(source, device=device)
-    return make_policy(lm.model, lm.tokenizer, chosen, config)
+    return make_policy(lm.model, lm.tokenizer, chosen, config or GenerationConfig(stop_at_record_end=chosen.stops_at_record_end))

@@ -109,3 +109,35 @@ def test_nondeterministic_kernels_reach_every_run_and_part_its_key_from_the_defa
     default, fast = (transfer.lanes_for(c, INPUTS) for c in seen)
     assert all(r.recipe.deterministic for lane in default for r in lane.runs)
     assert not any(r.recipe.deterministic for lane in fast for r in lane.runs)
+
+
+def test_a_sampled_play_is_its_own_setup_and_replays_alike_from_the_lanes_seed(tmp_path: Path) -> None:
+    """``Play(temperature=...)`` samples with the decoder's seeded sampler (the lane's seed): its key differs from
+    the greedy play's (whose key stays what it was), the same seed samples the same episodes again, and a commit
+    tool checkpoint decodes to its end instead of stopping at the record's second newline."""
+    from gencoord_env.agents.formats import output_format
+    from gencoord_env.agents.lm.loading import build_tiny
+    from gencoord_env.train.data import build_set
+    from gencoord_env.train.pipeline import Checkpoint, Player, digest, run_lane, setup_of
+
+    c = Condition("heldout", "heldout", "model")
+    greedy, sampled = Play("greedy", c, episodes=2, batch=2), Play("sampled", c, episodes=2, batch=2, temperature=1.0)
+    assert greedy.cache_key(8) == digest([setup_of(c), 2, True, None, None, False, 8])  # the keys of earlier lanes
+    assert len({greedy.cache_key(8), sampled.cache_key(8), dataclasses.replace(sampled, temperature=0.7).cache_key(8)}) == 3
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        Play("x", c, temperature=0.0)
+    assert not output_format("commit_tool").stops_at_record_end and output_format("direct").stops_at_record_end
+
+    rows = build_set("forward")[:4]
+    lm = build_tiny([r.prompt + r.target for r in rows], hidden_size=32, num_layers=1, vocab_size=400)
+    lm.model.save_pretrained(tmp_path / "m")
+    lm.tokenizer.save_pretrained(tmp_path / "m")
+    player = Player(tmp_path / "m", output_format("direct"), 8, "cpu", seed=5)
+    config = player.make(temperature=0.7).generator.config
+    assert config.do_sample and config.temperature == 0.7 and config.seed == 5 and not player.policy.generator.config.do_sample
+    run = RunSpec("as_is", None, Checkpoint(str(tmp_path / "m")), None, (greedy, sampled), max_new_tokens=8, output_format="direct")
+    inputs = Inputs("", None, {}, None)
+    once, twice = (run_lane(Lane("1/s", 5, (run,), inputs, str(tmp_path), str(tmp_path / out))) for out in ("a", "b"))
+    plays = once["runs"]["as_is"]["plays"]
+    assert plays["sampled"]["key"] == sampled.cache_key(8) and len(plays["sampled"]["rows"]) == 2
+    assert plays["sampled"]["rows"] == twice["runs"]["as_is"]["plays"]["sampled"]["rows"]
