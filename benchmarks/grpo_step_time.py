@@ -41,10 +41,10 @@ def _trl_steps(model_dir: str, a: argparse.Namespace, out: Path, static: bool = 
     from trl import GRPOConfig, GRPOTrainer
 
     from gencoord_env.commands.llm_rl import GencoordToolEnv, episode_dataset, staged_reward
-    from gencoord_env.train.selfplay import _load
+    from gencoord_env.train.selfplay import load_tool_model
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    lm = _load(model_dir, a.device)
+    lm = load_tool_model(model_dir, a.device)
     times: list[float] = []
     tokens: list[float] = []
 
@@ -86,12 +86,12 @@ def _episode_steps(model_dir: str, a: argparse.Namespace, backend: str) -> dict[
     import torch
 
     from gencoord_env.train.episode_grpo import Learner, grpo_update, play_batch, reward_of
-    from gencoord_env.train.selfplay import _envs, _load
+    from gencoord_env.train.selfplay import load_tool_model, turn_envs
 
-    lm = _load(model_dir, a.device)
+    lm = load_tool_model(model_dir, a.device)
     learner = Learner("self", lm.model, lm.tokenizer, trainable=True, lr=1e-4, max_new_tokens=a.max_new_tokens, backend=backend)
     policies = {"sender": learner, "receiver": learner}
-    envs = _envs("train", a.prompts * a.generations, {"route": "forward"})
+    envs = turn_envs("train", a.prompts * a.generations, {"route": "forward"})
     times, rolls, tokens, mean_reward = [], [], [], []
     for step in range(a.warmup + a.steps):
         t = time.perf_counter()
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from gencoord_env.train.lanes import device_name
-    from gencoord_env.train.selfplay import SelfPlayConfig, _sft
+    from gencoord_env.train.selfplay import SelfPlayConfig, warm_checkpoint
 
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = a.model
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         if model_dir is None:
             tiny = dict(sft_rows=8, sft_lr=1e-2, sft_grad_accum=1) if a.tiny else {}
             config = SelfPlayConfig(out_dir=tmp, hidden_size=a.hidden_size, num_layers=a.num_layers, device=a.device, **tiny)
-            model_dir, _ = _sft(config, 30.0 if a.tiny else a.sft_epochs, Path(tmp) / "warm")
+            model_dir = warm_checkpoint(config, 30.0 if a.tiny else a.sft_epochs)
         warm = time.perf_counter() - t
         results: dict[str, Any] = {}
         errors: dict[str, str] = {}

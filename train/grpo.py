@@ -38,6 +38,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -49,13 +50,12 @@ from gencoord_env.agents.lm.loading import load_model
 from gencoord_env.agents.lm.policy import prompt_text
 from gencoord_env.commands.experiments.specs import Condition
 from gencoord_env.errors import UsageError
-from gencoord_env.tasks.episode import parse_episode_id
 from gencoord_env.train.data import file_sha256
 from gencoord_env.train.decisions import DecisionPoint, Replay, decision_points, write_points
-from gencoord_env.train.pipeline import Checkpoint, Inputs, Lane, Play, RunSpec, run_lane
+from gencoord_env.train.pipeline import Checkpoint, Inputs, Lane, Play, RunSpec, paired_change, run_lane, success_record
 from gencoord_env.train.sft import read_record, tree_sha256
 
-__all__ = ["EnvReward", "GRPORecipe", "GRPOResult", "GRPORunConfig", "group_stats", "prompt_dataset", "run", "specs"]
+__all__ = ["EnvReward", "GRPORecipe", "GRPOResult", "GRPORunConfig", "group_stats", "libraries", "prompt_dataset", "run", "specs"]
 
 
 def prompt_dataset(points: Sequence[DecisionPoint], tokenizer: Any):  # type: ignore[no-untyped-def]
@@ -157,56 +157,16 @@ class GRPOResult:
     curve: list[dict[str, Any]] = field(repr=False)
 
 
-def _cluster_of(episode_id: str) -> str:
-    return parse_episode_id(episode_id).cluster
-
-
-def _cluster_interval(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Per-episode success, and a 95% bootstrap interval over clusters (the two role permutations of a
-    public instance are one draw); no interval without the experiments extra (scipy)."""
-    success = {str(r["episode_id"]): str(r["outcome"]) == "SUCCESS" for r in results}
-    out: dict[str, Any] = {"success_by_episode": success}
-    try:
-        from gencoord_env.commands.experiments import stats
-    except ImportError:
-        return out
-    means = stats.cluster_means((_cluster_of(e), float(ok)) for e, ok in success.items())
-    ci = stats.bootstrap_ci(means.values())
-    out["clusters"] = len(means)
-    out["ci95"] = list(ci) if ci else None
-    return out
-
-
-def _paired_change(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any] | None:
-    """After minus before, paired by cluster, with a 95% paired bootstrap interval."""
-    if not before or not after or "success_by_episode" not in before:
-        return None
-    try:
-        from gencoord_env.commands.experiments import stats
-    except ImportError:
-        return None
-    b = stats.cluster_means((_cluster_of(e), float(ok)) for e, ok in before["success_by_episode"].items())
-    a = stats.cluster_means((_cluster_of(e), float(ok)) for e, ok in after["success_by_episode"].items())
-    return stats.paired_bootstrap_ci(a, b)  # {"diff", "ci95", "clusters"}: after minus before
-
-
-def _libraries() -> dict[str, str]:
+def libraries() -> dict[str, str]:
     """Versions of the libraries a run used, read from the installed distributions (nothing is imported, so a
     library that cannot be imported on this machine is recorded as such instead of failing the run)."""
-    from importlib.metadata import PackageNotFoundError, version
-
     out = {"python": platform.python_version()}
     for name in ("torch", "transformers", "trl", "datasets"):
         try:
             out[name] = version(name)
         except PackageNotFoundError:
             out[name] = "not installed"
-    try:
-        import torch
-
-        out["device_name"] = torch.cuda.get_device_name() if torch.cuda.is_available() else (platform.processor() or platform.machine())
-    except ImportError:
-        out["device_name"] = platform.processor() or platform.machine()
+    out["device_name"] = torch.cuda.get_device_name() if torch.cuda.is_available() else (platform.processor() or platform.machine())
     return out
 
 
@@ -306,7 +266,7 @@ class GRPORecipe:
             "data": {"pool": self.pool, "route": self.route, "decision_points": len(points),
                      "stages": dict(sorted(Counter(p.stage for p in points).items())),
                      "file": "points.jsonl", "sha256": file_sha256(out / "points.jsonl")},
-            "libraries": _libraries(),
+            "libraries": libraries(),
             "precision": "bfloat16 autocast, float32 weights" if args.bf16 else "float32",
             "optimizer_steps": trainer.state.global_step,
             "train_seconds": seconds,
@@ -362,10 +322,7 @@ def _eval(result: dict[str, Any], run: str, pool: str, route: str) -> dict[str, 
     entry = result["runs"].get(run)
     if entry is None or "eval" not in entry["plays"]:
         return None
-    rows = entry["plays"]["eval"]["rows"]
-    outcomes = Counter(str(r["outcome"]) for r in rows)
-    return {"pool": pool, "route": route, "episodes": len(rows), "success_rate": outcomes.get("SUCCESS", 0) / max(1, len(rows)),
-            "outcomes": dict(sorted(outcomes.items())), **_cluster_interval(rows)}
+    return {"pool": pool, "route": route, **success_record(entry["plays"]["eval"]["rows"])}
 
 
 def run(config: GRPORunConfig) -> GRPOResult:
@@ -380,7 +337,7 @@ def run(config: GRPORunConfig) -> GRPOResult:
     after = _eval(result, "grpo", str(config.eval_pool), config.route)
     provenance: dict[str, Any] = {
         **{k: v for k, v in trained["summary"].items() if k not in ("checkpoint", "checkpoint_sha256")},
-        "config": config.to_dict(), "eval_before": before, "eval_after": after, "eval_change": _paired_change(before, after),
+        "config": config.to_dict(), "eval_before": before, "eval_after": after, "eval_change": paired_change(before, after),
     }
     checkpoint = out / "final"
     if config.save:

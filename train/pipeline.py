@@ -45,12 +45,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 import torch
 from transformers import AutoTokenizer
@@ -62,20 +64,22 @@ from gencoord_env.agents.lm.generate import Backend, GenerationConfig
 from gencoord_env.agents.lm.loading import binding_codes, load_model, train_tokenizer, world_names
 from gencoord_env.agents.lm.policy import LMPolicy, make_policy
 from gencoord_env.agents.registry import make_policy as rule_agent
-from gencoord_env.commands.experiments.analysis import analyze
+from gencoord_env.commands.experiments import stats
+from gencoord_env.commands.experiments.analysis import analyze, success_by_cluster
 from gencoord_env.commands.experiments.runner import EpisodeRow, episode_indices, make_env, run_condition
 from gencoord_env.commands.experiments.specs import DECISIONS, SUCCESS, WIRE, Condition, Experiment
 from gencoord_env.errors import UsageError
+from gencoord_env.tasks.episode import parse_episode_id
 from gencoord_env.train.data import PROCEDURAL, build_all, data_set, load_rows
 from gencoord_env.train.evaluate import run_lockstep
 from gencoord_env.train.lanes import device_name, run_lanes
 from gencoord_env.train.sft import SFTConfig, ScratchConfig, read_record, train, tree_sha256
 
 __all__ = [
-    "After", "Checkpoint", "Corpus", "Inputs", "Lane", "Play", "Player", "Recipe", "RunSpec", "Scratch", "Trainer",
-    "batched_rows",
-    "digest", "evaluation", "execute", "logger", "outcomes", "prepare", "rows_of", "run_lane", "run_summary", "setup_of",
-    "sft_config", "shared_tokenizer",
+    "ROLES_FILE", "After", "Checkpoint", "Corpus", "Inputs", "Lane", "Play", "Player", "Recipe", "RunSpec", "Scratch",
+    "Trainer", "batched_rows", "cluster_success", "digest", "evaluation", "execute", "logger", "outcomes", "paired_change",
+    "prepare", "role_checkpoints", "rows_of", "run_lane", "run_summary", "setup_of", "sft_config", "shared_tokenizer",
+    "success_record", "write_roles",
 ]
 
 
@@ -141,6 +145,10 @@ class Recipe:
     monitor_every: int = 0  # decision-token accuracy on a fixed sample every this many updates (0: at the end)
     resume_every: int = 0  # the run's resumable state every this many updates (not part of any key)
     deterministic: bool = True  # deterministic kernels (sft.SFTConfig.deterministic); part of the key only when off
+    fit_rows: int = 4096  # rows the fit measures after training (sft.SFTConfig.fit_rows; 0: none; not part of any key)
+
+    #: fields that change how a run goes, not what it learns: not part of its key
+    UNKEYED: ClassVar[tuple[str, ...]] = ("resume_every", "fit_rows")
 
 
 @dataclass(frozen=True)
@@ -184,9 +192,12 @@ def setup_of(c: Condition) -> list[Any]:
 
 
 class Trainer(Protocol):
-    """A training step other than SFT (a frozen dataclass, so that it is part of the run's key): trains from the
-    checkpoint ``base`` into the folder ``out`` with the lane's seed and device; returns the saved checkpoint and
-    a summary of the run (GRPO: :class:`gencoord_env.train.grpo.GRPORecipe`)."""
+    """A training step other than SFT (a frozen dataclass, so that it is part of the run's key, less the fields
+    its class names in ``UNKEYED``): trains from the checkpoint ``base`` into the folder ``out`` with the lane's
+    seed and device; returns the saved checkpoint and a summary of the run (GRPO on decisions:
+    :class:`gencoord_env.train.grpo.GRPORecipe`; self-play GRPO on episodes:
+    :class:`gencoord_env.train.selfplay.SelfPlayRecipe`). The checkpoint may be one model per role
+    (:data:`ROLES_FILE`)."""
 
     def train(self, lane: Lane, run: RunSpec, base: str, out: Path) -> tuple[Path, dict[str, Any]]: ...
 
@@ -227,8 +238,9 @@ class RunSpec:
         """The fields its weights depend on."""
         d = dataclasses.asdict(self)
         d["init"] = {"kind": type(self.init).__name__, **d["init"]}
+        for name in getattr(type(self.recipe), "UNKEYED", ()):
+            d["recipe"].pop(name)
         if isinstance(self.recipe, Recipe):
-            d["recipe"].pop("resume_every")
             if d["recipe"]["deterministic"]:  # the default since keys existed: a run's key stays what it was
                 d["recipe"].pop("deterministic")
         elif self.recipe is not None:  # another Trainer: its kind is part of the key
@@ -401,7 +413,7 @@ def sft_config(lane: Lane, run: RunSpec, base: str | None) -> SFTConfig:
         max_length=r.max_length, seed=lane.seed, device=lane.device, progress=False, log_every=50,
         subword_dropout=r.subword_dropout, subword_dropout_rows=r.subword_dropout_rows, decision_weight=r.decision_weight,
         code_renaming=r.code_renaming, request_removal=r.request_removal, monitor_every=r.monitor_every,
-        resume_every=r.resume_every, deterministic=r.deterministic,
+        resume_every=r.resume_every, deterministic=r.deterministic, fit_rows=r.fit_rows, format=run.output_format,
     )
 
 
@@ -438,27 +450,66 @@ def run_summary(result: Any, work: Path) -> dict[str, Any]:
     }
 
 
+#: A checkpoint folder holding this file is one model per role: ``{role: checkpoint folder}``, each path relative
+#: to the folder (two policies trained side by side, or two seeds' models paired for cross-play).
+ROLES_FILE = "roles.json"
+
+
+def role_checkpoints(checkpoint: str | Path) -> dict[str, Path] | None:
+    """The models of a one-model-per-role checkpoint (:data:`ROLES_FILE`), by role; None for one model."""
+    path = Path(checkpoint) / ROLES_FILE
+    if not path.is_file():
+        return None
+    return {role: (Path(checkpoint) / p).resolve() for role, p in json.loads(path.read_text(encoding="utf-8")).items()}
+
+
+def write_roles(folder: Path, roles: Mapping[str, str | Path]) -> Path:
+    """``folder`` as a one-model-per-role checkpoint of ``roles`` (role -> checkpoint folder); returns ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    relative = {role: os.path.relpath(Path(p).resolve(), folder.resolve()) for role, p in sorted(roles.items())}
+    (folder / ROLES_FILE).write_text(json.dumps(relative, sort_keys=True) + "\n", encoding="utf-8")
+    return folder
+
+
 class Player:
-    """A run's loaded checkpoint as a policy in its format; falls back to ``model.generate`` once if the static
-    decoder fails on this stack."""
+    """A run's loaded checkpoint as a policy in its format (a one-model-per-role checkpoint as each role's model,
+    :data:`ROLES_FILE`); falls back to ``model.generate`` once if the static decoder fails on this stack."""
 
     def __init__(self, checkpoint: Path, fmt: OutputFormat, max_new_tokens: int, device: str | None,
                  dtype: str | None = None, seed: int = 0) -> None:
-        self.format = resolve_format(checkpoint, fmt)  # a checkpoint trained in another format is refused, naming both
-        self.lm = load_model(checkpoint, device=device, dtype=getattr(torch, dtype) if dtype else None)
+        roles = role_checkpoints(checkpoint)
+        paths = roles or {"": Path(checkpoint)}
+        loaded: dict[Path, Any] = {}
+        for path in paths.values():
+            if path not in loaded:  # a checkpoint trained in another format is refused, naming both
+                self.format = resolve_format(path, fmt)
+                loaded[path] = load_model(path, device=device, dtype=getattr(torch, dtype) if dtype else None)
+        self.lms = {role: loaded[path] for role, path in paths.items()}
+        self.roles = roles is not None
         # No torch.compile: a compile per decode shape would cost more than these small models' whole evaluation.
         self.generation = GenerationConfig(max_new_tokens=max_new_tokens, compile_decode=False, compile_prefill=False,
                                            stop_at_record_end=self.format.stops_at_record_end, seed=seed)
         self.fallback: str | None = None
         self.policy = self.make()
 
-    def make(self, backend: Backend | None = None, temperature: float | None = None) -> LMPolicy:
+    def make(self, backend: Backend | None = None, temperature: float | None = None) -> Any:
+        """The policy (an ``LMPolicy``; :class:`ByRole` of them for a one-model-per-role checkpoint)."""
         config = self.generation if backend is None else dataclasses.replace(self.generation, backend=backend)
         if temperature is not None:
             config = dataclasses.replace(config, do_sample=True, temperature=temperature)
-        return make_policy(self.lm.model, self.lm.tokenizer, self.format, config)
+        made: dict[int, LMPolicy] = {}
+        for lm in self.lms.values():
+            made.setdefault(id(lm), make_policy(lm.model, lm.tokenizer, self.format, config))
+        if not self.roles:
+            return made[id(self.lms[""])]
+        return ByRole({role: made[id(lm)] for role, lm in self.lms.items()})
 
-    def play(self, fn: Callable[[LMPolicy], Any]) -> Any:
+    @property
+    def backend(self) -> str:
+        first = self.policy if not self.roles else next(iter(self.policy.policies.values()))
+        return str(first.generator.backend)
+
+    def play(self, fn: Callable[[Any], Any]) -> Any:
         try:
             return fn(self.policy)
         except Exception as exc:  # noqa: BLE001 - the static decoder failed on this stack: the reference path
@@ -530,7 +581,7 @@ def evaluation(policy: Any, name: str, conditions: Sequence[Condition], *, episo
 
 
 def _play(player: Player, play: Play, pool_seed: int) -> list[dict[str, Any]]:
-    def rows(policy: LMPolicy) -> list[dict[str, Any]]:
+    def rows(policy: Any) -> list[dict[str, Any]]:
         if play.temperature is not None or (play.decode is not None and play.decode != player.generation.backend):
             policy = player.make(play.decode, play.temperature)  # a sampler of its own: its stream starts at the seed
         agent: Any = policy if play.role is None else ByRole({play.role: policy}, default=rule_agent("rule"))
@@ -644,7 +695,7 @@ def _run(lane: Lane, key: str, previous: Mapping[str, Any] | None) -> dict[str, 
                 entry["seconds"]["play"] += seconds
                 rows = [{**r, "condition": play.condition.name} for r in played[cache]]
                 entry["plays"][play.name] = {"key": cache, "rows": rows, "seconds": seconds}
-            entry.update(decode=player.policy.generator.backend, static_decode_failure=player.fallback)
+            entry.update(decode=player.backend, static_decode_failure=player.fallback)
         runs[run.name] = entry
     return {"key": key, "lane": lane.name, "seed": lane.seed, "device": device_name(lane.device), "runs": runs}
 
@@ -668,6 +719,36 @@ def execute(lanes: Sequence[Lane], jobs: int, log: Callable[[str], None], descri
     if not lanes:
         return []
     return run_lanes(run_lane, lanes, jobs, lanes[0].threads, done)
+
+
+def success_record(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A play's success as a run's record keeps it: episodes, success rate, outcomes, per-episode success, and the
+    95% cluster-bootstrap interval (the two role permutations of a public instance are one draw), computed as
+    ``gencoord train evaluate`` and the experiment harness compute a condition's (:func:`success_by_cluster`)."""
+    counted = Counter(str(r["outcome"]) for r in rows)
+    per_cluster = success_by_cluster(rows_of(rows))
+    ci = stats.bootstrap_ci(per_cluster.values())
+    return {"episodes": len(rows), "success_rate": counted.get("SUCCESS", 0) / max(1, len(rows)),
+            "outcomes": dict(sorted(counted.items())),
+            "success_by_episode": {str(r["episode_id"]): str(r["outcome"]) == "SUCCESS" for r in rows},
+            "clusters": len(per_cluster), "ci95": list(ci) if ci else None}
+
+
+def cluster_success(success_by_episode: Mapping[str, bool], tag: str = "") -> dict[str, float]:
+    """Per-cluster success of a record's ``success_by_episode`` (``tag`` prefixes each cluster, e.g. a seed's, so
+    records of several seeds pool without pairing across them)."""
+    return {tag + str(c): v for c, v in stats.cluster_means(
+        (parse_episode_id(e).cluster, float(ok)) for e, ok in success_by_episode.items()).items()}
+
+
+def paired_change(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """After minus before (two :func:`success_record` values, or ``{"success_by_episode": ...}``), paired by
+    cluster: ``{"diff", "ci95", "clusters"}`` with the 95% paired cluster-bootstrap interval; None when either is
+    missing or they share no cluster."""
+    if not before or not after:
+        return None
+    return stats.paired_bootstrap_ci(cluster_success(after["success_by_episode"]),
+                                     cluster_success(before["success_by_episode"]))
 
 
 def rows_of(raw: Iterable[Mapping[str, Any]]) -> list[EpisodeRow]:

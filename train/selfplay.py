@@ -1,42 +1,50 @@
 """Self-play GRPO on the env's episodes (one policy, or sender and receiver as two), with held-out success
-before and after.
+before and after: ``gencoord train selfplay``, one lane of the training pipeline per seed
+(:mod:`gencoord_env.train.pipeline`).
 
-One lane (one seed) runs four phases on one device, all from the package's own data:
+Each seed's lane, all from the package's own data:
 
-1. **Warm start** (SFT): the commit tool learnt on the paper's forward rows (``train.data.build_set``, each
-   target the assistant's ``commit`` call in the tokenizer's own format, :func:`gencoord_env.commands.llm_rl.tool_rows`),
-   by a scratch model (offline tokenizer, :data:`gencoord_env.commands.llm_rl.TOOL_CHAT_TEMPLATE`) or from ``model``, a
-   checkpoint folder of its own (a Qwen3 or Qwen3.5 checkpoint keeps its chat template and tool-call format).
-   The number of epochs is chosen by measurement: every warm start's greedy self-play success on the train
-   pool (``warm_episodes`` episodes) is measured; ``sft_epochs="auto"`` tries :data:`AUTO_EPOCHS` until that
-   success lands in ``band`` (20-70% by default: a start GRPO groups disagree on; a start that already solves
-   the train pool leaves them nothing to compare, one that solves nothing as little). ``sft_epochs=0`` starts
-   GRPO from ``model`` as it is. A warm start outside the band is warned about and recorded.
-2. **Before**: greedy closed-loop success on ``eval_pool`` (held out from the train pool), every decision made
-   from the deciding agent's own local context (:func:`gencoord_env.train.episode_grpo.play_batch`).
-3. **GRPO** (:mod:`gencoord_env.train.episode_grpo`): ``steps`` optimizer steps, each on ``prompts_per_step``
+1. **Warm start**: an SFT :class:`~gencoord_env.train.pipeline.Recipe` on the paper's forward rows with each
+   target the assistant's ``commit`` call in the tokenizer's own format (:func:`tool_inputs`,
+   :func:`gencoord_env.commands.llm_rl.tool_rows`), by a scratch model (offline tokenizer,
+   :data:`gencoord_env.commands.llm_rl.TOOL_CHAT_TEMPLATE`) or from ``model``, a checkpoint folder of its own (a
+   Qwen3 or Qwen3.5 checkpoint keeps its chat template and tool-call format). Each candidate warm start is a run
+   of its own lane that plays the first ``warm_episodes`` of the train pool greedily and sampled at GRPO's
+   temperature (two :class:`~gencoord_env.train.pipeline.Play` values); ``sft_epochs="auto"`` tries
+   :data:`AUTO_EPOCHS` (:func:`search`) until the sampled success lands in ``band`` (20-70% by default: a start
+   GRPO's groups disagree on; one that already solves the train pool leaves them nothing to compare, one that
+   solves nothing as little). A candidate trained and measured before is reused, not retrained.
+   ``sft_epochs=0`` starts GRPO from ``model`` as it is. A warm start outside the band is warned about and recorded.
+2. **Before**: the chosen warm start plays ``eval_pool`` (held out from the train pool) greedily through the
+   experiment harness, every decision from the deciding agent's own local context.
+3. **GRPO**: :class:`SelfPlayRecipe`, the run's :class:`~gencoord_env.train.pipeline.Trainer`
+   (:mod:`gencoord_env.train.episode_grpo`): ``steps`` optimizer steps, each on ``prompts_per_step``
    train-pool episodes played ``num_generations`` times with the sampler (the package's static decoder),
    staged partial-credit reward (or binary), group advantages, no KL. ``policies="one"``: one model decides for
    both roles (self-play). ``policies="two"``: sender and receiver are separate models started from the same
-   warm start, each with its own optimizer; ``train_roles`` says which learn (both, or one beside its frozen
-   partner).
-4. **After**: the same evaluation, the change paired by cluster with a 95% cluster-bootstrap interval, and the
-   trained model(s) saved with their lineage (``training_record.json``) and digests.
+   warm start, each with its own optimizer, saved as one model per role
+   (:data:`gencoord_env.train.pipeline.ROLES_FILE`); ``train_roles`` says which learn (both, or one beside its
+   frozen partner). ``resume_every`` keeps the loop's state; ``max_seconds`` stops it past that many seconds
+   of the lane (warm start included), which then plays and saves.
+4. **After**: the trained model(s) play ``eval_pool`` as the warm start did; the change is paired by cluster
+   with a 95% cluster-bootstrap interval (:func:`gencoord_env.train.pipeline.paired_change`, the function
+   ``gencoord train grpo`` uses), and the model(s) are saved with their lineage (``training_record.json``).
 
-``trainer="trl"`` runs phase 3 as it ran before this loop existed: TRL's ``GRPOTrainer`` with
-``environment_factory`` (:class:`gencoord_env.commands.llm_rl.GencoordToolEnv`), one multi-turn transcript per episode
-(the receiver's turn reads the sender's turn before it) and rollouts through ``model.generate``; evaluated on
-the same transcripts (:func:`play_transcript`). It is kept as the reference the rollout benchmark times
-(``benchmarks/grpo_step_time.py``). ``trainer="trl-static"`` is the same with TRL's generation turns sampled
-through the package's static decoder (:func:`gencoord_env.train.episode_grpo.static_rollouts`).
+``trainer="trl"`` runs step 3 through TRL's ``GRPOTrainer`` with ``environment_factory``
+(:class:`gencoord_env.commands.llm_rl.GencoordToolEnv`): one multi-turn transcript per episode (the receiver's
+turn reads the sender's turn before it), rollouts through ``model.generate``; the reference the rollout
+benchmark times (``benchmarks/grpo_step_time.py``). ``trainer="trl-static"`` samples TRL's generation turns
+through the package's static decoder (:func:`gencoord_env.train.episode_grpo.static_rollouts`). Both are
+evaluated as the episode loop is, each decision from its agent's local context.
 
 Writes under ``out/seed<S>/``: ``reward_curve.json`` (per step: reward mean and std, groups without variance,
 success, outcomes, completion tokens, per-learner loss, gradient norm and log-probability gap, seconds),
 ``provenance.json`` (config, warm-start measurements, seconds per phase, versions, before / after with
-intervals, the paired change, checkpoints) and, over seeds, ``summary.json`` and (several seeds)
-``cross_play.json``: every seed's sender beside every other seed's receiver on ``eval_pool``. Needs the ``lm``
-and ``rl`` extras (``trl`` only for ``trainer="trl"``; ``datasets`` for either) and ``experiments`` for
-intervals.
+intervals, the paired change, checkpoints) and ``lanes/`` (the lanes' results: every play's episodes); over
+seeds ``summary.json`` and (several seeds) ``cross_play.json``: every seed's sender beside every other seed's
+receiver on ``eval_pool``, itself a lane of untrained one-model-per-role checkpoints. Checkpoints go under
+``weights_dir`` (default ``out``): ``warm_e<E>/final``, ``grpo/final``. Needs the ``lm``, ``rl`` (``trl`` only
+for ``trainer="trl"``) and ``experiments`` extras.
 
     gencoord train selfplay --out runs/selfplay --seeds 0 1 2 --jobs 3 --device cuda
     gencoord train selfplay --out runs/two --seeds 0 1 2 --jobs 3 --policies two --device cuda
@@ -47,11 +55,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
 import math
 import os
 import random
+import shutil
 import statistics
 import time
 import warnings
@@ -59,42 +67,58 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from gencoord_env.agents.formats import commit_record
+import torch
+from transformers import AutoTokenizer
+
+import gencoord_env
+from gencoord_env.agents.formats import RECORD
+from gencoord_env.agents.lm.loading import LoadedModel, load_model, train_tokenizer
+from gencoord_env.commands.cli import Parser
+from gencoord_env.commands.experiments import stats
+from gencoord_env.commands.experiments.specs import Condition
 from gencoord_env.commands.llm_rl import GencoordToolEnv, episode_dataset, staged_reward, success_reward, tool_rows, tool_tokenizer
 from gencoord_env.errors import UsageError
+from gencoord_env.train.data import build_set, file_sha256, write_rows
+from gencoord_env.train.episode_grpo import Learner, grpo_update, play_batch, reward_of, static_rollouts
+from gencoord_env.train.grpo import libraries
+from gencoord_env.train.lanes import lane_device, run_lanes, threads_per_lane
+from gencoord_env.train.pipeline import (
+    After, Checkpoint, Inputs, Lane, Play, Recipe, RunSpec, Scratch, cluster_success, paired_change, run_lane, success_record,
+    write_roles,
+)
+from gencoord_env.train.sft import read_record, tree_sha256
+from gencoord_env.turns import TurnEnv
 
-__all__ = ["AUTO_EPOCHS", "SelfPlayConfig", "cross_play", "evaluate", "main", "play_transcript", "run"]
+__all__ = ["AUTO_EPOCHS", "SelfPlayConfig", "SelfPlayRecipe", "choose", "cross_play", "lane", "load_tool_model", "main",
+           "run", "search", "tool_inputs", "turn_envs", "warm_checkpoint",
+           "warm_run"]
 
 #: The warm-start epochs ``sft_epochs="auto"`` tries, in order from the first, moving up while the train-pool
 #: success is below the band and down while it is above.
 AUTO_EPOCHS: tuple[float, ...] = (1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)
 ROLES: tuple[str, ...] = ("sender", "receiver")
 TRAINERS: tuple[str, ...] = ("episode", "trl", "trl-static")
+#: The warm start's data set: the forward rows with commit-call targets (:func:`tool_inputs`)
+TOOL_SET = "tool"
+FORMAT = "commit_tool"
+
+
+# --------------------------------------------------------------------------- the GRPO step (a Trainer) and the config
 
 
 @dataclass(frozen=True)
-class SelfPlayConfig:
-    out_dir: str
-    seed: int = 0
-    # a checkpoint folder to warm-start from (its own chat template and tool-call format); None: a scratch model
-    model: str | None = None
-    sft_epochs: float | str = "auto"  # a number, or "auto": AUTO_EPOCHS searched for a train-pool success in band
-    auto_start: float = 8.0  # where "auto" starts
-    band: tuple[float, float] = (0.2, 0.7)
-    warm_episodes: int = 128  # train-pool episodes that measure each warm start (the first N)
-    sft_lr: float | None = None  # None: train.sft.default_lr (1e-3 from scratch, 1e-5 for a pretrained checkpoint)
-    sft_grad_accum: int = 4  # micro-batches of 4 rows per optimizer step (the paper's 4 x 4)
-    sft_rows: int | None = None  # the first N forward rows (None: all 1,920)
-    hidden_size: int = 256
-    num_layers: int = 4
+class SelfPlayRecipe:
+    """Self-play GRPO over whole episodes of ``pool`` from a checkpoint in the commit tool's format: the
+    :class:`~gencoord_env.train.pipeline.Trainer` of a run (the lane gives the seed and the device). Writes
+    ``reward_curve.json`` (each step as it ends), ``resume.pt`` (every ``resume_every`` steps, removed at the
+    end) and ``final/`` (one model, or with ``policies="two"`` one model per role) into its folder."""
+
     pool: str = "train"
     route: str = "forward"
     private_fact: str = "id"  # the env's private_fact ("id", or a naturalized form: train, C1, C2, C3) in GRPO and evaluation
     train_episodes: int | None = None  # GRPO samples the first N episodes of the pool (None: all)
-    eval_pool: str = "heldout"
-    eval_episodes: int | None = None
     reward: str = "staged"
     lr: float = 5e-5  # 5e-4 broke every run in ~10 steps on H100 (reports/grpo/2026-11-27); 5e-5 held
     steps: int = 100
@@ -112,12 +136,13 @@ class SelfPlayConfig:
     # "episode": this package's loop; "trl": TRL's GRPOTrainer over transcripts; "trl-static": the same, its
     # generation through the package's static decoder
     trainer: str = "episode"
-    device: str | None = None
-    weights_dir: str | None = None  # where checkpoints go (None: out_dir); results stay in out_dir
-    resume_every: int = 0  # GRPO state to <weights>/resume.pt every N steps; a run started again continues
     # GRPO stops after the step that ends past this many seconds of the lane (warm start included), then
-    # evaluates and saves: a lane with a wall-time budget always comes back with results. None: no limit.
+    # plays and saves: a lane with a wall-time budget always comes back with results. None: no limit.
     max_seconds: float | None = None
+    resume_every: int = 0  # GRPO state to resume.pt every N steps; a run started again continues (not in the key)
+    started: float | None = None  # the lane's start (time.time()), from which max_seconds counts; None: this step's
+
+    UNKEYED: ClassVar[tuple[str, ...]] = ("resume_every", "started")
 
     def __post_init__(self) -> None:
         if self.reward not in ("staged", "binary"):
@@ -130,6 +155,198 @@ class SelfPlayConfig:
             raise UsageError(f"trainer={self.trainer!r} trains one model (TRL's GRPOTrainer has one policy); use trainer='episode' for two")
         if not self.train_roles or any(r not in ROLES for r in self.train_roles):
             raise UsageError(f"train_roles must name roles among {list(ROLES)}, got {list(self.train_roles)}")
+        if self.num_generations < 2 or self.prompts_per_step < 1 or self.steps < 0:
+            raise UsageError(f"num_generations must be >= 2 (GRPO compares a group), prompts_per_step >= 1 and steps >= 0; got "
+                             f"{self.num_generations}, {self.prompts_per_step}, {self.steps}")
+
+    @property
+    def env_kwargs(self) -> dict[str, Any]:
+        return {"route": self.route, **({"private_fact": self.private_fact} if self.private_fact != "id" else {})}
+
+    def condition(self, pool: str) -> Condition:
+        """The harness's condition of ``pool`` as GRPO plays it (route, private fact), the model in every role."""
+        return Condition(pool, pool, "model", route=self.route, private_fact=self.private_fact)
+
+    def train(self, lane: Lane, run: RunSpec, base: str, out: Path) -> tuple[Path, dict[str, Any]]:
+        out.mkdir(parents=True, exist_ok=True)
+        if self.trainer == "episode":
+            checkpoint, summary = self._episodes(lane, run, base, out)
+        else:
+            checkpoint, summary = self._trl(lane, base, out)
+        curve = summary.pop("curve")
+        (out / "reward_curve.json").write_text(json.dumps(curve, indent=2) + "\n", encoding="utf-8")
+        return checkpoint, {"kind": "selfplay_grpo", "trainer": self.trainer, "optimizer_steps": len(curve),
+                            "reward_first": curve[0].get("reward") if curve else None,
+                            "reward_last": curve[-1].get("reward") if curve else None,
+                            "reward_curve": "reward_curve.json", **summary}
+
+    def _episodes(self, lane: Lane, run: RunSpec, base: str, out: Path) -> tuple[Path, dict[str, Any]]:
+        """This package's loop (:mod:`gencoord_env.train.episode_grpo`), one policy or two."""
+        started = self.started if self.started is not None else time.time()
+        torch.manual_seed(lane.seed)
+        names = ("self",) if self.policies == "one" else ROLES
+        learners = []
+        for k, name in enumerate(names):
+            lm = load_tool_model(base, lane.device)
+            trainable = name == "self" or name in self.train_roles
+            learners.append(Learner(name, lm.model, lm.tokenizer, trainable=trainable, lr=self.lr, warmup_steps=self.warmup_steps,
+                                    max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=lane.seed * 10 + k))
+        policies = {role: learners[0] for role in ROLES} if self.policies == "one" else dict(zip(ROLES, learners))
+        size = pool_size(self.pool, self.env_kwargs)
+        size = size if self.train_episodes is None else min(size, self.train_episodes)
+        per_step, group = self.prompts_per_step, self.num_generations
+        order = _episode_order(size, self.steps, per_step, lane.seed)
+
+        resume_path, key = out / "resume.pt", lane.run_key(run)
+        curve: list[dict[str, Any]] = []
+        first, spent = 0, 0.0
+        if resume_path.is_file():
+            state = torch.load(resume_path, map_location="cpu", weights_only=False)
+            if state["key"] == key:
+                for learner in learners:
+                    learner.load_state(state["learners"][learner.name])
+                first, curve, spent = state["step"], state["curve"], state["seconds"]
+        envs = turn_envs(self.pool, per_step * group, self.env_kwargs)
+        t_grpo = time.perf_counter() - spent
+        for step in range(first, self.steps):
+            if self.max_seconds is not None and time.time() - started > self.max_seconds:
+                warnings.warn(f"GRPO stopped after {step} of {self.steps} steps: the lane reached max_seconds={self.max_seconds:g}",
+                              RuntimeWarning, stacklevel=2)
+                break
+            t = time.perf_counter()
+            batch = [i for i in order[step * per_step : (step + 1) * per_step] for _ in range(group)]
+            played = play_batch(envs, batch, policies, sample=True, max_turns=self.max_turns)
+            t_roll = time.perf_counter() - t
+            rewards = [reward_of(p.outcome, self.reward) for p in played]
+            steps = grpo_update(learners, played, rewards, group, scale=self.scale_rewards, temperature=self.temperature,
+                                iterations=self.iterations)
+            groups = [rewards[s : s + group] for s in range(0, len(rewards), group)]
+            outcomes = Counter(p.outcome or "UNFINISHED" for p in played)
+            lengths = [len(d.completion) for p in played for d in p.decisions]
+            curve.append({
+                "step": step + 1, "reward": statistics.fmean(rewards), "reward_std": statistics.pstdev(rewards),
+                "frac_reward_zero_std": sum(statistics.pstdev(g) == 0 for g in groups) / len(groups),
+                "success": outcomes.get("SUCCESS", 0) / len(played), "outcomes": dict(sorted(outcomes.items())),
+                "decisions_mean": statistics.fmean(len(p.decisions) for p in played),
+                "completion_mean_length": statistics.fmean(lengths) if lengths else 0.0,
+                "learners": steps, "rollout_seconds": t_roll, "step_seconds": time.perf_counter() - t,
+            })
+            (out / "reward_curve.json").write_text(json.dumps(curve, indent=2) + "\n", encoding="utf-8")  # a cut-off lane keeps it
+            if (step + 1) % 10 == 0 or step + 1 == self.steps:
+                print(f"seed {lane.seed}: step {step + 1}: reward {curve[-1]['reward']:.3f}, sampled success "
+                      f"{curve[-1]['success']:.1%}, {curve[-1]['step_seconds']:.2f} s", flush=True)
+            if not all(math.isfinite(s["loss"]) for s in steps.values()):
+                raise FloatingPointError(f"GRPO loss became non-finite at step {step + 1}: {steps}")
+            if self.resume_every and (step + 1) % self.resume_every == 0 and step + 1 < self.steps:
+                tmp = resume_path.with_suffix(".tmp")
+                torch.save({"key": key, "step": step + 1, "curve": curve, "seconds": time.perf_counter() - t_grpo,
+                            "learners": {lr.name: lr.state() for lr in learners}}, tmp)
+                os.replace(tmp, resume_path)
+        seconds = time.perf_counter() - t_grpo
+        for env in envs:
+            env.close()
+        final = out / "final"
+        trained = [lr for lr in learners if lr.trainable]
+        if self.policies == "one":
+            checkpoints = {"self": self._save(learners[0], final, base, lane, len(curve))}
+        else:  # one model per role: the trainable ones under final/, a frozen one is the warm start itself
+            checkpoints = {lr.name: self._save(lr, final / lr.name, base, lane, len(curve)) for lr in trained}
+            write_roles(final, {role: final / role if role in checkpoints else Path(base) for role in ROLES})
+        resume_path.unlink(missing_ok=True)
+        step_seconds = [c["step_seconds"] for c in curve]
+        return final, {"curve": curve, "grpo_seconds": seconds, "checkpoints": checkpoints,
+                       "steps_per_second": len(step_seconds) / sum(step_seconds) if step_seconds else None}
+
+    def _save(self, learner: Learner, directory: Path, base: str, lane: Lane, steps: int) -> dict[str, Any]:
+        """A trained learner saved with its lineage: the warm start's ``training_record.json`` plus this run."""
+        learner.model.save_pretrained(directory)
+        learner.tokenizer.save_pretrained(directory)
+        previous = read_record(base) or {}
+        entry = {"from": "grpo", "base": Path(base).parent.name, "base_tree_sha256": tree_sha256(base)[0], "policy": learner.name,
+                 "policies": self.policies, "pool": self.pool, "route": self.route, "private_fact": self.private_fact,
+                 "optimizer_steps": steps, "lr": self.lr, "seed": lane.seed, "reward": self.reward,
+                 "episodes_per_step": self.prompts_per_step * self.num_generations}
+        (directory / RECORD).write_text(json.dumps({**previous, "lineage": [*previous.get("lineage", []), entry]}, sort_keys=True) + "\n",
+                                        encoding="utf-8")
+        return {"dir": str(directory.relative_to(lane.work)), "tree_sha256": tree_sha256(directory)[0]}
+
+    def _trl(self, lane: Lane, base: str, out: Path) -> tuple[Path, dict[str, Any]]:
+        """TRL's GRPOTrainer over multi-turn transcripts (``model.generate`` rollouts, or the static decoder's)."""
+        from trl import GRPOConfig, GRPOTrainer  # the rl extra's optional trainer
+
+        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+        lm = load_tool_model(base, lane.device)
+        model, tokenizer = lm.model, lm.tokenizer
+        size = pool_size(self.pool, {"route": self.route})
+        indices = range(size if self.train_episodes is None else min(size, self.train_episodes))
+        history: list[dict[str, Any]] = []
+
+        def reward(environments: Sequence[GencoordToolEnv], trainer_state: Any = None, **kwargs: Any) -> list[float]:
+            rewards: list[float] = (staged_reward if self.reward == "staged" else success_reward)(environments)
+            outcomes = Counter(e.outcome or "UNFINISHED" for e in environments)
+            history.append({"step": int(getattr(trainer_state, "global_step", len(history))) + 1, "outcomes": dict(outcomes),
+                            "success": outcomes.get("SUCCESS", 0) / max(1, len(environments)),
+                            "decisions_mean": statistics.fmean(len(e.records) for e in environments)})
+            return rewards
+
+        reward.__name__ = f"{self.reward}_reward"
+        args = GRPOConfig(
+            output_dir=str(out / "trainer"), max_steps=self.steps, num_generations=self.num_generations,
+            per_device_train_batch_size=self.prompts_per_step * self.num_generations, gradient_accumulation_steps=1,
+            max_completion_length=self.max_completion_length, max_tool_calling_iterations=self.max_turns,
+            temperature=self.temperature, learning_rate=self.lr, lr_scheduler_type="constant_with_warmup",
+            warmup_steps=self.warmup_steps, beta=0.0, loss_type="dapo", seed=lane.seed, logging_steps=1, save_strategy="no",
+            report_to="none", bf16=False, use_cpu=lm.device.type != "cuda", activation_checkpointing=False,
+            disable_dropout=True, dataloader_num_workers=0, disable_tqdm=True,
+        )
+        trainer_class = static_rollouts(GRPOTrainer) if self.trainer == "trl-static" else GRPOTrainer
+        trainer = trainer_class(model=model, processing_class=tokenizer, reward_funcs=[reward], args=args,
+                                train_dataset=episode_dataset(self.pool, indices, route=self.route),
+                                environment_factory=GencoordToolEnv.factory(pool=self.pool, route=self.route, plays="both"))
+        t = time.perf_counter()
+        trainer.train()
+        seconds = time.perf_counter() - t
+        logs = {int(h["step"]): h for h in trainer.state.log_history if "loss" in h}
+        curve = [{**entry, **{k: logs.get(entry["step"], {})[k] for k in ("reward", "reward_std", "frac_reward_zero_std", "loss",
+                                                                        "tools/call_frequency", "completions/mean_length")
+                              if k in logs.get(entry["step"], {})}} for entry in history]
+        final = out / "final"
+        trainer.save_model(str(final))
+        tokenizer.save_pretrained(final)
+        record = read_record(base) or {}
+        entry = {"from": "grpo", "trainer": self.trainer, "base": Path(base).parent.name, "optimizer_steps": trainer.state.global_step,
+                 "lr": self.lr, "seed": lane.seed, "reward": self.reward}
+        (final / RECORD).write_text(json.dumps({**record, "lineage": [*record.get("lineage", []), entry]}, sort_keys=True) + "\n",
+                                    encoding="utf-8")
+        return final, {"curve": curve, "grpo_seconds": seconds,
+                       "checkpoints": {"self": {"dir": str(final.relative_to(lane.work)), "tree_sha256": tree_sha256(final)[0]}},
+                       "steps_per_second": trainer.state.global_step / seconds if seconds else None}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SelfPlayConfig(SelfPlayRecipe):
+    """``gencoord train selfplay``, one seed: the GRPO recipe, its warm start, where it writes, what it plays."""
+
+    out_dir: str
+    seed: int = 0
+    # a checkpoint folder to warm-start from (its own chat template and tool-call format); None: a scratch model
+    model: str | None = None
+    sft_epochs: float | str = "auto"  # a number, or "auto": AUTO_EPOCHS searched for a train-pool success in band
+    auto_start: float = 8.0  # where "auto" starts
+    band: tuple[float, float] = (0.2, 0.7)
+    warm_episodes: int = 128  # train-pool episodes that measure each warm start (the harness's selection)
+    sft_lr: float | None = None  # None: train.sft.default_lr (1e-3 from scratch, 1e-5 for a pretrained checkpoint)
+    sft_grad_accum: int = 4  # micro-batches of 4 rows per optimizer step (the paper's 4 x 4)
+    sft_rows: int | None = None  # the first N forward rows (None: all 1,920)
+    hidden_size: int = 256
+    num_layers: int = 4
+    eval_pool: str = "heldout"
+    eval_episodes: int | None = None
+    device: str | None = None
+    weights_dir: str | None = None  # where checkpoints go (None: out_dir); results stay in out_dir
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if isinstance(self.sft_epochs, str) and self.sft_epochs != "auto":
             raise UsageError(f"sft_epochs must be a number of epochs or 'auto', got {self.sft_epochs!r}")
         if not isinstance(self.sft_epochs, str) and self.sft_epochs < 0:
@@ -138,32 +355,21 @@ class SelfPlayConfig:
             raise UsageError("sft_epochs=0 starts GRPO from model as it is: give model (a checkpoint in the tool format)")
         if not 0.0 <= self.band[0] <= self.band[1] <= 1.0:
             raise UsageError(f"band must be (low, high) with 0 <= low <= high <= 1, got {self.band}")
-        if self.num_generations < 2 or self.prompts_per_step < 1 or self.steps < 0:
-            raise UsageError(f"num_generations must be >= 2 (GRPO compares a group), prompts_per_step >= 1 and steps >= 0; got "
-                             f"{self.num_generations}, {self.prompts_per_step}, {self.steps}")
 
     @property
     def weights(self) -> Path:
         return Path(self.weights_dir or self.out_dir)
 
-    @property
-    def env_kwargs(self) -> dict[str, Any]:
-        return {"route": self.route, **({"private_fact": self.private_fact} if self.private_fact != "id" else {})}
+
+# --------------------------------------------------------------------------- what the GRPO step plays
 
 
-# --------------------------------------------------------------------------- evaluation
-
-
-def _envs(pool: str, n: int, env_kwargs: Mapping[str, Any]) -> list[Any]:
-    import gencoord_env
-    from gencoord_env.turns import TurnEnv
-
+def turn_envs(pool: str, n: int, env_kwargs: Mapping[str, Any]) -> list[TurnEnv]:
+    """``n`` sim envs of ``pool``, one decision at a time (what :func:`play_batch` plays)."""
     return [TurnEnv(gencoord_env.parallel_env(pool=pool, backend="sim", **env_kwargs)) for _ in range(n)]
 
 
 def pool_size(pool: str, env_kwargs: Mapping[str, Any]) -> int:
-    import gencoord_env
-
     env = gencoord_env.parallel_env(pool=pool, backend="sim", **env_kwargs)
     try:
         return len(env.episodes)
@@ -171,187 +377,12 @@ def pool_size(pool: str, env_kwargs: Mapping[str, Any]) -> int:
         env.close()
 
 
-def evaluate(policies: Mapping[str, Any], pool: str, indices: Sequence[int], env_kwargs: Mapping[str, Any],
-             max_turns: int = 4, batch: int = 64, sample: bool = False) -> dict[str, Any]:
-    """Greedy (or, with ``sample``, sampled) closed-loop success of ``policies`` (role ->
-    :class:`~gencoord_env.train.episode_grpo.Learner`) on episodes ``indices`` of ``pool``: outcomes, per-episode
-    success and a cluster-bootstrap interval."""
-    from gencoord_env.train.episode_grpo import play_batch
-
-    envs = _envs(pool, min(batch, len(indices)), env_kwargs)
-    results: list[dict[str, Any]] = []
-    try:
-        for start in range(0, len(indices), batch):
-            for p in play_batch(envs, indices[start : start + batch], policies, sample=sample, max_turns=max_turns):
-                results.append({"episode_id": p.episode_id, "outcome": p.outcome, "turns": len(p.decisions)})
-    finally:
-        for env in envs:
-            env.close()
-    return _success(results, pool)
-
-
-def _success(results: Sequence[dict[str, Any]], pool: str) -> dict[str, Any]:
-    from gencoord_env.train.grpo import _cluster_interval
-
-    outcomes = Counter(str(r["outcome"]) if r["outcome"] else "UNFINISHED" for r in results)
-    return {"pool": pool, "episodes": len(results), "success_rate": outcomes.get("SUCCESS", 0) / max(1, len(results)),
-            "outcomes": dict(sorted(outcomes.items())), **_cluster_interval(results)}
-
-
-def play_transcript(model: Any, tokenizer: Any, pool: str, route: str, indices: Sequence[int], max_turns: int = 4,
-                    batch: int = 64, max_new_tokens: int = 256) -> list[dict[str, Any]]:
-    """Greedy closed-loop self-play as ``trainer="trl"`` trains: each episode one transcript (the prompt of
-    :func:`episode_dataset`, then every call and the observation it answers with), so each decision reads every
-    earlier turn of both agents. One dict per episode: ``episode_id``, ``outcome`` (None: unfinished), ``turns``."""
-    from gencoord_env.agents.lm.generate import GenerationConfig, Generator
-
-    was_training = model.training
-    model.eval()
-    gen = Generator(model, tokenizer, GenerationConfig(max_new_tokens=max_new_tokens, stop_at_record_end=False,
-                                                       compile_decode=False, compile_prefill=False))
-    dataset = episode_dataset(pool, indices, route=route)
-    results: list[dict[str, Any]] = []
-    for start in range(0, len(dataset), batch):
-        rows = [dataset[k] for k in range(start, min(start + batch, len(dataset)))]
-        envs = [GencoordToolEnv(pool=pool, route=route) for _ in rows]
-        chats = []
-        for env, row in zip(envs, rows):
-            first = env.reset(**row)
-            chats.append([*row["prompt"][:-1], {"role": "user", "content": first}])
-        live = list(range(len(rows)))
-        for _ in range(max_turns):
-            if not live:
-                break
-            prompts = [tokenizer.apply_chat_template(chats[i], add_generation_prompt=True, tokenize=True, return_dict=False)
-                       for i in live]
-            still = []
-            for i, rec in zip(live, gen.generate_tokens(prompts)):
-                record = commit_record(rec.text)
-                if record is None:
-                    continue  # no commit: the episode ends unfinished
-                answer = envs[i].commit(record)
-                call = {"type": "function", "function": {"name": "commit", "arguments": {"record": record}}}
-                chats[i] += [{"role": "assistant", "content": "", "tool_calls": [call]}, {"role": "tool", "name": "commit", "content": answer}]
-                if envs[i].outcome is None:
-                    still.append(i)
-            live = still
-        for env in envs:
-            turn = env.turn
-            results.append({"episode_id": turn.episode_id if turn else None, "outcome": env.outcome, "turns": len(env.records)})
-    model.train(was_training)
-    return results
-
-
-# --------------------------------------------------------------------------- warm start
-
-
-def _sft(config: SelfPlayConfig, epochs: float, out: Path) -> tuple[str, dict[str, Any]]:
-    """One warm start of ``epochs`` epochs (reused when ``out`` already holds it); its checkpoint and description."""
-    from transformers import AutoTokenizer
-
-    from gencoord_env.agents.lm.loading import train_tokenizer
-    from gencoord_env.train.data import build_set, write_rows
-    from gencoord_env.train.sft import SCRATCH_LR, SFTConfig, ScratchConfig, default_lr, train
-
-    done = out / "provenance.json"
-    if (out / "final" / "config.json").is_file() and done.is_file():
-        prov = json.loads(done.read_text(encoding="utf-8"))
-        return str(out / "final"), {"epochs": epochs, "rows": prov["token_exposure"]["samples"] if "token_exposure" in prov else None,
-                                    "loss_first": prov["loss_first"], "loss_last": prov["loss_final"], "reused": True}
-    rows = build_set("forward")
-    rows = rows[: config.sft_rows] if config.sft_rows else rows
-    out.mkdir(parents=True, exist_ok=True)
-    if config.model is None:
-        rows = tool_rows(rows, tool_tokenizer(train_tokenizer(["."], vocab_size=270)))
-        tokenizer = tool_tokenizer(train_tokenizer([r.prompt + "\n" + r.target for r in rows], vocab_size=2048))
-        tokenizer.save_pretrained(out / "tokenizer")
-        scratch = ScratchConfig(hidden_size=config.hidden_size, num_layers=config.num_layers, tokenizer=str(out / "tokenizer"))
-        base = None
-        lr = config.sft_lr or SCRATCH_LR
-    else:
-        rows = tool_rows(rows, tool_tokenizer(AutoTokenizer.from_pretrained(config.model, local_files_only=True)))
-        scratch, base = None, config.model
-        lr = config.sft_lr or default_lr(config.model, None)
-    write_rows(rows, out / "sft_rows.jsonl")
-    result = train(SFTConfig(
-        data=(str(out / "sft_rows.jsonl"),), out_dir=str(out), base_model=base, scratch=scratch, lr=lr, epochs=epochs,
-        grad_accum=config.sft_grad_accum, seed=config.seed, device=config.device, progress=False, fit_rows=0,
-        format="commit_tool"))
-    assert result.checkpoint is not None
-    return str(result.checkpoint), {"epochs": epochs, "rows": len(rows), "lr": lr, "loss_first": result.losses[0],
-                                    "loss_last": result.losses[-1], "reused": False}
-
-
-def _load(path: str, device: str | None) -> Any:
-    import torch
-
-    from gencoord_env.agents.lm.loading import load_model
-
+def load_tool_model(path: str | Path, device: str | None) -> LoadedModel:
+    """A checkpoint in the commit tool's format, float32, its tokenizer ready for tool calls, padding on the left."""
     lm = load_model(path, device=device, dtype=torch.float32)
     tool_tokenizer(lm.tokenizer)
     lm.tokenizer.padding_side = "left"
     return lm
-
-
-def _warm_start(config: SelfPlayConfig, work: Path) -> tuple[str, dict[str, Any]]:
-    """The warm start GRPO begins from: its checkpoint and every warm start measured on the way to it."""
-    from gencoord_env.train.episode_grpo import Learner
-
-    if config.sft_epochs == 0:
-        assert config.model is not None
-        candidates: list[float] = []
-    elif config.sft_epochs == "auto":
-        candidates = list(AUTO_EPOCHS)
-    else:
-        candidates = [float(config.sft_epochs)]
-    size = pool_size(config.pool, config.env_kwargs)
-    sample = list(range(min(size, config.warm_episodes)))
-    low, high = config.band
-    tried: list[dict[str, Any]] = []
-
-    def measure(path: str, described: dict[str, Any]) -> float:
-        """Greedy and sampled (GRPO's temperature) self-play success on the train sample; the band reads the
-        sampled one: it is what GRPO's groups see."""
-        lm = _load(path, config.device)
-        learner = Learner("warm", lm.model, lm.tokenizer, trainable=False, max_new_tokens=config.max_new_tokens,
-                          temperature=config.temperature, seed=config.seed)
-        t = time.perf_counter()
-        greedy = evaluate({r: learner for r in ROLES}, config.pool, sample, config.env_kwargs, config.max_turns)
-        sampled = evaluate({r: learner for r in ROLES}, config.pool, sample, config.env_kwargs, config.max_turns, sample=True)
-        tried.append({**described, "checkpoint": path, "train_success": sampled["success_rate"],
-                      "train_outcomes": sampled["outcomes"], "train_success_greedy": greedy["success_rate"],
-                      "train_outcomes_greedy": greedy["outcomes"], "train_episodes": greedy["episodes"],
-                      "temperature": config.temperature, "measure_seconds": time.perf_counter() - t})
-        print(f"seed {config.seed}: warm start of {described.get('epochs', 0):g} epochs: train-pool self-play success "
-              f"{sampled['success_rate']:.1%} sampled at temperature {config.temperature:g}, {greedy['success_rate']:.1%} "
-              f"greedy ({greedy['episodes']} episodes)", flush=True)
-        return float(sampled["success_rate"])
-
-    if not candidates:
-        assert config.model is not None
-        measure(config.model, {"epochs": 0, "source": config.model})
-        chosen = tried[-1]
-    else:
-        k = min(range(len(candidates)), key=lambda i: abs(candidates[i] - config.auto_start)) if len(candidates) > 1 else 0
-        moved = 0
-        while True:
-            epochs = candidates[k]
-            path, described = _sft(config, epochs, work / f"warm_e{epochs:g}")
-            success = measure(path, described)
-            step = 1 if success < low else (-1 if success > high else 0)
-            if step == 0 or not 0 <= k + step < len(candidates) or (moved and step != moved):
-                break
-            moved, k = step, k + step
-        in_band = [t for t in tried if low <= t["train_success"] <= high]
-        chosen = in_band[-1] if in_band else min(tried, key=lambda t: min(abs(t["train_success"] - low), abs(t["train_success"] - high)))
-    if not low <= chosen["train_success"] <= high:
-        warnings.warn(f"the warm start's train-pool self-play success is {chosen['train_success']:.1%}, outside the band "
-                      f"[{low:.0%}, {high:.0%}] where GRPO groups have reward variance to learn from (tried "
-                      f"{[(t['epochs'], round(t['train_success'], 3)) for t in tried]})", RuntimeWarning, stacklevel=2)
-    return str(chosen["checkpoint"]), {"chosen": chosen, "tried": tried, "band": list(config.band), "in_band": low <= chosen["train_success"] <= high}
-
-
-# --------------------------------------------------------------------------- GRPO
 
 
 def _episode_order(size: int, steps: int, per_step: int, seed: int) -> list[int]:
@@ -365,285 +396,211 @@ def _episode_order(size: int, steps: int, per_step: int, seed: int) -> list[int]
     return order[: steps * per_step]
 
 
-def _config_sha256(config: SelfPlayConfig) -> str:
-    d = dataclasses.asdict(config)
-    for key in ("out_dir", "weights_dir", "device", "resume_every"):
-        d.pop(key)
-    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
+def recipe(config: SelfPlayConfig, started: float | None = None) -> SelfPlayRecipe:
+    """The GRPO step of ``config`` (``started``: the lane's start, from which ``max_seconds`` counts)."""
+    return SelfPlayRecipe(**{f.name: getattr(config, f.name) for f in dataclasses.fields(SelfPlayRecipe) if f.name != "started"},
+                          started=started)  # the config's own fields are the warm start's and the lane's
 
 
-def _save(learner: Any, directory: Path, warm: str, config: SelfPlayConfig, steps: int) -> dict[str, Any]:
-    """Save a trained learner with its lineage: the warm start's ``training_record.json`` plus this run."""
-    from gencoord_env.agents.formats import RECORD
-    from gencoord_env.train.sft import read_record, tree_sha256
-
-    learner.model.save_pretrained(directory)
-    learner.tokenizer.save_pretrained(directory)
-    previous = read_record(warm) or {}
-    entry = {"from": "grpo", "base": Path(warm).parent.name, "base_tree_sha256": tree_sha256(warm)[0], "policy": learner.name,
-             "policies": config.policies, "pool": config.pool, "route": config.route, "private_fact": config.private_fact,
-             "optimizer_steps": steps, "lr": config.lr, "seed": config.seed, "reward": config.reward,
-             "episodes_per_step": config.prompts_per_step * config.num_generations, "config_sha256": _config_sha256(config)}
-    record = {**previous, "lineage": [*previous.get("lineage", []), entry]}
-    (directory / RECORD).write_text(json.dumps(record, sort_keys=True) + "\n", encoding="utf-8")
-    digest, files = tree_sha256(directory)
-    return {"dir": str(directory), "tree_sha256": digest, "files": files}
+# --------------------------------------------------------------------------- the spec
 
 
-def _grpo(config: SelfPlayConfig, warm: str, work: Path, out: Path, started: float,
-          record: Callable[..., None] = lambda **_: None) -> dict[str, Any]:
-    """Phases 2-4 with this package's loop; see the module docstring. ``started``: the lane's start (perf_counter);
-    ``record(**parts)``: takes each result as it is measured (the provenance written so far)."""
-    import torch
-
-    from gencoord_env.train.episode_grpo import Learner, grpo_update, play_batch, reward_of
-    from gencoord_env.train.grpo import _paired_change
-
-    torch.manual_seed(config.seed)
-    names = ("self",) if config.policies == "one" else ROLES
-    learners = []
-    for k, name in enumerate(names):
-        lm = _load(warm, config.device)
-        trainable = name == "self" or name in config.train_roles
-        learners.append(Learner(name, lm.model, lm.tokenizer, trainable=trainable, lr=config.lr, warmup_steps=config.warmup_steps,
-                                max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed * 10 + k))
-    policies = {role: learners[0] for role in ROLES} if config.policies == "one" else dict(zip(ROLES, learners))
-    size = pool_size(config.eval_pool, config.env_kwargs)
-    eval_indices = list(range(size if config.eval_episodes is None else min(size, config.eval_episodes)))
-    train_size = pool_size(config.pool, config.env_kwargs)
-    train_size = train_size if config.train_episodes is None else min(train_size, config.train_episodes)
-    per_step, group = config.prompts_per_step, config.num_generations
-    order = _episode_order(train_size, config.steps, per_step, config.seed)
-
-    resume_path = work / "resume.pt"
-    digest = _config_sha256(config)
-    seconds: dict[str, float] = {}
-    curve: list[dict[str, Any]] = []
-    first = 0
-    before: dict[str, Any] | None = None
-    if resume_path.is_file():
-        state = torch.load(resume_path, map_location="cpu", weights_only=False)
-        if state["config_sha256"] == digest:
-            for learner in learners:
-                learner.load_state(state["learners"][learner.name])
-            first, curve, before, seconds = state["step"], state["curve"], state["before"], state["seconds"]
-    if before is None:
-        t = time.perf_counter()
-        before = evaluate(policies, config.eval_pool, eval_indices, config.env_kwargs, config.max_turns)
-        seconds["eval_before"] = time.perf_counter() - t
-    record(eval_before=before)
-    print(f"seed {config.seed}: {config.eval_pool} self-play success before GRPO {before['success_rate']:.1%}", flush=True)
-
-    envs = _envs(config.pool, per_step * group, config.env_kwargs)
-    t_grpo = time.perf_counter() - seconds.get("grpo", 0.0)
-    for step in range(first, config.steps):
-        if config.max_seconds is not None and time.perf_counter() - started > config.max_seconds:
-            warnings.warn(f"GRPO stopped after {step} of {config.steps} steps: the lane reached max_seconds={config.max_seconds:g}",
-                          RuntimeWarning, stacklevel=2)
-            break
-        t = time.perf_counter()
-        batch = [i for i in order[step * per_step : (step + 1) * per_step] for _ in range(group)]
-        played = play_batch(envs, batch, policies, sample=True, max_turns=config.max_turns)
-        t_roll = time.perf_counter() - t
-        rewards = [reward_of(p.outcome, config.reward) for p in played]
-        stats = grpo_update(learners, played, rewards, group, scale=config.scale_rewards, temperature=config.temperature,
-                            iterations=config.iterations)
-        groups = [rewards[s : s + group] for s in range(0, len(rewards), group)]
-        outcomes = Counter(p.outcome or "UNFINISHED" for p in played)
-        lengths = [len(d.completion) for p in played for d in p.decisions]
-        curve.append({
-            "step": step + 1, "reward": statistics.fmean(rewards), "reward_std": statistics.pstdev(rewards),
-            "frac_reward_zero_std": sum(statistics.pstdev(g) == 0 for g in groups) / len(groups),
-            "success": outcomes.get("SUCCESS", 0) / len(played), "outcomes": dict(sorted(outcomes.items())),
-            "decisions_mean": statistics.fmean(len(p.decisions) for p in played),
-            "completion_mean_length": statistics.fmean(lengths) if lengths else 0.0,
-            "learners": stats, "rollout_seconds": t_roll, "step_seconds": time.perf_counter() - t,
-        })
-        (out / "reward_curve.json").write_text(json.dumps(curve, indent=2) + "\n", encoding="utf-8")  # a cut-off lane keeps it
-        if (step + 1) % 10 == 0 or step + 1 == config.steps:
-            print(f"seed {config.seed}: step {step + 1}: reward {curve[-1]['reward']:.3f}, sampled success {curve[-1]['success']:.1%}, "
-                  f"{curve[-1]['step_seconds']:.2f} s", flush=True)
-        if not all(math.isfinite(s["loss"]) for s in stats.values()):
-            raise FloatingPointError(f"GRPO loss became non-finite at step {step + 1}: {stats}")
-        if config.resume_every and (step + 1) % config.resume_every == 0 and step + 1 < config.steps:
-            seconds["grpo"] = time.perf_counter() - t_grpo
-            tmp = resume_path.with_suffix(".tmp")
-            torch.save({"config_sha256": digest, "step": step + 1, "curve": curve, "before": before, "seconds": seconds,
-                        "learners": {lr.name: lr.state() for lr in learners}}, tmp)
-            os.replace(tmp, resume_path)
-    seconds["grpo"] = time.perf_counter() - t_grpo
-    for env in envs:
-        env.close()
-
-    if not curve:  # no GRPO step (steps=0: a warm-start measurement): nothing changed, nothing to save
-        return {"eval_before": before, "eval_after": before, "curve": curve, "seconds": seconds, "checkpoints": {},
-                "role_checkpoints": {role: warm for role in ROLES}, "steps_per_second": None}
-    t = time.perf_counter()
-    after = evaluate(policies, config.eval_pool, eval_indices, config.env_kwargs, config.max_turns)
-    seconds["eval_after"] = time.perf_counter() - t
-    record(eval_after=after, optimizer_steps=len(curve), eval_change=_paired_change(before, after))
-    print(f"seed {config.seed}: {config.eval_pool} self-play success after {len(curve)} GRPO steps {after['success_rate']:.1%}", flush=True)
-    checkpoints: dict[str, Any] = {}
-    for learner in learners:
-        if learner.trainable:
-            checkpoints[learner.name] = _save(learner, work / ("final" if learner.name == "self" else f"final_{learner.name}"),
-                                              warm, config, len(curve))
-    roles = {role: (checkpoints[lr.name]["dir"] if lr.name in checkpoints else warm) for role, lr in policies.items()}
-    resume_path.unlink(missing_ok=True)
-    step_seconds = [c["step_seconds"] for c in curve]
-    return {"eval_before": before, "eval_after": after, "curve": curve, "seconds": seconds, "checkpoints": checkpoints,
-            "role_checkpoints": roles, "steps_per_second": len(step_seconds) / sum(step_seconds) if step_seconds else None}
+def tool_inputs(config: SelfPlayConfig, work: Path) -> Inputs:
+    """The warm start's inputs under ``work/inputs``: the forward rows (the first ``sft_rows``) with each target the
+    commit call in the tokenizer's format, and for a scratch model the offline tokenizer trained on them (kept
+    while the rows are the same)."""
+    folder = work / "inputs"
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = build_set("forward")
+    rows = rows[: config.sft_rows] if config.sft_rows else rows
+    if config.model is not None:
+        write_rows(tool_rows(rows, tool_tokenizer(AutoTokenizer.from_pretrained(config.model, local_files_only=True))),
+                   folder / f"{TOOL_SET}.jsonl")
+        return Inputs(str(folder), None, {TOOL_SET: file_sha256(folder / f"{TOOL_SET}.jsonl")}, None)
+    rows = tool_rows(rows, tool_tokenizer(train_tokenizer(["."], vocab_size=270)))
+    write_rows(rows, folder / f"{TOOL_SET}.jsonl")
+    digest = file_sha256(folder / f"{TOOL_SET}.jsonl")
+    tokenizer, stamp = folder / "tokenizer", folder / "tokenizer" / "rows.sha256"
+    if not (stamp.is_file() and stamp.read_text(encoding="utf-8") == digest):
+        tool_tokenizer(train_tokenizer([r.prompt + "\n" + r.target for r in rows], vocab_size=2048)).save_pretrained(tokenizer)
+        stamp.write_text(digest, encoding="utf-8")
+    return Inputs(str(folder), str(tokenizer), {TOOL_SET: digest}, tree_sha256(tokenizer)[0])
 
 
-def _grpo_trl(config: SelfPlayConfig, warm: str, work: Path) -> dict[str, Any]:
-    """Phases 2-4 as they ran through TRL's GRPOTrainer (multi-turn transcripts, ``model.generate`` rollouts)."""
-    from trl import GRPOConfig, GRPOTrainer
+def warm_run(config: SelfPlayConfig, epochs: float) -> RunSpec:
+    """The warm start of ``epochs`` epochs (0: ``model`` as it is), playing the first ``warm_episodes`` of the train
+    pool greedily and sampled at GRPO's temperature."""
+    train = config.condition(config.pool)
+    plays = (Play("train/greedy", train, config.warm_episodes, batch=64),
+             Play("train/sampled", train, config.warm_episodes, batch=64, temperature=config.temperature))
+    common: dict[str, Any] = dict(plays=plays, max_new_tokens=config.max_new_tokens, output_format=FORMAT, dtype="float32")
+    if epochs == 0:
+        assert config.model is not None
+        return RunSpec("warm_e0", None, Checkpoint(config.model), None, **common)
+    init = Scratch(hidden_size=config.hidden_size, num_layers=config.num_layers) if config.model is None else Checkpoint(config.model)
+    sft = Recipe(epochs=epochs, lr=config.sft_lr, micro_batch=4, grad_accum=config.sft_grad_accum, fit_rows=0)
+    return RunSpec(f"warm_e{epochs:g}", TOOL_SET, init, sft, folder=f"warm_e{epochs:g}", **common)
 
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    lm = _load(warm, config.device)
-    model, tokenizer = lm.model, lm.tokenizer
-    size = pool_size(config.eval_pool, {"route": config.route})
-    eval_indices = range(size if config.eval_episodes is None else min(size, config.eval_episodes))
-    seconds: dict[str, float] = {}
-    t = time.perf_counter()
-    before = _success(play_transcript(model, tokenizer, config.eval_pool, config.route, eval_indices, config.max_turns), config.eval_pool)
-    seconds["eval_before"] = time.perf_counter() - t
-    train_size = pool_size(config.pool, {"route": config.route})
-    train_indices = range(train_size if config.train_episodes is None else min(train_size, config.train_episodes))
-    history: list[dict[str, Any]] = []
 
-    def reward(environments: Sequence[GencoordToolEnv], trainer_state: Any = None, **kwargs: Any) -> list[float]:
-        rewards = (staged_reward if config.reward == "staged" else success_reward)(environments)
-        outcomes = Counter(e.outcome or "UNFINISHED" for e in environments)
-        history.append({"step": int(getattr(trainer_state, "global_step", len(history))) + 1, "outcomes": dict(outcomes),
-                        "success": outcomes.get("SUCCESS", 0) / max(1, len(environments)),
-                        "decisions_mean": statistics.fmean(len(e.records) for e in environments), "time": time.perf_counter()})
-        return rewards
+def _warm_lane(config: SelfPlayConfig, inputs: Inputs, spec: RunSpec) -> Lane:
+    return Lane(f"{config.seed}/{spec.name}", config.seed, (spec,), inputs, str(config.weights), str(Path(config.out_dir) / "lanes"),
+                config.device, threads=torch.get_num_threads())
 
-    reward.__name__ = f"{config.reward}_reward"
-    cuda = lm.device.type == "cuda"
-    args = GRPOConfig(
-        output_dir=str(work / "trainer"), max_steps=config.steps, num_generations=config.num_generations,
-        per_device_train_batch_size=config.prompts_per_step * config.num_generations, gradient_accumulation_steps=1,
-        max_completion_length=config.max_completion_length, max_tool_calling_iterations=config.max_turns,
-        temperature=config.temperature, learning_rate=config.lr, lr_scheduler_type="constant_with_warmup",
-        warmup_steps=config.warmup_steps, beta=0.0,
-        loss_type="dapo", seed=config.seed, logging_steps=1, save_strategy="no", report_to="none",
-        bf16=False, use_cpu=not cuda, activation_checkpointing=False,
-        disable_dropout=True, dataloader_num_workers=0, disable_tqdm=True,
-    )
-    trainer_class = GRPOTrainer
-    if config.trainer == "trl-static":
-        from gencoord_env.train.episode_grpo import static_rollouts
 
-        trainer_class = static_rollouts(GRPOTrainer)
-    trainer = trainer_class(model=model, processing_class=tokenizer, reward_funcs=[reward], args=args,
-                          train_dataset=episode_dataset(config.pool, train_indices, route=config.route),
-                          environment_factory=GencoordToolEnv.factory(pool=config.pool, route=config.route, plays="both"))
-    t = time.perf_counter()
-    trainer.train()
-    seconds["grpo"] = time.perf_counter() - t
-    t = time.perf_counter()
-    after = _success(play_transcript(model, tokenizer, config.eval_pool, config.route, eval_indices, config.max_turns), config.eval_pool)
-    seconds["eval_after"] = time.perf_counter() - t
-    logs = {int(h["step"]): h for h in trainer.state.log_history if "loss" in h}
-    curve = []
-    for entry in history:
-        log = logs.get(entry["step"], {})
-        curve.append({**{k: v for k, v in entry.items() if k != "time"},
-                      **{k: log[k] for k in ("reward", "reward_std", "frac_reward_zero_std", "loss", "tools/call_frequency",
-                                             "completions/mean_length") if k in log}})
-    directory = work / "final"
-    trainer.save_model(str(directory))
-    tokenizer.save_pretrained(directory)
-    from gencoord_env.train.sft import tree_sha256
+def warm_checkpoint(config: SelfPlayConfig, epochs: float) -> str:
+    """The warm start of ``epochs`` epochs, trained (or kept) under ``config.weights`` and not measured: its checkpoint."""
+    spec = dataclasses.replace(warm_run(config, epochs), plays=())
+    done = run_lane(_warm_lane(config, tool_inputs(config, config.weights), spec))
+    return str(config.weights / done["runs"][spec.name]["summary"]["checkpoint"])
 
-    checkpoints = {"self": {"dir": str(directory), "tree_sha256": tree_sha256(directory)[0]}}
-    return {"eval_before": before, "eval_after": after, "curve": curve, "seconds": seconds, "checkpoints": checkpoints,
-            "role_checkpoints": {r: str(directory) for r in ROLES},
-            "steps_per_second": trainer.state.global_step / seconds["grpo"] if seconds["grpo"] else None}
+
+def lane(config: SelfPlayConfig, inputs: Inputs, warm: RunSpec, started: float | None = None) -> Lane:
+    """A seed's lane after its warm start: ``warm`` plays the eval pool (before), then GRPO from it plays it again
+    (after); no GRPO run with ``steps=0``."""
+    before = Play("eval", config.condition(config.eval_pool), config.eval_episodes, batch=64)
+    runs = [dataclasses.replace(warm, plays=(before,))]
+    if config.steps:
+        runs.append(RunSpec("grpo", None, After(warm.name), recipe(config, started), (before,), config.max_new_tokens,
+                            output_format=FORMAT, folder="grpo", dtype="float32"))
+    return Lane(str(config.seed), config.seed, tuple(runs), inputs, str(config.weights), str(Path(config.out_dir) / "lanes"),
+                config.device, threads=torch.get_num_threads())
+
+
+def search(candidates: Sequence[float], start: float, band: tuple[float, float], measure: Callable[[float], float]) -> None:
+    """``measure`` warm starts of ``candidates`` epochs from the one nearest ``start``: up while the success is below
+    ``band``, down while above, never back, until one lands in it or the candidates end."""
+    k = min(range(len(candidates)), key=lambda i: abs(candidates[i] - start))
+    moved = 0
+    while True:
+        success = measure(candidates[k])
+        step = 1 if success < band[0] else (-1 if success > band[1] else 0)
+        if step == 0 or not 0 <= k + step < len(candidates) or (moved and step != moved):
+            return
+        moved, k = step, k + step
+
+
+def choose(tried: Sequence[Mapping[str, Any]], band: tuple[float, float]) -> Mapping[str, Any]:
+    """The warm start GRPO begins from: the last one measured in ``band``, else the one nearest it (warned about)."""
+    low, high = band
+    inside = [t for t in tried if low <= t["train_success"] <= high]
+    chosen = inside[-1] if inside else min(tried, key=lambda t: min(abs(t["train_success"] - low), abs(t["train_success"] - high)))
+    if not inside:
+        warnings.warn(f"the warm start's train-pool self-play success is {chosen['train_success']:.1%}, outside the band "
+                      f"[{low:.0%}, {high:.0%}] where GRPO groups have reward variance to learn from (tried "
+                      f"{[(t['epochs'], round(t['train_success'], 3)) for t in tried]})", RuntimeWarning, stacklevel=2)
+    return chosen
+
+
+def _warm_start(config: SelfPlayConfig, inputs: Inputs) -> tuple[RunSpec, dict[str, Any]]:
+    """Every candidate warm start as a lane of its own (trained and measured once), and the one chosen."""
+    tried: list[dict[str, Any]] = []
+    runs: dict[float, RunSpec] = {}
+
+    def measure(epochs: float) -> float:
+        runs[epochs] = spec = warm_run(config, epochs)
+        done = run_lane(_warm_lane(config, inputs, spec))
+        entry = done["runs"][spec.name]
+        greedy, sampled = (success_record(entry["plays"][f"train/{n}"]["rows"]) for n in ("greedy", "sampled"))
+        s = entry["summary"]
+        tried.append({"epochs": epochs, "checkpoint": str(Path(config.weights) / s["checkpoint"]) if epochs else config.model,
+                      "reused": bool(done.get("reused")) or not entry["retrained"], "rows": s["data_files"][0]["rows"] if s.get("data_files") else None,
+                      "lr": s.get("lr"), "loss_first": s.get("loss_first"), "loss_last": s.get("loss_final"),
+                      "train_success": sampled["success_rate"], "train_outcomes": sampled["outcomes"],
+                      "train_success_greedy": greedy["success_rate"], "train_outcomes_greedy": greedy["outcomes"],
+                      "train_episodes": greedy["episodes"], "temperature": config.temperature,
+                      "seconds": entry["seconds"]})
+        print(f"seed {config.seed}: warm start of {epochs:g} epochs: train-pool self-play success {sampled['success_rate']:.1%} "
+              f"sampled at temperature {config.temperature:g}, {greedy['success_rate']:.1%} greedy ({greedy['episodes']} episodes)",
+              flush=True)
+        return float(sampled["success_rate"])
+
+    if config.sft_epochs == 0:
+        measure(0.0)
+    elif config.sft_epochs == "auto":
+        search(AUTO_EPOCHS, config.auto_start, config.band, measure)
+    else:
+        measure(float(config.sft_epochs))
+    chosen = choose(tried, config.band)
+    low, high = config.band
+    return runs[chosen["epochs"]], {"chosen": chosen, "tried": tried, "band": list(config.band),
+                                    "in_band": low <= chosen["train_success"] <= high}
 
 
 def run(config: SelfPlayConfig) -> dict[str, Any]:
-    """One lane; see the module docstring. Returns its provenance (also written to ``provenance.json``)."""
-    from gencoord_env.train.grpo import _libraries, _paired_change
-
+    """One seed's lane; see the module docstring. Returns its provenance (also written to ``provenance.json``)."""
+    started = time.time()
     out, work = Path(config.out_dir), config.weights
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    provenance: dict[str, Any] = {"kind": "selfplay_grpo", "complete": False, "config": dataclasses.asdict(config),
-                                  "config_sha256": _config_sha256(config), "libraries": _libraries(), "precision": "float32"}
+    provenance: dict[str, Any] = {"kind": "selfplay_grpo", "complete": False,
+                                  "config": {k: v for k, v in dataclasses.asdict(config).items() if k != "started"},
+                                  "libraries": libraries(), "precision": "float32"}
 
     def record(**parts: Any) -> None:
         """The provenance so far, written at once: a lane cut off or failing later keeps what it measured."""
         provenance.update(parts)
         (out / "provenance.json").write_text(json.dumps(provenance, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
 
-    warm, warm_start = _warm_start(config, work)
-    warm_seconds = time.perf_counter() - started
-    record(warm_start=warm_start, warm_checkpoint=warm, seconds={"warm_start": warm_seconds})
-    result = _grpo(config, warm, work, out, started, record) if config.trainer == "episode" else _grpo_trl(config, warm, work)
-    seconds = {"warm_start": warm_seconds, **result["seconds"]}
-    curve = result["curve"]
-    (out / "reward_curve.json").write_text(json.dumps(curve, indent=2) + "\n", encoding="utf-8")
-    before, after = result["eval_before"], result["eval_after"]
-    record(complete=True, seconds=seconds, optimizer_steps=len(curve), steps_per_second=result["steps_per_second"],
-           eval_before=before, eval_after=after, eval_change=_paired_change(before, after),
-           reward_first=curve[0].get("reward") if curve else None, reward_last=curve[-1].get("reward") if curve else None,
-           checkpoints=result["checkpoints"], role_checkpoints=result["role_checkpoints"])
+    inputs = tool_inputs(config, work) if config.sft_epochs != 0 else Inputs("", None, {}, None)
+    warm, warm_start = _warm_start(config, inputs)
+    record(warm_start=warm_start, warm_checkpoint=warm_start["chosen"]["checkpoint"], seconds={"warm_start": time.time() - started})
+    the_lane = lane(config, inputs, warm, started)
+    result = run_lane(the_lane)
+    provenance["config_sha256"] = the_lane.run_key(the_lane.runs[-1])  # what the final weights depend on
+    first = result["runs"][warm.name]
+    before = {"pool": config.eval_pool, **success_record(first["plays"]["eval"]["rows"])}
+    seconds = {**provenance["seconds"], "eval_before": first["plays"]["eval"]["seconds"]}
+    warm_roles = {role: str(warm_start["chosen"]["checkpoint"]) for role in ROLES}
+    trained = result["runs"].get("grpo")
+    if trained is None:  # steps=0: the warm start measured, nothing trained
+        record(complete=True, seconds=seconds, optimizer_steps=0, steps_per_second=None, eval_before=before, eval_after=before,
+               eval_change=paired_change(before, before), reward_first=None, reward_last=None, checkpoints={},
+               role_checkpoints=warm_roles)
+        return provenance
+    s = trained["summary"]
+    after = {"pool": config.eval_pool, **success_record(trained["plays"]["eval"]["rows"])}
+    shutil.copyfile(work / "grpo" / "reward_curve.json", out / "reward_curve.json")
+    checkpoints = {name: {**c, "dir": str(work / c["dir"])} for name, c in s["checkpoints"].items()}
+    roles = {role: checkpoints["self"]["dir"] for role in ROLES} if "self" in checkpoints else \
+        {role: checkpoints[role]["dir"] if role in checkpoints else warm_roles[role] for role in ROLES}
+    record(complete=True, seconds={**seconds, "grpo": trained["seconds"]["train"], "eval_after": trained["plays"]["eval"]["seconds"]},
+           optimizer_steps=s["optimizer_steps"], steps_per_second=s["steps_per_second"], eval_before=before, eval_after=after,
+           eval_change=paired_change(before, after), reward_first=s["reward_first"], reward_last=s["reward_last"],
+           checkpoints=checkpoints, role_checkpoints=roles, grpo_reused=not trained["retrained"])
     return provenance
 
 
 # --------------------------------------------------------------------------- cross-play and the command
 
 
-def cross_play(role_checkpoints: Mapping[int, Mapping[str, str]], pool: str, env_kwargs: Mapping[str, Any],
-               episodes: int | None = None, device: str | None = None, max_turns: int = 4, max_new_tokens: int = 192) -> dict[str, Any]:
-    """Every seed's sender beside every seed's receiver (``role_checkpoints``: seed -> role -> checkpoint) on
-    ``pool``: success per pair, and the mean over pairs of one seed (the diagonal) against pairs of two seeds,
-    paired by cluster where the same clusters are played."""
-    from gencoord_env.train.episode_grpo import Learner
-    from gencoord_env.train.grpo import _cluster_of
-
-    loaded: dict[str, Learner] = {}
-
-    def learner(path: str) -> Learner:
-        if path not in loaded:
-            lm = _load(path, device)
-            loaded[path] = Learner(f"m{len(loaded)}", lm.model, lm.tokenizer, trainable=False, max_new_tokens=max_new_tokens)
-        return loaded[path]
-
-    size = pool_size(pool, env_kwargs)
-    indices = list(range(size if episodes is None else min(size, episodes)))
+def cross_play(role_checkpoints: Mapping[int, Mapping[str, str]], config: SelfPlayConfig, out: Path) -> dict[str, Any]:
+    """Every seed's sender beside every seed's receiver (``role_checkpoints``: seed -> role -> checkpoint) on the
+    eval pool: one lane of untrained one-model-per-role checkpoints under ``out/cross_play``. Success per pair, and
+    the mean over pairs of one seed (the diagonal) against pairs of two seeds, paired by cluster."""
     seeds = sorted(role_checkpoints)
-    pairs: list[dict[str, Any]] = []
+    play = Play("eval", config.condition(config.eval_pool), config.eval_episodes, batch=64)
+    runs = tuple(RunSpec(f"s{s}_r{r}", None, Checkpoint(str(write_roles(out / "cross_play" / f"s{s}_r{r}", {
+        "sender": role_checkpoints[s]["sender"], "receiver": role_checkpoints[r]["receiver"]}))), None, (play,),
+        config.max_new_tokens, output_format=FORMAT, dtype="float32") for s in seeds for r in seeds)
+    result = run_lane(Lane("cross_play", 0, runs, Inputs("", None, {}, None), str(out), str(out / "lanes"), config.device,
+                           threads=torch.get_num_threads()))
+    pairs = []
     for s in seeds:
         for r in seeds:
-            policies = {"sender": learner(role_checkpoints[s]["sender"]), "receiver": learner(role_checkpoints[r]["receiver"])}
-            got = evaluate(policies, pool, indices, env_kwargs, max_turns)
-            pairs.append({"sender_seed": s, "receiver_seed": r, "success_rate": got["success_rate"], "ci95": got.get("ci95"),
-                          "outcomes": got["outcomes"], "success_by_episode": got["success_by_episode"]})
+            got = success_record(result["runs"][f"s{s}_r{r}"]["plays"]["eval"]["rows"])
+            pairs.append({"sender_seed": s, "receiver_seed": r, **{k: got[k] for k in ("success_rate", "ci95", "outcomes", "success_by_episode")}})
 
-    def cluster_success(same: bool) -> dict[str, float]:
-        values: dict[str, list[float]] = {}
-        for p in pairs:
-            if (p["sender_seed"] == p["receiver_seed"]) == same:
-                for e, ok in p["success_by_episode"].items():
-                    values.setdefault(_cluster_of(e), []).append(float(ok))
-        return {c: statistics.fmean(v) for c, v in values.items()}
+    def pooled(same: bool) -> dict[str, float]:  # per cluster, the mean over the pairs (each plays every cluster alike)
+        means = [cluster_success(p["success_by_episode"]) for p in pairs if (p["sender_seed"] == p["receiver_seed"]) == same]
+        return {c: statistics.fmean(m[c] for m in means) for c in (means[0] if means else {})}
 
-    within, across = cluster_success(True), cluster_success(False)
-    out: dict[str, Any] = {"pool": pool, "episodes": len(indices), "pairs": pairs,
-                           "within_seed": statistics.fmean(within.values()) if within else None,
-                           "across_seeds": statistics.fmean(across.values()) if across else None}
+    within, across = pooled(True), pooled(False)
+    got_all: dict[str, Any] = {"pool": config.eval_pool, "episodes": len(pairs[0]["success_by_episode"]), "pairs": pairs,
+                               "within_seed": statistics.fmean(within.values()) if within else None,
+                               "across_seeds": statistics.fmean(across.values()) if across else None}
     if len(seeds) > 1:
-        try:
-            from gencoord_env.commands.experiments import stats
-        except ImportError:  # no experiments extra (scipy): the per-episode successes above still give it later
-            return out
-        out["across_minus_within"] = stats.paired_bootstrap_ci(across, within)
-    return out
+        got_all["across_minus_within"] = stats.paired_bootstrap_ci(across, within)
+    return got_all
 
 
 def _tiny(a: argparse.Namespace) -> None:
@@ -658,8 +615,6 @@ def _tiny(a: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from gencoord_env.commands.cli import Parser  # argument errors in the one error line of every command
-
     p = Parser(prog="gencoord train selfplay", description=__doc__.splitlines()[0])
     d = SelfPlayConfig(out_dir="")
     p.add_argument("--out", required=True, help="results (curves, provenance, summary)")
@@ -718,8 +673,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             **{k: given[k] for k in ("warm_episodes", "sft_lr", "sft_rows", "sft_grad_accum", "hidden_size", "num_layers", "steps",
                                      "prompts_per_step", "num_generations", "max_new_tokens", "lr", "temperature", "iterations", "warmup_steps", "train_episodes",
                                      "eval_episodes", "device") if k in given}))
-    from gencoord_env.train.lanes import lane_device, run_lanes, threads_per_lane
-
     configs = [dataclasses.replace(c, device=lane_device(c.device, k)) for k, c in enumerate(configs)]
     summary: list[dict[str, Any]] = []
     roles: dict[int, dict[str, str]] = {}
@@ -747,10 +700,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
 
     failures = run_lanes(run, configs, jobs=a.jobs, threads=threads_per_lane(a.jobs), done=done)
-    if len(roles) > 1 and not a.no_cross_play and a.trainer == "episode":
-        c = configs[0]
+    if len(roles) > 1 and not a.no_cross_play:
         try:
-            got = cross_play(roles, c.eval_pool, c.env_kwargs, c.eval_episodes, c.device, c.max_turns, c.max_new_tokens)
+            got = cross_play(roles, configs[0], out)
         except Exception as exc:  # the seeds' results are written; cross-play can be run again from their checkpoints
             print(f"cross-play failed: {type(exc).__name__}: {exc}", flush=True)
             failures.append("cross-play")

@@ -19,6 +19,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gencoord_env.commands.experiments import stats
+from gencoord_env.train.pipeline import cluster_success
+
 __all__ = ["load_run", "main", "render"]
 
 
@@ -51,19 +54,9 @@ def _change(change: Mapping[str, Any] | None) -> str:
     return f"{100 * change['diff']:+.1f} pp" + (f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci else "")
 
 
-def _cluster_means(success_by_episode: Mapping[str, bool], tag: str = "") -> dict[str, float]:
-    from gencoord_env.train.grpo import _cluster_of
-
-    values: dict[str, list[float]] = {}
-    for episode, ok in success_by_episode.items():
-        values.setdefault(tag + _cluster_of(episode), []).append(float(ok))
-    return {k: statistics.fmean(v) for k, v in values.items()}
-
-
-def _paired(reference: Mapping[str, float], condition: Mapping[str, float]) -> dict[str, Any] | None:
-    from gencoord_env.commands.experiments import stats
-
-    return stats.paired_bootstrap_ci(reference, condition)
+def _paired(after: Mapping[str, float], before: Mapping[str, float]) -> dict[str, Any] | None:
+    """After minus before over the clusters (of every seed) both played, as ``paired_change`` pairs one seed's."""
+    return stats.paired_bootstrap_ci(after, before)
 
 
 def render(runs: Mapping[str, Mapping[int, Mapping[str, Any]]], cross: Mapping[str, Mapping[str, Any]]) -> str:
@@ -92,8 +85,8 @@ def render(runs: Mapping[str, Mapping[int, Mapping[str, Any]]], cross: Mapping[s
             lines.append(f"| {seed} | {tried} (chosen {chosen['epochs']:g}) | {_pct(b['success_rate'])}{_ci(b.get('ci95'))} | "
                          f"{_pct(a['success_rate'])}{_ci(a.get('ci95'))} | {_change(p.get('eval_change'))} | "
                          f"{p['optimizer_steps']} | {p['seconds'].get('grpo', 0):.0f} | {'-' if sps is None else f'{sps:.2f}'} |")
-            before_all.update(_cluster_means(b["success_by_episode"], f"s{seed}:"))
-            after_all.update(_cluster_means(a["success_by_episode"], f"s{seed}:"))
+            before_all.update(cluster_success(b["success_by_episode"], f"s{seed}:"))
+            after_all.update(cluster_success(a["success_by_episode"], f"s{seed}:"))
         pooled = _paired(after_all, before_all) if len(seeds) > 1 else None
         mean_after = statistics.fmean(r["provenance"]["eval_after"]["success_rate"] for r in seeds.values())
         lines += ["", f"Mean after GRPO over {len(seeds)} seed(s): {_pct(mean_after)}"
@@ -114,8 +107,8 @@ def render(runs: Mapping[str, Mapping[int, Mapping[str, Any]]], cross: Mapping[s
         lines += ["### Between runs (after GRPO, the same seeds and evaluation episodes, paired by cluster and seed)", "",
                   "| run | minus run | difference [95% CI] |", "| --- | --- | --- |"]
         for a, b in pairs:
-            ma = {k: v for s, r in runs[a].items() for k, v in _cluster_means(r["provenance"]["eval_after"]["success_by_episode"], f"s{s}:").items()}
-            mb = {k: v for s, r in runs[b].items() for k, v in _cluster_means(r["provenance"]["eval_after"]["success_by_episode"], f"s{s}:").items()}
+            ma = {k: v for s, r in runs[a].items() for k, v in cluster_success(r["provenance"]["eval_after"]["success_by_episode"], f"s{s}:").items()}
+            mb = {k: v for s, r in runs[b].items() for k, v in cluster_success(r["provenance"]["eval_after"]["success_by_episode"], f"s{s}:").items()}
             lines.append(f"| {a} | {b} | {_change(_paired(ma, mb))} |")
         lines.append("")
     return "\n".join(lines)

@@ -96,21 +96,6 @@ def test_grpo_steps_from_a_briefly_fine_tuned_tiny_model(points: list[DecisionPo
     assert any(not torch.equal(before[k], after[k]) for k in before)  # the optimizer steps moved the weights
 
 
-def test_before_after_success_is_paired_by_cluster() -> None:
-    from gencoord_env.train.grpo import _cluster_interval, _paired_change
-
-    before = _cluster_interval([{"episode_id": f"h-c{k}-R{r}", "outcome": "SUCCESS" if k < 2 else "TERMINAL_FAILURE"}
-                                for k in range(4) for r in (0, 1)])
-    after = _cluster_interval([{"episode_id": f"h-c{k}-R{r}", "outcome": "SUCCESS" if k < 3 or r else "PARSE_FAILURE"}
-                               for k in range(4) for r in (0, 1)])
-    assert before["clusters"] == 4 and before["ci95"] is not None
-    before["success_rate"], after["success_rate"] = 0.5, 7 / 8
-    change = _paired_change(before, after)
-    assert change is not None and change["clusters"] == 4
-    assert change["diff"] == pytest.approx(0.375)  # clusters c2 (+1) and c3 (+0.5), over 4 clusters
-    assert _paired_change(None, after) is None
-
-
 def test_grpo_takes_a_qwen35_checkpoint_with_its_own_chat_template(points: list[DecisionPoint], tmp_path: Path,
                                                                    make_qwen_checkpoint) -> None:
     """A local Qwen3.5 folder (tiny random weights, the Qwen3.5-0.8B chat template, thinking off): its prompts are

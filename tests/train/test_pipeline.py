@@ -4,6 +4,7 @@ end by the tables and transfer tests."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ pytest.importorskip("torch")
 
 from gencoord_env.commands.experiments.specs import Condition  # noqa: E402
 from gencoord_env.train import tables, transfer  # noqa: E402
-from gencoord_env.train.pipeline import After, Inputs, Lane, Play, Recipe, RunSpec, Scratch  # noqa: E402
+from gencoord_env.train.pipeline import After, Inputs, Lane, Play, Recipe, RunSpec, Scratch, rows_of  # noqa: E402
 
 INPUTS = Inputs("data", "tokenizer", {"forward": "a" * 64, "procedural": "b" * 64}, "c" * 64)
 
@@ -141,3 +142,34 @@ def test_a_sampled_play_is_its_own_setup_and_replays_alike_from_the_lanes_seed(t
     plays = once["runs"]["as_is"]["plays"]
     assert plays["sampled"]["key"] == sampled.cache_key(8) and len(plays["sampled"]["rows"]) == 2
     assert plays["sampled"]["rows"] == twice["runs"]["as_is"]["plays"]["sampled"]["rows"]
+
+
+def test_success_and_its_paired_change_are_the_harness_analysis_of_the_same_rows() -> None:
+    """``success_record`` (what ``train grpo`` and ``train selfplay`` keep of a play) gives the interval that
+    ``train evaluate`` prints for the same rows (the harness's analysis), and ``paired_change`` pairs two records
+    by the clusters of the pool's episode ids."""
+    import gencoord_env
+    from gencoord_env.commands.experiments.analysis import analyze
+    from gencoord_env.commands.experiments.runner import EpisodeRow
+    from gencoord_env.commands.experiments.specs import Experiment
+    from gencoord_env.train.pipeline import paired_change, success_record
+
+    env = gencoord_env.parallel_env(pool="heldout", backend="sim")
+    episodes = env.episodes[:8]
+    env.close()
+
+    def rows(ok: Callable[[int], bool]) -> list[dict[str, object]]:
+        return [EpisodeRow("heldout", ep.id, ep.cluster.id, ep.perm, ep.template.family, ep.template.motif,
+                           "SUCCESS" if ok(k) else "TERMINAL_FAILURE", {"decisions": 2}, 2).to_json()
+                for k, ep in enumerate(episodes)]
+
+    before, after = rows(lambda k: k < 4), rows(lambda k: k < 6 or k == 7)
+    record = success_record(before)
+    condition = Condition("heldout", "heldout", "model")
+    harness = analyze(Experiment("e", "e", (condition,)), {"heldout": rows_of(before)}, {"heldout": "model"})[0]
+    assert record["ci95"] == harness["success_ci95"] and record["clusters"] == harness["clusters"] == 4
+    assert record["success_rate"] == 0.5 and record["outcomes"] == {"SUCCESS": 4, "TERMINAL_FAILURE": 4}
+    change = paired_change(record, success_record(after))
+    assert change is not None and change["clusters"] == 4
+    assert change["diff"] == pytest.approx(0.375)  # the third cluster +1, the fourth +0.5, over 4 clusters
+    assert paired_change(None, record) is None
