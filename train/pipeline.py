@@ -4,7 +4,8 @@ CleanRL keeps a whole recipe in one typed ``Args`` at the top of a file. A study
 sets, one tokenizer, lanes over the GPUs, the experiment harness), so the same virtue sits one level up: one
 :class:`RunSpec` shows the whole recipe of one model, :func:`run_lane` executes any of them, and a study is a
 short function from its config to a list of :class:`Lane` values (``gencoord train tables``:
-:mod:`gencoord_env.train.tables`; ``gencoord train transfer``: :mod:`gencoord_env.train.transfer`).
+:mod:`gencoord_env.train.tables`; ``gencoord train transfer``: :mod:`gencoord_env.train.transfer`; ``gencoord train
+grpo``: :mod:`gencoord_env.train.grpo`; ``gencoord train selfplay``: :mod:`gencoord_env.train.selfplay`).
 
 =================  ===============================================================================================
 spec               what it holds
