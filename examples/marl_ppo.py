@@ -20,8 +20,10 @@ checkpoint (``MenuPolicy.load``; ``gencoord evaluate --first rl:PATH``).
 
 ``--engine batched`` (default) plays the episodes on ``gencoord_env.batched``: the episodes of an update
 advance together, one array step per decision, each decision point computed once by the env and shared by
-every run of the process (``shared_tree``: the seeds of a sweep, the ippo and mappo runs of one menu); the
-learners read rows of the tree's observation tables, and the rule agent's slot at each node it plays is
+every run of the process (``shared_tree``: the seeds of a sweep, the ippo and mappo runs of one menu) and
+kept on disk once complete (``gencoord_env.batched.store``: the next process reads it in about a second); the
+learners read rows of the tree's observation tables, their first layers trained on the ~280 bag columns the
+pool uses (``Cut``: the same learning on fewer numbers), and the rule agent's slot at each node it plays is
 computed once (``PartnerSlots``). ``--engine pipeline`` plays them one by one through ``parallel_env``: the
 same learners, the same update, the same evaluation episodes.
 
@@ -49,7 +51,7 @@ from torch import nn
 import gencoord_env
 from gencoord_env.agents import make_policy
 from gencoord_env.agents.slots import KINDS, MenuPolicy, batch, make_net, mlp
-from gencoord_env.batched import OUTCOMES, BatchedEngine, PartnerSlots, shared_tree
+from gencoord_env.batched import OUTCOMES, BatchedEngine, GameTree, PartnerSlots, shared_tree
 from gencoord_env.commands.run_log import RunLog
 from gencoord_env.wrappers import EpisodeStatistics, OrderSequence, RequestRemoval
 
@@ -188,9 +190,11 @@ class Tables:
     tensors extended as the tree meets new observations. Each form of a part (the bag as counts for the actors,
     as the log of the counts for ippo's critics) keeps tensors of its own."""
 
-    def __init__(self, engine: BatchedEngine) -> None:
+    def __init__(self, engine: BatchedEngine, columns: dict[str, np.ndarray | None] | None = None) -> None:
         self.engine = engine
         self.parts: dict[tuple[str, str, str], torch.Tensor] = {}
+        #: the input columns each reader keeps ("actor", "observations", "states": the critic's); None: all
+        self.columns: dict[str, np.ndarray | None] = dict(columns or {})
 
     def _rows(self, form: str, part: str, rows: str, convert: Callable[[np.ndarray], torch.Tensor],
               index: np.ndarray) -> torch.Tensor:
@@ -203,12 +207,60 @@ class Tables:
 
     def actor(self, index: np.ndarray, mask: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(bag, labels, mask) of observation rows ``index``, as ``slots.batch`` gives them."""
-        bag = self._rows("counts", "observation", "observations", lambda a: torch.as_tensor(a, dtype=torch.float32), index)
+        cut = self.columns.get("actor")
+        bag = self._rows("counts", "observation", "observations",
+                         lambda a: torch.as_tensor(a if cut is None else a[:, cut], dtype=torch.float32), index)
         labels = self._rows("ids", "menu_labels", "observations", lambda a: torch.as_tensor(a, dtype=torch.long), index)
         return bag, labels, torch.as_tensor(mask)
 
     def critic(self, index: np.ndarray, rows: str = "observations") -> torch.Tensor:
-        return self._rows("features", "observation", rows, features, index)
+        cut = self.columns.get(rows)
+        return self._rows("features", "observation", rows, lambda a: features(a if cut is None else a[:, cut]), index)
+
+
+class Cut:
+    """The learners trained on the input columns the train pool uses: the first layer of each bag MLP actor and
+    of each critic keeps only the weights of the columns that are nonzero somewhere in the complete tree's table
+    it reads (``columns``: about 280 of the 3,884 bag words). The weights of the other columns get zero
+    gradients on every training observation, and Adam leaves a weight whose gradients were always zero where it
+    is (its moments stay 0), so training the cut layers is training the whole ones on fewer numbers; ``restore``
+    writes the cut weights back into the whole layers (the columns a held-out observation may use beside them
+    keep their initial weights, as they would have). The slot scorer's actors read label words anywhere in the
+    bag and are not cut."""
+
+    def __init__(self, learners: Learners, columns: dict[str, np.ndarray]) -> None:
+        self.learners, self.columns = learners, columns
+        self._cut: list[tuple[nn.Sequential, nn.Linear, torch.Tensor]] = []
+        for actor in learners.actors.values():
+            if learners.policy == "mlp":
+                self._replace(actor.net, columns["actor"])
+        for critic in learners.critics.values():
+            self._replace(critic, columns["states" if learners.algo == "mappo" else "observations"])
+
+    def _replace(self, net: nn.Sequential, columns: np.ndarray) -> None:
+        whole = net[0]
+        index = torch.as_tensor(columns, dtype=torch.long)
+        cut = nn.utils.skip_init(nn.Linear, len(columns), whole.out_features)  # no draw: the run's random stream stays
+        with torch.no_grad():
+            cut.weight.copy_(whole.weight[:, index])
+            cut.bias.copy_(whole.bias)
+        net[0] = cut
+        self._cut.append((net, whole, index))
+
+    def restore(self) -> Learners:
+        """The learners with their whole first layers, holding what the cut ones learnt."""
+        with torch.no_grad():
+            for net, whole, index in self._cut:
+                whole.weight[:, index] = net[0].weight
+                whole.bias.copy_(net[0].bias)
+                net[0] = whole
+        self._cut = []
+        return self.learners
+
+
+def used_columns(table: np.ndarray) -> np.ndarray:
+    """The columns of ``table`` (rows x columns) that are nonzero in some row."""
+    return np.flatnonzero((np.asarray(table) != 0).any(0))
 
 
 def collect_batched(engine: BatchedEngine, learners: Learners, tables: Tables | None = None, greedy: bool = False,
@@ -259,13 +311,24 @@ def collect_batched(engine: BatchedEngine, learners: Learners, tables: Tables | 
     return out, outcome
 
 
+def train_tree(menu: str) -> GameTree:
+    """The complete tree the batched runs of ``menu`` train on (with the state, for mappo's critic), shared by
+    every run of the process and read from the store (``gencoord_env.batched.store``) once computed."""
+    return shared_tree(pool="train", menu=menu, observations="bag", state=True, complete=True)
+
+
+def eval_tree(pool: str, menu: str) -> GameTree:
+    """The complete tree of an evaluation pool (``request_removed``: the request pool, REQ removed)."""
+    removed = pool == "request_removed"
+    return shared_tree(("RequestRemoval",) if removed else (), pool="request" if removed else pool, menu=menu,
+                       observations="bag", complete=True)
+
+
 def per_cluster_batched(learners: Learners, pool: str, menu: str, learned: tuple[int, ...] = (0, 1),
                         every: int = 1) -> dict[str, float]:
     """``per_cluster`` on the batched engine: every ``every``-th episode of the pool at once, greedily, the rule
     agent in the roles that do not learn."""
-    removed = pool == "request_removed"
-    tree = shared_tree(("RequestRemoval",) if removed else (), pool="request" if removed else pool, menu=menu,
-                       observations="bag")
+    tree = eval_tree(pool, menu)
     episodes = np.arange(0, tree.episodes, every)
     engine = BatchedEngine(tree, len(episodes), autoreset=False)
     _, outcome = collect_batched(engine, learners, greedy=True, episodes=episodes, partner=rule_partner(tree, learned))
@@ -299,15 +362,21 @@ def engine_for(engine: str | None, orders: int = 1) -> str:
 def train(algo: str, menu: str, updates: int, seed: int = 0, log: Callable[..., None] | None = None,
           policy: str = "mlp", learn: str = "both", listener_first: int = 0,
           episodes: int = EPISODES, engine: str | None = None, orders: int = 1,
-          orders_reward: str = "all") -> tuple[Learners, list[float]]:
+          orders_reward: str = "all", cut: bool = True) -> tuple[Learners, list[float]]:
     """Train for ``updates`` PPO updates of ``episodes`` episodes (of ``orders`` orders each); the training
-    success of each update's orders (also passed to ``log``)."""
+    success of each update's orders (also passed to ``log``). ``cut``: on the batched engine, train the first
+    layers on the columns the pool uses (``Cut``: the same learning, on fewer numbers)."""
     torch.manual_seed(seed)
     torch.set_num_threads(1)  # one thread: the thread count changes the order of reductions and so the run
-    if engine_for(engine, orders) == "batched":  # one tree per menu, with the state: every run shares it
-        batched = BatchedEngine(shared_tree(pool="train", menu=menu, observations="bag", state=True), episodes,
-                                seed=seed, autoreset=False)
-        space, tables = batched.tree.env.observation_space(AGENTS[0]), Tables(batched)
+    cutter: Cut | None = None
+    if engine_for(engine, orders) == "batched":  # one complete tree per menu, with the state: every run shares it
+        tree = train_tree(menu)
+        batched = BatchedEngine(tree, episodes, seed=seed, autoreset=False)
+        space = tree.env.observation_space(AGENTS[0])
+        columns = {"observations": used_columns(tree.observations.table("observation")),
+                   "states": used_columns(tree.states.table(""))}
+        columns["actor"] = columns["observations"] if policy == "mlp" else None
+        tables = Tables(batched, columns if cut else None)
         partners = {learned: rule_partner(batched.tree, learned) for learned in {LEARN["second"], LEARN[learn]}}
     else:
         env = EpisodeStatistics(make_env("train", menu, seed), window=episodes * orders)  # inside: counts orders
@@ -315,6 +384,8 @@ def train(algo: str, menu: str, updates: int, seed: int = 0, log: Callable[..., 
             env = OrderSequence(env, orders, orders_reward)
         space, batched = env.observation_space(AGENTS[0]), None
     learners = Learners(space["observation"].shape[0], space["action_mask"].shape[0], algo, policy)
+    if batched is not None and cut:
+        cutter = Cut(learners, {k: v for k, v in columns.items() if v is not None})
     # fused: one kernel per step instead of one per parameter and operation; about a third of an update's
     # CPU time on the 3,884-word bags
     optim = torch.optim.Adam(learners.parameters(), lr=LR, fused=True)
@@ -330,7 +401,7 @@ def train(algo: str, menu: str, updates: int, seed: int = 0, log: Callable[..., 
             curve.append(float(np.mean(env.successes)))
         if log is not None:
             log((k + 1) * episodes, train_success=curve[-1])
-    return learners, curve
+    return (cutter.restore() if cutter is not None else learners), curve
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

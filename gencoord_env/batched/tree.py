@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from gencoord_env.caches import cache
 from gencoord_env.errors import UsageError
 from gencoord_env.outcomes import FailureCode
 
@@ -215,6 +214,28 @@ class GameTree:
             node = int(parent[node])
         return out[::-1]
 
+    def restore(self, nodes: dict[str, np.ndarray], root: np.ndarray, tables: dict[str, list[dict[str, np.ndarray]]],
+                replays: int = 0) -> None:
+        """Take the nodes of a tree of the same env computed before (``store.load``): every per-node array (as
+        ``arrays`` names them), each episode's first node, and each table's rows in their order. Only a tree with
+        no node yet takes them."""
+        n = len(nodes.get("episode", ()))
+        if len(self) or set(nodes) != set(self._arrays) or root.shape != self._root.shape:
+            raise UsageError(f"restore() fills a fresh tree of the same shape: this one has {len(self)} nodes, arrays "
+                             f"{sorted(self._arrays)} and {len(self._root)} episodes; given {sorted(nodes)} and {len(root)}")
+        self._grow(max(1024, n))
+        for name, a in nodes.items():
+            self._arrays[name][:n] = a
+        self._root[:] = root
+        for name, rows in tables.items():
+            target: Rows = getattr(self, name)
+            for value in rows:
+                target.add(value)
+            if len(target) != len(rows):
+                raise UsageError(f"restore(): the {name} table repeats rows ({len(rows)} given, {len(target)} distinct)")
+        self._size, self.replays = n, replays
+        self.version += 1
+
     # --- computing nodes with the env ---------------------------------------------------------------------
     def roots(self, episodes: Iterable[int]) -> np.ndarray:
         """The first node of each of ``episodes`` (computed where not yet)."""
@@ -346,27 +367,4 @@ class GameTree:
         return node
 
 
-def shared_tree(interventions: tuple[str, ...] = (), episodes: int | None = None, state: bool = False,
-                **env_kwargs: Any) -> GameTree:
-    """The ``GameTree`` of ``parallel_env(backend="sim", actions="menu", infos="numbers", **env_kwargs)`` wrapped in
-    the ``interventions`` named (``gencoord_env.wrappers.INTERVENTIONS``, innermost first, default arguments),
-    one per process for equal arguments: runs that play the same env (seeds of a sweep, a train pool and its
-    evaluation pools) compute each node once between them. ``caches.clear()`` forgets them.
-
-    >>> shared_tree(pool="heldout", menu="branches") is shared_tree(menu="branches", pool="heldout")
-    True
-    """
-    return _shared(tuple(interventions), episodes, bool(state), tuple(sorted(env_kwargs.items())))
-
-
-@cache(maxsize=32)
-def _shared(interventions: tuple[str, ...], episodes: int | None, state: bool,
-            env_kwargs: tuple[tuple[str, Any], ...]) -> GameTree:
-    from gencoord_env.envs.gencoord_v0 import parallel_env
-    from gencoord_env.wrappers import apply
-
-    env = parallel_env(**{"backend": "sim", "actions": "menu", "infos": "numbers", **dict(env_kwargs)})
-    return GameTree(apply(env, [{"name": name} for name in interventions]), episodes=episodes, state=state)
-
-
-__all__ = ["GameTree", "NotDeterministic", "OUTCOMES", "Rows", "shared_tree"]
+__all__ = ["GameTree", "NotDeterministic", "OUTCOMES", "Rows"]

@@ -58,3 +58,22 @@ def test_ippo_critics_read_the_log_of_the_bag_the_actors_read(example) -> None: 
     batched, _ = marl.collect_batched(marl.BatchedEngine(tree, 32, seed=0, autoreset=False), learners)
     for agent, b in batched.items():
         assert torch.equal(b["critic_x"], marl.features(b["bag"].numpy())), agent
+
+
+@pytest.mark.parametrize("algo", ["ippo", "mappo"])
+def test_training_on_the_columns_the_pool_uses_is_training_the_whole_layers(example, algo: str) -> None:  # type: ignore[no-untyped-def]
+    """``Cut``: the first layers trained on the ~280 columns the train pool's observations use learn what the whole
+    layers learn (the same training successes, every weight within float rounding), and come back whole."""
+    marl = example("marl_ppo")
+    whole, whole_curve = marl.train(algo, "default", 3, seed=2, episodes=64, cut=False)
+    cut, cut_curve = marl.train(algo, "default", 3, seed=2, episodes=64, cut=True)
+    assert cut_curve == whole_curve
+    a, b = whole.state_dict(), cut.state_dict()
+    assert a.keys() == b.keys()
+    for key in a:
+        assert a[key].shape == b[key].shape and torch.allclose(a[key], b[key], atol=1e-5), key
+    first = cut.actors["agent_a"].net[0]
+    assert first.in_features == 2 * (first.in_features // 2) and first.in_features > 3000  # the whole bag again
+    moved = (a["actors.agent_a.net.0.weight"] != marl.train(algo, "default", 0, seed=2, episodes=64)[0]
+             .state_dict()["actors.agent_a.net.0.weight"]).any(0)
+    assert 0 < int(moved.sum()) < 400  # training moved only the columns the pool uses
