@@ -170,13 +170,13 @@ def test_a_qwen35_checkpoint_keeps_its_template_through_selfplay(tmp_path: Path,
 
     rows = build_set("forward")[:8]
     base = make_qwen_checkpoint(tmp_path / "qwen", [r.prompt + "\n" + r.target for r in rows])
-    assert main(["--out", str(tmp_path / "run"), "--tiny", "--model", str(base), "--steps", "1", "--sft-epochs", "20",
+    assert main(["--out", str(tmp_path / "run"), "--tiny", "--model", str(base), "--steps", "1", "--sft-epochs", "20", "--sft-rows", "4",
                  "--eval-episodes", "2", "--warm-episodes", "2"]) == 0
     prov = json.loads((tmp_path / "run" / "seed0" / "provenance.json").read_text())
     warm = Path(prov["warm_checkpoint"])
     assert (warm / "chat_template.jinja").read_text() == (base / "chat_template.jinja").read_text()
     sft_rows = load_rows(tmp_path / "run" / "seed0" / "inputs" / "tool.jsonl")
-    assert len(sft_rows) == 8 and all(r.target.startswith("<tool_call>\n<function=commit>\n<parameter=record>\n") for r in sft_rows)
+    assert len(sft_rows) == 4 and all(r.target.startswith("<tool_call>\n<function=commit>\n<parameter=record>\n") for r in sft_rows)
     config = SelfPlayConfig(out_dir="")
     player = Player(warm, output_format(selfplay.FORMAT), 160, "cpu", "float32")
     played = batched_rows(config.condition("train"), player.policy, 2, 2, actions=True)
