@@ -86,7 +86,7 @@ class Learners(nn.Module):
 
     def act(self, agent: str, obs: dict[str, np.ndarray], greedy: bool = False) -> tuple[int, float]:
         with torch.no_grad():
-            dist = torch.distributions.Categorical(logits=self.actors[agent](*batch([obs])))
+            dist = torch.distributions.Categorical(logits=self.actors[agent](*batch([obs])), validate_args=False)
             action = dist.probs.argmax(-1) if greedy else dist.sample()
             return int(action), float(dist.log_prob(action))
 
@@ -154,7 +154,7 @@ def update(learners: Learners, optim: torch.optim.Optimizer, batch_: dict[str, d
                 value = critic(critic_x[idx]).squeeze(-1)
                 adv = ret[idx] - value.detach()
                 adv = (adv - adv.mean()) / (adv.std() + 1e-8) if len(idx) > 1 else adv
-                dist = torch.distributions.Categorical(logits=actor(bag[idx], labels[idx], mask[idx]))
+                dist = torch.distributions.Categorical(logits=actor(bag[idx], labels[idx], mask[idx]), validate_args=False)
                 ratio = (dist.log_prob(action[idx]) - old[idx]).exp()
                 policy = -torch.min(ratio * adv, ratio.clamp(1 - CLIP, 1 + CLIP) * adv).mean()
                 loss = policy + 0.5 * ((value - ret[idx]) ** 2).mean() - ENTROPY * dist.entropy().mean()
@@ -290,7 +290,7 @@ def collect_batched(engine: BatchedEngine, learners: Learners, tables: Tables | 
                 continue
             bag, labels, mask = tables.actor(batch_.obs[rows, k], batch_.action_mask[rows])
             with torch.no_grad():
-                dist = torch.distributions.Categorical(logits=learners.actors[agent](bag, labels, mask))
+                dist = torch.distributions.Categorical(logits=learners.actors[agent](bag, labels, mask), validate_args=False)
                 action = dist.probs.argmax(-1) if greedy else dist.sample()
             actions[rows] = action.numpy()
             if not greedy:
