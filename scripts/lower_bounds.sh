@@ -22,5 +22,5 @@ python3 -m venv "$venv"
 print("gymnasium", gymnasium.__version__, "pettingzoo", pettingzoo.__version__,
       "torch", "installed" if u.find_spec("torch") else "absent")'
 echo "installed in $((SECONDS - start)) s"
-"$venv/bin/python" -m pytest -q -p no:cacheprovider tests/envs tests/wrappers tests/rl/test_interfaces.py
+"$venv/bin/python" -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup tests/envs tests/wrappers tests/rl/test_interfaces.py
 echo "lower bounds passed in $((SECONDS - start)) s"

@@ -39,10 +39,11 @@ def _shared(interventions: tuple[str, ...], episodes: int | None, state: bool, c
     tree = GameTree(apply(env, [{"name": name} for name in interventions]), episodes=episodes, state=state)
     if complete:
         path = store.folder() / f"{store.key(interventions=interventions, episodes=episodes, state=state, env=env_kwargs)}.npz"
-        if not store.load(tree, path):
-            tree.expand_all()
-            if store.storable(tree):
-                store.save(tree, path)
+        with store.computing(path):  # processes that ask for the same tree at once: one computes, the others read
+            if not store.load(tree, path):
+                tree.expand_all()
+                if store.storable(tree):
+                    store.save(tree, path)
     return tree
 
 

@@ -5,8 +5,8 @@ function of the env's arguments and of the package's code and data. ``key`` name
 arguments and a digest of every file of the installed package (``source_digest``), so any change to the
 env (its menus, observations, an intervention, a pool) names a different file and the old one is never
 read for it. ``load`` fills a fresh tree from the file (the env is still the tree's, for choices the file
-does not hold: masked slots); ``save`` writes one atomically, so processes that compute the same tree at
-once each leave a whole file.
+does not hold: masked slots); ``save`` writes one atomically, and ``computing`` (a file lock) makes a process that
+asks for a tree another is computing wait for its file instead of computing it too.
 
 The files hold numbers only (``np.load`` without pickle): trees whose observations have text parts are not
 kept. Tables are written sparse (the nonzero entries of each row), which keeps a train pool's tree, with
@@ -20,7 +20,14 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 import zipfile
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: processes may compute the same tree side by side
+    fcntl = None  # type: ignore[assignment]
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +71,22 @@ def storable(tree: GameTree) -> bool:
     """Whether every table of ``tree`` is numeric (text observations are not kept)."""
     return all(getattr(tree, name).table(part).dtype != object
                for name in _TABLES for part in getattr(tree, name).parts)
+
+
+@contextmanager
+def computing(path: Path) -> Iterator[None]:
+    """Hold the lock of ``path`` (``path.lock``, an exclusive ``flock``) for the block: a process that computes a
+    tree and writes it holds it, so another asking for the same tree waits and then reads the file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:
+        yield
+        return
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def save(tree: GameTree, path: Path) -> Path:
@@ -130,4 +153,4 @@ def _rows(files: dict[str, np.ndarray], name: str, about: dict[str, Any]) -> lis
     return [{p: parts[p][r] for p in parts} for r in range(about["rows"])]
 
 
-__all__ = ["FORMAT", "folder", "key", "load", "save", "source_digest", "storable"]
+__all__ = ["FORMAT", "computing", "folder", "key", "load", "save", "source_digest", "storable"]

@@ -116,6 +116,7 @@ class GameTree:
         self._size = 0
         self._arrays: dict[str, np.ndarray] = {}
         self.replays = 0  # env resets made to compute nodes
+        self.restored = False  # its nodes were read from a store (``restore``), not computed in this process
         self.version = 0  # grows whenever nodes are added (engines refresh their copies)
         self._grow(1024)
 
@@ -233,7 +234,7 @@ class GameTree:
                 target.add(value)
             if len(target) != len(rows):
                 raise UsageError(f"restore(): the {name} table repeats rows ({len(rows)} given, {len(target)} distinct)")
-        self._size, self.replays = n, replays
+        self._size, self.replays, self.restored = n, replays, True
         self.version += 1
 
     # --- computing nodes with the env ---------------------------------------------------------------------

@@ -46,7 +46,7 @@ def test_a_complete_tree_read_back_is_the_one_the_env_computed(folder: Path) -> 
     assert (computed.child[nodes, columns] >= 0).all()
     caches.clear()
     loaded = complete()
-    assert loaded is not computed and loaded.replays == computed.replays
+    assert loaded is not computed and loaded.replays == computed.replays and loaded.restored and not computed.restored
     assert_same(computed, loaded)
     # the engine steps a loaded tree as the computed one, and a masked slot is still computed by the env
     engines = [BatchedEngine(t, 32, seed=5) for t in (computed, loaded)]
@@ -110,3 +110,19 @@ def test_trees_with_text_observations_are_computed_but_not_kept(folder: Path) ->
     tree = shared_tree(pool="heldout", episodes=2, observations="text", complete=True)
     assert len(tree) > 2 and not store.storable(tree)
     assert not folder.exists() or not list(folder.glob("*.npz"))
+
+
+def _ask(folder: str) -> bool:
+    import os
+
+    os.environ["GENCOORD_TREE_STORE"] = folder
+    return shared_tree(pool="heldout", episodes=40, observations="bag", complete=True).restored
+
+
+def test_processes_asking_for_one_tree_at_once_compute_it_once(folder: Path) -> None:
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        restored = pool.map(_ask, [str(folder)] * 2)
+    assert sorted(restored) == [False, True]  # one computed it, the other waited and read its file
+    assert len(list(folder.glob("*.npz"))) == 1
