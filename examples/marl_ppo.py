@@ -149,15 +149,18 @@ def update(learners: Learners, optim: torch.optim.Optimizer, batch_: dict[str, d
         bag, labels, mask, critic_x = b["bag"], b["labels"], b["mask"], b["critic_x"]
         action, old, ret = b["action"], b["logp"], b["ret"]
         actor, critic = learners.actors[agent], learners.critic(agent)
+        reads_labels = learners.policy == "slots"  # a bag MLP leaves the labels unread
         for _ in range(EPOCHS):
             for idx in torch.randperm(len(action)).split(MINIBATCH):
                 value = critic(critic_x[idx]).squeeze(-1)
                 adv = ret[idx] - value.detach()
                 adv = (adv - adv.mean()) / (adv.std() + 1e-8) if len(idx) > 1 else adv
-                dist = torch.distributions.Categorical(logits=actor(bag[idx], labels[idx], mask[idx]), validate_args=False)
-                ratio = (dist.log_prob(action[idx]) - old[idx]).exp()
+                # the masked categorical's log-probabilities and entropy, as torch.distributions.Categorical gives them
+                logp = torch.log_softmax(actor(bag[idx], labels[idx] if reads_labels else labels, mask[idx]), -1)
+                ratio = (logp.gather(1, action[idx, None]).squeeze(1) - old[idx]).exp()
                 policy = -torch.min(ratio * adv, ratio.clamp(1 - CLIP, 1 + CLIP) * adv).mean()
-                loss = policy + 0.5 * ((value - ret[idx]) ** 2).mean() - ENTROPY * dist.entropy().mean()
+                entropy = -(logp.exp() * logp).sum(-1)
+                loss = policy + 0.5 * ((value - ret[idx]) ** 2).mean() - ENTROPY * entropy.mean()
                 optim.zero_grad()
                 loss.backward()
                 optim.step()
