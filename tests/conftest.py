@@ -28,6 +28,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(_var, "1")
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # the suite's workers start sidecars and Minecraft servers beside each other and beside whatever else the machine
+    # runs: at load 10-12 on two cores bots took over 40 s to spawn. The startup deadlines (spawn, open_arena, reset,
+    # READY) stretch; the tests of those deadlines set their own.
+    os.environ.setdefault("GENCOORD_TIMEOUT_SCALE", "3")
 
 ROOT = Path(__file__).parent
 #: This test process's Ray temp folder (inherited by the Ray processes and CLI runs it starts); removed at exit.

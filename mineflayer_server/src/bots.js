@@ -50,7 +50,8 @@ function serverFault ({ where, username, kicked, failed, endReason, timeoutMs })
   }
   if (timeoutMs !== undefined) {
     return new ProtocolError('ServerTimeout', `${username} did not spawn on loaded ground within ${timeoutMs / 1000} s at ${where}: the server ` +
-      'is slow, hung, or not a Minecraft server; check the host and port, and the server\'s load')
+      'is slow, hung, or not a Minecraft server; check the host and port, and the server\'s load (on a loaded machine, ' +
+      'GENCOORD_TIMEOUT_SCALE stretches the startup deadlines)')
   }
   if (failed && UNREACHABLE.test(failed)) {
     return new ProtocolError('ServerUnreachable', `${username} cannot reach the server at ${where} (${failed}); start a ` +
@@ -66,7 +67,17 @@ function serverFault ({ where, username, kicked, failed, endReason, timeoutMs })
  * machine (two sidecars starting beside a busy test suite) a spawn took over 20 s. Within the Python
  * side's 60 s for a reset that rejoins bots and its 90 s for READY.
  */
-const SPAWN_TIMEOUT_MS = 40000
+const SPAWN_TIMEOUT_MS = 40000 * timeoutScale()
+
+/**
+ * GENCOORD_TIMEOUT_SCALE (a number >= 1, default 1): the startup deadlines (a bot's spawn here; opening an
+ * arena, a reset and the sidecar's READY on the Python side) multiplied by it, for a machine known to be
+ * loaded (a test suite beside other jobs). The Python side reads the same variable; the sidecar inherits it.
+ */
+function timeoutScale () {
+  const scale = Number(process.env.GENCOORD_TIMEOUT_SCALE || 1)
+  return Number.isFinite(scale) && scale >= 1 ? scale : 1
+}
 
 /**
  * The pathfinder's budget for planning one walk, in wall time. Its A* thinks 40 ms per physics tick, and

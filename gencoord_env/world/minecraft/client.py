@@ -56,6 +56,30 @@ DEFAULT_TIMEOUTS: Mapping[str, float] = {
     "reset": 60.0, "execute": 120.0, "shutdown": 3.0, "drop_bot": 10.0,
 }
 _REFUSALS = frozenset({"BadRequest", "TooLarge", "VersionMismatch"})
+#: The variable that stretches the startup deadlines (bots joining, arenas opening, resets that rejoin bots, the
+#: sidecar's READY) for a machine known to be loaded; the sidecar reads it too (``bots.js``).
+TIMEOUT_SCALE_ENV = "GENCOORD_TIMEOUT_SCALE"
+STARTUP_OPS: tuple[str, ...] = ("open_arena", "reset")
+
+
+def timeout_scale() -> float:
+    """``$GENCOORD_TIMEOUT_SCALE`` as a number >= 1 (1 when unset); anything else is refused, naming the variable."""
+    text = os.environ.get(TIMEOUT_SCALE_ENV, "").strip()
+    if not text:
+        return 1.0
+    try:
+        scale = float(text)
+    except ValueError:
+        scale = float("nan")
+    if not scale >= 1.0 or scale == float("inf"):
+        raise UsageError(f"{TIMEOUT_SCALE_ENV} must be a number >= 1 (how much longer the startup deadlines are), got {text!r}")
+    return scale
+
+
+def startup_timeouts() -> dict[str, float]:
+    """``DEFAULT_TIMEOUTS`` with the startup ops' deadlines multiplied by ``timeout_scale()``."""
+    scale = timeout_scale()
+    return {op: t * scale if op in STARTUP_OPS else t for op, t in DEFAULT_TIMEOUTS.items()}
 
 
 _CONTEXTS: dict[int, zmq.Context[zmq.Socket[bytes]]] = {}
@@ -201,7 +225,7 @@ class SidecarClient:
         self.identity = identity if identity is not None else Identity()
         self._exit_code = exit_code
         self._describe_log = describe_log
-        self.timeouts = {**DEFAULT_TIMEOUTS, **(timeouts or {})}
+        self.timeouts = {**startup_timeouts(), **(timeouts or {})}
         self.retries = retries
         self.poll_s = poll_s
         self._curve = curve

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from .client import CurveKeys, Identity, SidecarClient, unreachable
+from .client import TIMEOUT_SCALE_ENV, CurveKeys, Identity, SidecarClient, timeout_scale, unreachable
 from .errors import SERVER_FAULTS, SETUP_HINT, ProtocolMismatch, RuntimeMissing, SidecarDied, SidecarTimeout
 from .protocol import check_hello
 from .runtime import Runtime, cache_dir
@@ -464,7 +464,8 @@ class Sidecar:
     # ---- lifecycle ------------------------------------------------------------------------------
 
     def _await_ready(self) -> None:
-        deadline = time.monotonic() + self.options.ready_timeout_s
+        ready_s = self.options.ready_timeout_s * timeout_scale()
+        deadline = time.monotonic() + ready_s
         while not self._ready.wait(0.05):
             code = self.process.poll()
             if code is not None:
@@ -475,7 +476,8 @@ class Sidecar:
                 )
             if time.monotonic() > deadline:
                 raise SidecarTimeout(
-                    f"the sidecar did not print READY within {self.options.ready_timeout_s:.0f} s; "
+                    f"the sidecar did not print READY within {ready_s:.0f} s (on a loaded machine, set "
+                    f"{TIMEOUT_SCALE_ENV} to stretch the startup deadlines); "
                     + self.describe_log()
                 )
         endpoint = self.ready_info.get("endpoint")
