@@ -29,8 +29,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault(_var, "1")
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     # the suite's workers start sidecars and Minecraft servers beside each other and beside whatever else the machine
-    # runs: at load 10-12 on two cores bots took over 40 s to spawn. The startup deadlines (spawn, open_arena, reset,
-    # READY) stretch; the tests of those deadlines set their own.
+    # runs: at load 10-12 on two cores bots took over 40 s to spawn, and a starved sidecar's server kicked its own bot
+    # for a keep-alive 30 s late. The startup and liveness deadlines (spawn, keep-alive kick, open_arena, reset, READY)
+    # stretch; the tests of those deadlines set their own.
     os.environ.setdefault("GENCOORD_TIMEOUT_SCALE", "3")
 
 ROOT = Path(__file__).parent

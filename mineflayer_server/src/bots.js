@@ -5,7 +5,7 @@
 
 const mineflayer = require('mineflayer')
 const { pathfinder, Movements } = require('mineflayer-pathfinder')
-const { withTimeout, waitFor, TimeoutError } = require('./util')
+const { withTimeout, waitFor, TimeoutError, timeoutScale } = require('./util')
 const { MINECRAFT_VERSION, MINECRAFT_PROTOCOL } = require('./server')
 const { connectBotSocket } = require('./botSockets')
 const { ProtocolError } = require('./protocol')
@@ -65,19 +65,10 @@ function serverFault ({ where, username, kicked, failed, endReason, timeoutMs })
  * How long a bot may take to join and stand on loaded ground before connectBot gives up. A refusal or a
  * dropped connection ends the wait at once, so this only bounds a login that hangs; on a loaded 2-core
  * machine (two sidecars starting beside a busy test suite) a spawn took over 20 s. Within the Python
- * side's 60 s for a reset that rejoins bots and its 90 s for READY.
+ * side's 60 s for a reset that rejoins bots and its 90 s for READY. GENCOORD_TIMEOUT_SCALE stretches it with
+ * them (util.js timeoutScale).
  */
 const SPAWN_TIMEOUT_MS = 40000 * timeoutScale()
-
-/**
- * GENCOORD_TIMEOUT_SCALE (a number >= 1, default 1): the startup deadlines (a bot's spawn here; opening an
- * arena, a reset and the sidecar's READY on the Python side) multiplied by it, for a machine known to be
- * loaded (a test suite beside other jobs). The Python side reads the same variable; the sidecar inherits it.
- */
-function timeoutScale () {
-  const scale = Number(process.env.GENCOORD_TIMEOUT_SCALE || 1)
-  return Number.isFinite(scale) && scale >= 1 ? scale : 1
-}
 
 /**
  * The pathfinder's budget for planning one walk, in wall time. Its A* thinks 40 ms per physics tick, and

@@ -4,6 +4,7 @@
 // operator, and no player command changes anything (plugin/admission.js, plugin/permissions.js).
 
 const path = require('path')
+const { timeoutScale } = require('./util')
 const squid = require('flying-squid')
 const { Vec3 } = require('vec3')
 
@@ -50,7 +51,7 @@ async function startServer ({ port = 0, cookTicks = 200, rules, log, pickupDelay
     difficulty: 0,
     worldFolder: undefined, // in memory: nothing touches the disk
     generation: { name: 'superflat', options: { seed: 1 } },
-    kickTimeout: 30000,
+    kickTimeout: 30000 * timeoutScale(), // a bot silent this long is kicked: stretched on a loaded machine (util.js)
     hideErrors: true, // a client's error is logged once by plugin/connections.js, not as a stack per connection
     plugins: { [PLUGIN_PATH]: { cookTicks, recipes: rules.recipes, log, pickupDelayMs, throwerDelayMs, operators, arenas } },
     modpe: false,

@@ -52,4 +52,15 @@ class SerialQueue {
   }
 }
 
-module.exports = { sleep, withTimeout, waitFor, TimeoutError, SerialQueue, REPLY_MS }
+/**
+ * GENCOORD_TIMEOUT_SCALE (a number >= 1, default 1): the startup and liveness deadlines (a bot's spawn, the
+ * server's keep-alive kick; opening an arena, a reset and the sidecar's READY on the Python side) multiplied by
+ * it, for a machine known to be loaded (a test suite beside other jobs), where an event loop starved for half a
+ * minute is not a dead client. The Python side reads the same variable; the sidecar inherits it.
+ */
+function timeoutScale () {
+  const scale = Number(process.env.GENCOORD_TIMEOUT_SCALE || 1)
+  return Number.isFinite(scale) && scale >= 1 ? scale : 1
+}
+
+module.exports = { sleep, withTimeout, waitFor, TimeoutError, SerialQueue, REPLY_MS, timeoutScale }
