@@ -498,12 +498,18 @@ class Player:
         config = self.generation if backend is None else dataclasses.replace(self.generation, backend=backend)
         if temperature is not None:
             config = dataclasses.replace(config, do_sample=True, temperature=temperature)
-        made: dict[int, LMPolicy] = {}
-        for lm in self.lms.values():
-            made.setdefault(id(lm), make_policy(lm.model, lm.tokenizer, self.format, config))
+        made: list[tuple[Any, LMPolicy]] = []  # one policy per loaded model, however many roles it plays
+
+        def policy_of(lm: Any) -> LMPolicy:
+            for seen, policy in made:
+                if seen is lm:
+                    return policy
+            made.append((lm, make_policy(lm.model, lm.tokenizer, self.format, config)))
+            return made[-1][1]
+
         if not self.roles:
-            return made[id(self.lms[""])]
-        return ByRole({role: made[id(lm)] for role, lm in self.lms.items()})
+            return policy_of(self.lms[""])
+        return ByRole({role: policy_of(lm) for role, lm in self.lms.items()})
 
     @property
     def backend(self) -> str:

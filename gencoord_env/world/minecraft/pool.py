@@ -71,7 +71,7 @@ class SidecarPool:
         log_dir: str | os.PathLike[str] | None = None,
         transport: str | None = None,
         timeouts: Mapping[str, float] | None = None,
-        ready_timeout_s: float = 90.0,
+        ready_timeout_s: float | None = None,
         runtime: Runtime | None = None,
         sidecar_args: Sequence[str] = (),
     ) -> None:

@@ -67,6 +67,10 @@ LOG_GRACE_S = 3600.0
 _ESCAPES = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
 
+#: Seconds a sidecar may take to print READY, unless the caller names its own (stretched by GENCOORD_TIMEOUT_SCALE).
+READY_TIMEOUT_S = 90.0
+
+
 @dataclass(frozen=True)
 class SidecarOptions:
     """How to launch the sidecar.
@@ -85,7 +89,7 @@ class SidecarOptions:
     max_arenas: int = 16
     arena_x0: int = 0
     transport: str = "ipc" if os.name == "posix" else "tcp"
-    ready_timeout_s: float = 90.0
+    ready_timeout_s: float | None = None  # None: READY_TIMEOUT_S stretched by GENCOORD_TIMEOUT_SCALE
     kill_after_s: float = 5.0
     log_dir: Path | None = None
     extra_args: tuple[str, ...] = ()
@@ -464,7 +468,8 @@ class Sidecar:
     # ---- lifecycle ------------------------------------------------------------------------------
 
     def _await_ready(self) -> None:
-        ready_s = self.options.ready_timeout_s * timeout_scale()
+        ready_s = (self.options.ready_timeout_s if self.options.ready_timeout_s is not None
+                   else READY_TIMEOUT_S * timeout_scale())
         deadline = time.monotonic() + ready_s
         while not self._ready.wait(0.05):
             code = self.process.poll()
