@@ -15,7 +15,9 @@ per parallel-env run of a bag MLP, 30 (7,680) for the slot scorer, which has con
 learner steps per single-agent run. The ``slots_orders*`` runs train the slot scorer on sequences of K
 orders paid once at their end (``marl_ppo.py --orders K``: 2K decisions share one return), 3 updates of 256
 sequences on either budget: enough for the share-of-orders reward, while the all-or-nothing one, which pays
-about one sequence in 280 (K = 2) or in 75,000 (K = 4) at the start, gives PPO almost nothing to learn from. ``small`` (what the test runs) is 3 updates and 1,024 steps. The parallel
+about one sequence in 280 (K = 2) or in 75,000 (K = 4) at the start, gives PPO almost nothing to learn from. ``small``
+(what the test runs) is 3 updates, 1,024 steps and one update of sequences (they play one episode at a time:
+three updates of them were 50 of its 82 s). The parallel
 runs' checkpoints go to ``--work`` (``rl:PATH`` for ``gencoord evaluate``), where the cross-play reads them.
 ``--merge --only ...`` runs some baselines (or seeds) and keeps the others' runs in ``--out``'s
 ``baselines.json``, so parts run side by side; ``--no-crossplay`` leaves the matrix to a later call (or to
@@ -60,7 +62,7 @@ BASELINES: dict[str, tuple[str, list[str]]] = {
     "receiver_masked_ppo_branches": ("sb3_ppo_single_agent", ["--role", "second", "--menu", "branches"]),
 }
 #: this script's budget -> each script's (the slot scorer's own, and its runs over sequences of orders)
-BUDGETS = {"small": {"marl_ppo": "tiny", "sb3_ppo_single_agent": "tiny", "slots": "tiny", "orders": "tiny"},
+BUDGETS = {"small": {"marl_ppo": "tiny", "sb3_ppo_single_agent": "tiny", "slots": "tiny", "orders": "one"},
            "full": {"marl_ppo": "full", "sb3_ppo_single_agent": "small", "slots": "small", "orders": "tiny"}}
 METRICS = ("heldout", "horizon", "request_removed")
 #: the cross-play zoo: these baselines' seeds (both roles trained; one of each menu and learner) and rule agents

@@ -55,7 +55,7 @@ from gencoord_env.batched import OUTCOMES, BatchedEngine, GameTree, PartnerSlots
 from gencoord_env.commands.run_log import RunLog
 from gencoord_env.wrappers import EpisodeStatistics, OrderSequence, RequestRemoval
 
-BUDGETS = {"tiny": 3, "small": 30, "full": 60}  # PPO updates of EPISODES training episodes each
+BUDGETS = {"one": 1, "tiny": 3, "small": 30, "full": 60}  # PPO updates of EPISODES training episodes each
 EPISODES, EPOCHS, MINIBATCH, LR, CLIP, ENTROPY, WIDTH = 256, 4, 128, 2e-3, 0.2, 0.01, 64
 AGENTS = ("agent_a", "agent_b")
 EVAL_POOLS = ("heldout", "horizon", "request_removed")

@@ -6,6 +6,9 @@ trained on the train pool and judged greedily on every held-out episode.
 
     python examples/torchrl_pettingzoo.py [--budget small]
 
+``--budget tiny`` (one update of 1,000 steps: what the test suite runs) only shows the loop works; ``small``
+already learns (README's RL table).
+
 TorchRL moves ``action_mask`` out of each agent's observation to ``(agent, "action_mask")`` and masks
 the action spec with it; ``use_mask=True`` adds ``(agent, "mask")``, false once the episode is over. Each
 agent is a group of its own (``agent_a`` and ``agent_b`` do not end in a number), and ``infos="numbers"``
@@ -27,8 +30,8 @@ from torchrl.envs.utils import ExplorationType, exploration_type, set_exploratio
 import gencoord_env
 from gencoord_env.tokens import as_tokenizer
 
-BUDGETS = {"small": 2, "full": 8}  # PPO updates of STEPS env steps each
-STEPS, MINIBATCH, EPOCHS, LR, CLIP = 2000, 250, 4, 1e-3, 0.2
+BUDGETS = {"tiny": (1, 1000), "small": (2, 2000), "full": (8, 2000)}  # (PPO updates, env steps each)
+MINIBATCH, EPOCHS, LR, CLIP = 250, 4, 1e-3, 0.2
 MAX_TOKENS = 768  # the longest context is about 650 tokens
 AGENTS = ("agent_a", "agent_b")
 PRIOR = as_tokenizer(None).encode("PRIOR")[0]  # the shared prior starts here; the agent's own view before
@@ -92,15 +95,15 @@ def advantages(data: TensorDictBase) -> torch.Tensor:
     return returns - returns.mean()
 
 
-def ppo(env: PettingZooWrapper, policy: Policy, updates: int) -> None:
+def ppo(env: PettingZooWrapper, policy: Policy, updates: int, steps: int) -> None:
     optim = torch.optim.Adam(policy.parameters(), lr=LR)
     for k in range(updates):
-        data = env.rollout(STEPS, policy=policy, break_when_any_done=False)
+        data = env.rollout(steps, policy=policy, break_when_any_done=False)
         advantage = advantages(data)
         with torch.no_grad():
             old = {a: policy.distribution(data, a).log_prob(data[a, "action"]).flatten() for a in AGENTS}
         for _ in range(EPOCHS):
-            for batch in torch.randperm(STEPS).split(MINIBATCH):
+            for batch in torch.randperm(steps).split(MINIBATCH):
                 loss = torch.zeros(())
                 for agent in AGENTS:  # only the deciding agent's step counts
                     deciding = data[agent, "info", "deciding"][batch].flatten()
@@ -115,8 +118,8 @@ def ppo(env: PettingZooWrapper, policy: Policy, updates: int) -> None:
         print(f"update {k + 1}: {n} episodes, training success {success:.3f}")
 
 
-def heldout_success(policy: Policy) -> float:
-    """Greedy success over every held-out episode (both role permutations of each cluster)."""
+def heldout_success(policy: Policy) -> tuple[int, float]:
+    """(episodes, greedy success) over every held-out episode (both role permutations of each cluster)."""
     env = make_env("heldout")
     count = len(gencoord_env.parallel_env(backend="sim", pool="heldout").episodes)
     wins = 0.0
@@ -129,7 +132,7 @@ def heldout_success(policy: Policy) -> float:
                     wins += float(td["next", "agent_a", "info", "success"].item())
                     break
                 td = td["next"]
-    return wins / count
+    return count, wins / count
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -140,17 +143,19 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     torch.manual_seed(args.seed)
     env = make_env("train", args.seed)
     start = time.perf_counter()
-    n, random_success = episodes(env.rollout(STEPS, break_when_any_done=False))  # no policy: env.rand_action
-    rate = STEPS / (time.perf_counter() - start)
-    print(f"random policy: {n} episodes in {STEPS} steps ({rate:.0f} steps/s), success {random_success:.3f}")
+    updates, steps = BUDGETS[args.budget]
+    n, random_success = episodes(env.rollout(steps, break_when_any_done=False))  # no policy: env.rand_action
+    rate = steps / (time.perf_counter() - start)
+    print(f"random policy: {n} episodes in {steps} steps ({rate:.0f} steps/s), success {random_success:.3f}")
     tokens = env.observation_spec["agent_a", "observation", "observation"]
     policy = Policy(int(tokens.space.high.max()) + 1, int(env.full_action_spec["agent_a", "action"].space.n))
     start = time.perf_counter()
-    ppo(env, policy, BUDGETS[args.budget])
+    ppo(env, policy, updates, steps)
     seconds = time.perf_counter() - start
-    success = heldout_success(policy)
-    print(f"held-out success {success:.3f} after {BUDGETS[args.budget]} updates of {STEPS} steps ({seconds:.0f} s of training)")
-    return {"random_success": random_success, "heldout_success": success, "seconds": seconds}
+    count, success = heldout_success(policy)
+    print(f"held-out success {success:.3f} over {count} episodes after {updates} updates of {steps} steps "
+          f"({seconds:.0f} s of training)")
+    return {"random_success": random_success, "heldout_success": success, "heldout_episodes": count, "seconds": seconds}
 
 
 if __name__ == "__main__":

@@ -47,8 +47,10 @@ SIDECAR_TESTS = {
 }
 #: group name -> files whose tests share a session- or module-scoped fixture that takes seconds to build
 SHARED_FIXTURES = {
-    "train-data": ("train/test_data.py", "train/test_sft.py", "train/test_tables.py"),  # data_dir
+    "train-data": ("train/test_data.py", "train/test_sft.py", "train/test_tables.py", "train/test_fit.py",
+                   "train/test_removal.py", "train/test_packed.py"),  # data_dir
     "train-transfer": ("train/test_transfer.py",),  # one tiny transfer run
+    "train-selfplay": ("train/test_selfplay.py",),  # one tiny self-play run (70 s), built by each worker before
 }
 
 

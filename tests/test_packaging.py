@@ -155,3 +155,14 @@ def test_source_roots_are_setup_cfgs_package_dir() -> None:
     lines = _config()["options"]["package_dir"].strip().splitlines()
     grafts = dict((part.strip() for part in line.split("=")) for line in lines)
     assert {"gencoord_env": "gencoord_env", **grafts} == SOURCE_ROOTS
+
+
+def test_the_lower_bounds_run_installs_the_test_extras_runner_pins() -> None:
+    """``scripts/lower_bounds.sh`` installs the test runner without the rest of the test extra: its pins are the extra's."""
+    script = (ROOT / "scripts" / "lower_bounds.sh").read_text(encoding="utf-8")
+    runner = re.search(r"^runner=\((.*)\)$", script, re.M)
+    assert runner, "scripts/lower_bounds.sh names no runner=(...) pins"
+    pins = re.findall(r"'([^']+)'", runner[1])
+    extra = [line.split("#")[0].strip() for line in _config()["options.extras_require"]["test"].splitlines()]
+    assert pins and all(pin in extra for pin in pins), (pins, extra)
+    assert {re.split(r"[<>=]", pin)[0] for pin in pins} == {"pytest", "pytest-xdist", "hypothesis"}
