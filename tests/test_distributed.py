@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from functools import partial
@@ -96,3 +97,22 @@ def test_ray_keeps_its_session_in_the_test_runs_own_temp_folder(cluster: None) -
     sessions = Path(os.environ["RAY_TMPDIR"], "ray")
     assert Path(os.environ["RAY_TMPDIR"]).name.startswith("gencoord-ray-")
     assert any(p.name.startswith("session_") for p in sessions.iterdir()), f"no Ray session under {sessions}"
+
+
+
+def test_workers_run_at_the_callers_priority(tmp_path: Path) -> None:
+    """Ray runs its workers at nice 15 unless told otherwise; a worker's sidecar inherits it and, beside four busy
+    loops, its bots did not spawn in two minutes. A cluster ``RayRunner`` starts runs its workers at the caller's
+    priority (a fresh process: this module's cluster is started by its fixture)."""
+    code = """
+import os, re
+from gencoord_env.commands.distributed import RayRunner
+with RayRunner(1, "sim", arenas=1) as runner:
+    pid = int(re.search(r"pid (\\d+)", runner.where[0])[1])
+    print(os.getpriority(os.PRIO_PROCESS, 0), os.getpriority(os.PRIO_PROCESS, pid))
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_") or k == "RAY_TMPDIR"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    caller, worker = proc.stdout.split()
+    assert caller == worker, proc.stdout

@@ -39,7 +39,8 @@ from gencoord_env.commands.client import (  # noqa: E402
     agent_info,
 )
 from gencoord_env.turns import TurnEnv  # noqa: E402
-from gencoord_env.commands.serve import ServeConfig, make_app, uvicorn_config  # noqa: E402
+from gencoord_env.commands.serve import WS_PING_TIMEOUT_S, ServeConfig, make_app, uvicorn_config  # noqa: E402
+from gencoord_env.world.minecraft.client import timeout_scale  # noqa: E402
 
 ENV = {"backend": "sim", "pool": "heldout", "route": "forward", "reward": "staged"}
 SESSIONS = 5
@@ -445,7 +446,10 @@ def test_2048_sessions_at_once_each_play_as_the_local_env() -> None:
         return [(x["text"], x["agent"], x["stage"], r.reward, r.done, x["outcome"], x["metrics"]) for x, r in zip(o, results)]
 
     async def sessions() -> tuple[int, list[list[Any]]]:
-        clients = [GenericEnvClient(base_url=url, connect_timeout_s=600, message_timeout_s=600) for _ in range(n)]
+        # one process's 2,048 clients answer the server's pings late on a loaded machine, and see its pongs late: both
+        # deadlines stretch (the server's by GENCOORD_TIMEOUT_SCALE; a message's 600 s bounds the run either way)
+        clients = [GenericEnvClient(base_url=url, connect_timeout_s=600, message_timeout_s=600,
+                                    websocket_ping_timeout_s=WS_PING_TIMEOUT_S * timeout_scale()) for _ in range(n)]
         await asyncio.gather(*(c.connect() for c in clients))
         try:
             open_at_once = http(url, "/health")[1]["sessions"]

@@ -70,6 +70,10 @@ class RayRunner:
             # a cluster of this machine alone talks over loopback only: Ray's own switch for that, read when
             # ray is imported and inherited by its processes
             os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+            # Ray runs its workers at nice 15, and so the sidecars and Minecraft servers they start: beside four
+            # busy loops a worker's bots did not spawn within two minutes while the same sidecars elsewhere did.
+            # The workers run at the caller's priority (read by the raylet this process starts)
+            os.environ.setdefault("RAY_worker_niceness", "0")
         ray = _ray()
         self.ray = ray
         self.workers = workers

@@ -632,14 +632,22 @@ def sidecar_pool(config: ServeConfig) -> Any:
     return SidecarPool(arenas=config.max_sessions, max_arenas=config.max_sessions)
 
 
+#: Seconds a WebSocket client has to answer the server's keep-alive ping (uvicorn's default), before GENCOORD_TIMEOUT_SCALE.
+WS_PING_TIMEOUT_S = 20.0
+
+
 def uvicorn_config(app: Any, config: ServeConfig, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning") -> Any:
     """How ``gencoord serve`` runs ``app`` under uvicorn (the tests run it the same way, in a thread)."""
     import uvicorn
 
     # no per-message deflate: on loopback or a LAN, compressing every observation costs both ends more CPU than
-    # the bytes it saves; a backlog for every session and queued newcomer connecting at once
+    # the bytes it saves; a backlog for every session and queued newcomer connecting at once. A client has uvicorn's
+    # 20 s to answer a keep-alive ping, stretched by GENCOORD_TIMEOUT_SCALE (a loaded machine's clients answer late)
+    from gencoord_env.world.minecraft.client import timeout_scale
+
     return uvicorn.Config(app, host=host, port=port, log_level=log_level, ws="websockets-sansio", ws_per_message_deflate=False,
-                          access_log=False, backlog=max(2048, 2 * (config.max_sessions + config.queue)))
+                          access_log=False, backlog=max(2048, 2 * (config.max_sessions + config.queue)),
+                          ws_ping_timeout=WS_PING_TIMEOUT_S * timeout_scale())
 
 
 def serve(config: ServeConfig, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning") -> None:
